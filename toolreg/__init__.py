@@ -1,0 +1,68 @@
+"""toolreg: plain typed Python functions as LLM tools.
+
+`@register_tool` builds a tool definition from a function's signature, type hints,
+`Annotated` metadata and docstring; `get_tools()` exports the definitions for a provider;
+`dispatch_tool(name, arguments)` runs a model's call safely, from the registry only.
+"""
+
+from __future__ import annotations
+
+from .errors import (
+    ConversationError,
+    DuplicateToolError,
+    InvalidArgumentsError,
+    ToolCallError,
+    ToolDefinitionError,
+    ToolDeniedError,
+    ToolError,
+    ToolExecutionError,
+    ToolregError,
+    ToolTimeoutError,
+    UnknownToolError,
+    UnsupportedTypeError,
+)
+from .params import Injected, Param, ToolContext
+from .registry import ToolRegistry, default_registry
+from .result import ToolCall, ToolResult
+from .tool import Tool
+
+__version__ = "0.1.0"
+
+register_tool = default_registry.register_tool
+register_schema = default_registry.register_schema
+get_tools = default_registry.get_tools
+dispatch_tool = default_registry.dispatch_tool
+adispatch_tool = default_registry.adispatch_tool
+dispatch_many = default_registry.dispatch_many
+adispatch_many = default_registry.adispatch_many
+
+__all__ = [
+    "ConversationError",
+    "DuplicateToolError",
+    "Injected",
+    "InvalidArgumentsError",
+    "Param",
+    "Tool",
+    "ToolCall",
+    "ToolCallError",
+    "ToolContext",
+    "ToolDefinitionError",
+    "ToolDeniedError",
+    "ToolError",
+    "ToolExecutionError",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolTimeoutError",
+    "ToolregError",
+    "UnknownToolError",
+    "UnsupportedTypeError",
+    "__version__",
+    "adispatch_many",
+    "adispatch_tool",
+    "default_registry",
+    "dispatch_many",
+    "dispatch_tool",
+    "get_tools",
+    "register_schema",
+    "register_tool",
+]

@@ -1,0 +1,194 @@
+"""A callable -> ordered parameter records: signature, resolved hints, `Annotated` split."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import typing_extensions
+
+from .errors import ToolDefinitionError
+from .params import EMPTY_PARAM, Param, ToolContext, _InjectedMarker
+
+__all__ = ["MISSING", "ParamRecord", "Signature", "describe_callable", "split_annotated"]
+
+MISSING: Any = inspect.Parameter.empty
+
+InjectKind = Literal["context", "raw"]
+
+_ANNOTATED_ORIGINS = {typing.Annotated, typing_extensions.Annotated}
+_Doc: Any = getattr(typing_extensions, "Doc", None)
+_P = inspect.Parameter
+
+
+@dataclass(frozen=True, slots=True)
+class ParamRecord:
+    """One parameter as toolreg sees it."""
+
+    name: str
+    annotation: Any  # the bare type, outer Annotated removed
+    param: Param  # merged metadata from Annotated
+    default: Any  # MISSING when there is none
+    required: bool
+    positional_only: bool = False
+    var_keyword: bool = False
+    inject: InjectKind | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Signature:
+    """Everything `Tool.from_function` needs from a callable."""
+
+    qualname: str
+    params: tuple[ParamRecord, ...]
+    doc: str | None
+    is_async: bool
+
+
+def qualified_name(fn: object) -> str:
+    module = getattr(fn, "__module__", None) or ""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    return f"{module}.{name}" if module and module != "builtins" else str(name)
+
+
+def _is_annotated(tp: object) -> bool:
+    return typing.get_origin(tp) in _ANNOTATED_ORIGINS or type(tp).__name__ == "_AnnotatedAlias"
+
+
+def split_annotated(tp: Any) -> tuple[Any, Param]:
+    """`Annotated[T, *meta]` -> (T, merged Param). Anything else -> (tp, empty Param)."""
+    if not _is_annotated(tp):
+        return tp, EMPTY_PARAM
+    param = EMPTY_PARAM
+    for meta in tp.__metadata__:
+        param = param.merged(_param_from_meta(meta))
+    return tp.__origin__, param
+
+
+def _param_from_meta(meta: object) -> Param:
+    if isinstance(meta, Param):
+        return meta
+    if isinstance(meta, str):
+        return Param(description=meta)
+    if isinstance(meta, bool):  # ChatGLM3: Annotated[T, "description", required]
+        return Param(required=meta)
+    if meta is _InjectedMarker or isinstance(meta, _InjectedMarker):
+        return Param(injected=True)
+    if _Doc is not None and isinstance(meta, _Doc):
+        return Param(description=meta.documentation)
+    return _from_annotated_types(meta)
+
+
+_ANNOTATED_TYPES_FIELDS = {
+    "Gt": ("gt", "gt"),
+    "Ge": ("ge", "ge"),
+    "Lt": ("lt", "lt"),
+    "Le": ("le", "le"),
+    "MultipleOf": ("multiple_of", "multiple_of"),
+    "MinLen": ("min_length", "min_length"),
+    "MaxLen": ("max_length", "max_length"),
+}
+
+
+def _from_annotated_types(meta: object) -> Param:
+    """Constraints from the `annotated_types` package (and look-alikes, e.g. pydantic's)."""
+    module = type(meta).__module__
+    if not module.startswith("annotated_types"):
+        return EMPTY_PARAM
+    kind = type(meta).__name__
+    if kind in _ANNOTATED_TYPES_FIELDS:
+        attr, field_name = _ANNOTATED_TYPES_FIELDS[kind]
+        return Param(**{field_name: getattr(meta, attr)})
+    if kind in {"Interval", "Len"}:
+        names = ("gt", "ge", "lt", "le") if kind == "Interval" else ("min_length", "max_length")
+        values = {n: getattr(meta, n, None) for n in names}
+        return Param(**{k: v for k, v in values.items() if v is not None})
+    return EMPTY_PARAM
+
+
+def resolve_hints(obj: Any, owner: str) -> dict[str, Any]:
+    """`get_type_hints` with extras, turning a failure into a definition error."""
+    try:
+        return typing.get_type_hints(obj, include_extras=True)
+    except NameError as exc:
+        raise ToolDefinitionError(
+            f"cannot resolve the type hint {exc.name or exc}",
+            function=owner,
+            fix="define or import that name at module level before registering",
+        ) from exc
+    except Exception as exc:
+        raise ToolDefinitionError(
+            f"cannot resolve type hints ({type(exc).__name__}: {exc})",
+            function=owner,
+            fix="check the annotations for typos or names that do not exist",
+        ) from exc
+
+
+def _is_context_type(tp: object) -> bool:
+    return tp is ToolContext or typing.get_origin(tp) is ToolContext
+
+
+def _unwrap(fn: Callable[..., Any]) -> Any:
+    target: Any = fn
+    if not inspect.isfunction(target) and not inspect.ismethod(target):
+        call = getattr(type(target), "__call__", None)  # noqa: B004 - a callable instance
+        if call is not None and inspect.isfunction(call):
+            return target.__call__
+    return target
+
+
+def describe_callable(fn: Callable[..., Any]) -> Signature:
+    """Read the signature, hints and metadata of `fn` into plain records."""
+    owner = qualified_name(fn)
+    target = _unwrap(fn)
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError) as exc:
+        raise ToolDefinitionError(
+            f"cannot read its signature ({exc})",
+            function=owner,
+            fix="register a plain Python function or a callable object with __call__",
+        ) from exc
+    hints = resolve_hints(target, owner)
+    records = tuple(_record(p, hints, owner) for p in sig.parameters.values())
+    is_async = inspect.iscoroutinefunction(target)
+    doc = inspect.getdoc(fn)
+    return Signature(qualname=owner, params=records, doc=doc, is_async=is_async)
+
+
+def _record(p: inspect.Parameter, hints: dict[str, Any], owner: str) -> ParamRecord:
+    if p.kind is _P.VAR_POSITIONAL:
+        raise ToolDefinitionError(
+            f"*{p.name} cannot be filled by a model, which sends named arguments only",
+            function=owner,
+            parameter=p.name,
+            fix=f"replace *{p.name} with a named list parameter, e.g. {p.name}: list[str]",
+        )
+    if p.name not in hints:
+        example = f"{p.name}: str" if p.kind is not _P.VAR_KEYWORD else f"**{p.name}: Any"
+        raise ToolDefinitionError(
+            "the parameter has no type annotation",
+            function=owner,
+            parameter=p.name,
+            fix=f"annotate it, e.g. {example}",
+        )
+    annotation, param = split_annotated(hints[p.name])
+    inject: InjectKind | None = None
+    if _is_context_type(annotation):
+        inject = "context"
+    elif param.injected:
+        inject = "raw"
+    required = p.default is _P.empty if param.required is None else param.required
+    return ParamRecord(
+        name=p.name,
+        annotation=annotation,
+        param=param,
+        default=p.default,
+        required=required and inject is None and p.kind is not _P.VAR_KEYWORD,
+        positional_only=p.kind is _P.POSITIONAL_ONLY,
+        var_keyword=p.kind is _P.VAR_KEYWORD,
+        inject=inject,
+    )

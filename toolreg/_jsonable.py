@@ -1,0 +1,91 @@
+"""Python values -> JSON-compatible values (defaults and examples in schemas, tool results)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import math
+import sys
+import uuid
+from collections.abc import Mapping
+from decimal import Decimal
+from pathlib import PurePath
+from typing import Any
+
+__all__ = ["NOT_JSONABLE", "json_default", "timedelta_iso", "to_jsonable"]
+
+
+class _NotJsonable:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NOT_JSONABLE"
+
+
+NOT_JSONABLE: Any = _NotJsonable()
+
+
+def timedelta_iso(value: dt.timedelta) -> str:
+    """ISO 8601 duration, e.g. `P1DT3600S`; negative durations get a leading minus."""
+    sign = "-" if value < dt.timedelta(0) else ""
+    value = abs(value)
+    seconds = value.seconds + value.microseconds / 1_000_000
+    secs = f"{seconds:f}".rstrip("0").rstrip(".") if value.microseconds else str(value.seconds)
+    return f"{sign}P{value.days}DT{secs}S"
+
+
+def json_default(obj: Any) -> Any:
+    """`json.dumps(default=...)` hook: one step from a rich value to a JSON value."""
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, (dt.datetime, dt.date, dt.time)):
+        return obj.isoformat()
+    if isinstance(obj, dt.timedelta):
+        return timedelta_iso(obj)
+    if isinstance(obj, (uuid.UUID, PurePath)):
+        return str(obj)
+    if isinstance(obj, Decimal):
+        return str(obj)  # exact: no float rounding of money
+    if isinstance(obj, (set, frozenset)):
+        items = list(obj)
+        try:
+            return sorted(items)
+        except TypeError:
+            return items
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    if isinstance(obj, tuple) and hasattr(obj, "_asdict"):
+        return obj._asdict()
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(obj, pydantic.BaseModel):
+        return obj.model_dump(mode="json")
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+def to_jsonable(value: Any, _depth: int = 0) -> Any:
+    """A JSON-compatible copy of `value`, or `NOT_JSONABLE`."""
+    if _depth > 64:
+        return NOT_JSONABLE
+    if value is None or isinstance(value, (bool, int, str)):
+        return value.value if isinstance(value, enum.Enum) else value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else NOT_JSONABLE
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_asdict"):
+        return _all([to_jsonable(v, _depth + 1) for v in value])
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            return NOT_JSONABLE
+        items = {k: to_jsonable(v, _depth + 1) for k, v in value.items()}
+        return NOT_JSONABLE if NOT_JSONABLE in items.values() else items
+    try:
+        step = json_default(value)
+    except TypeError:
+        return NOT_JSONABLE
+    return to_jsonable(step, _depth + 1)
+
+
+def _all(items: list[Any]) -> Any:
+    return NOT_JSONABLE if any(i is NOT_JSONABLE for i in items) else items

@@ -1,0 +1,41 @@
+"""Tool-name rules of each provider, in one place.
+
+- OpenAI chat completions and Responses: `^[a-zA-Z0-9_-]{1,64}$` (API reference, `function.name`).
+- Anthropic: `^[a-zA-Z0-9_-]{1,64}$` (Messages API, `tools[].name`).
+- Gemini: starts with a letter or underscore; letters, digits, `_ . : -`; at most 64
+  characters (`FunctionDeclaration.name`).
+- MCP: 1-128 characters of `A-Z a-z 0-9 _ - .` (tool names, specification 2025-06-18).
+- ChatGLM3: any non-empty name without white space; toolreg caps it at 128 characters.
+
+A name is accepted at registration when at least one provider accepts it; each export checks
+its own provider's rule.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["NAME_RULES", "accepting_formats", "check_name"]
+
+NAME_RULES: dict[str, tuple[re.Pattern[str], str]] = {
+    "openai": (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "1-64 of a-z A-Z 0-9 _ -"),
+    "responses": (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "1-64 of a-z A-Z 0-9 _ -"),
+    "anthropic": (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "1-64 of a-z A-Z 0-9 _ -"),
+    "gemini": (
+        re.compile(r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}"),
+        "a letter or _ first, then a-z A-Z 0-9 _ . : -, at most 64",
+    ),
+    "mcp": (re.compile(r"[a-zA-Z0-9_.-]{1,128}"), "1-128 of a-z A-Z 0-9 _ - ."),
+    "chatglm3": (re.compile(r"[^\s]{1,128}"), "1-128 characters, no white space"),
+}
+
+
+def accepting_formats(name: str) -> list[str]:
+    """The formats whose rule `name` satisfies."""
+    return [fmt for fmt, (rule, _) in NAME_RULES.items() if rule.fullmatch(name)]
+
+
+def check_name(name: str, fmt: str) -> str | None:
+    """None when `fmt` accepts `name`; otherwise the rule it breaks, for an error message."""
+    rule, text = NAME_RULES[fmt]
+    return None if rule.fullmatch(name) else text

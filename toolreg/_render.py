@@ -1,0 +1,54 @@
+"""A tool's return value -> the text the model reads."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ._jsonable import json_default
+from .errors import ToolExecutionError
+from .tool import Tool
+
+__all__ = ["NONE_CONTENT", "render_result", "truncate"]
+
+NONE_CONTENT = "null"
+"""What the model reads when a tool returns None (the JSON for None)."""
+
+_encoder = json.JSONEncoder(ensure_ascii=False, default=json_default, allow_nan=False)
+
+
+def render_result(tool: Tool, value: Any, limit: int | None) -> str:
+    """`str` as is, None as `null`, anything else as JSON (`ensure_ascii=False`), then cut."""
+    if tool.result_filter is not None:
+        try:
+            value = tool.result_filter(value)
+        except Exception as exc:
+            raise ToolExecutionError(
+                f"Tool '{tool.name}' failed: its result could not be filtered.",
+                tool_name=tool.name,
+            ) from exc
+    if type(value) is str:
+        text = value
+    elif value is None:
+        text = NONE_CONTENT
+    else:
+        text = _to_json(tool, value)
+    cut = tool.max_result_chars or limit
+    return truncate(text, cut) if cut is not None and len(text) > cut else text
+
+
+def _to_json(tool: Tool, value: Any) -> str:
+    try:
+        return _encoder.encode(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ToolExecutionError(
+            f"Tool '{tool.name}' failed: it returned a {type(value).__name__}, "
+            "which cannot be written as JSON.",
+            tool_name=tool.name,
+        ) from exc
+
+
+def truncate(text: str, limit: int) -> str:
+    """Cut `text` to `limit` characters with a visible marker saying how much was cut."""
+    cut = len(text) - limit
+    return f"{text[:limit]}\n[truncated: {cut} of {len(text)} characters cut]"

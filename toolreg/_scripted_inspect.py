@@ -1,0 +1,118 @@
+"""Reading recorded requests for ``ScriptedServer.assert_request``.
+
+Works on both request shapes: Chat Completions (``messages``, ``tools[].function``,
+legacy ``functions`` and ``role: "function"`` results) and the Responses API (``input``,
+``instructions``, flat ``tools[]``, ``function_call_output`` items).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+Json = dict[str, Any]
+
+
+def messages(body: Json) -> list[Json]:
+    """Chat messages, or Responses input items (a string input becomes one user message)."""
+    found = body.get("messages", body.get("input"))
+    if isinstance(found, str):
+        found = [{"role": "user", "content": found}]
+    return [m for m in found or [] if isinstance(m, dict)]
+
+
+def text_of(value: Any) -> str:
+    """The text of a content value: a str, a list of parts, or anything else as JSON."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    if isinstance(value, list):
+        return "".join(
+            text_of(p.get("text", p.get("output"))) for p in value if isinstance(p, dict)
+        )
+    return json.dumps(value, ensure_ascii=False)
+
+
+def tool_results(body: Json) -> list[tuple[str, str]]:
+    """``(call id or legacy function name, result text)`` for every tool result sent back."""
+    found: list[tuple[str, str]] = []
+    for m in messages(body):
+        if m.get("role") == "tool":
+            found.append((str(m.get("tool_call_id")), text_of(m.get("content"))))
+        elif m.get("role") == "function":
+            found.append((str(m.get("name")), text_of(m.get("content"))))
+        elif m.get("type") == "function_call_output":
+            found.append((str(m.get("call_id")), text_of(m.get("output"))))
+    return found
+
+
+def tool_names(body: Json) -> list[str]:
+    """Names of the offered tools (chat ``tools``, Responses ``tools``, legacy ``functions``)."""
+    names: list[str] = []
+    for entry in [*(body.get("tools") or []), *(body.get("functions") or [])]:
+        if isinstance(entry, dict):
+            fn = entry.get("function")
+            fn = fn if isinstance(fn, dict) else entry
+            names.append(str(fn.get("name")))
+    return names
+
+
+def summary(path: str, body: Json) -> str:
+    """One line a failing test can be read by: path, message roles, tools, tool_choice."""
+    roles = []
+    for m in messages(body):
+        role = str(m.get("role", m.get("type")))
+        ids = [str(tc.get("id")) for tc in m.get("tool_calls") or [] if isinstance(tc, dict)]
+        ref = m.get("tool_call_id", m.get("call_id"))
+        roles.append(role + (f"{ids}" if ids else "") + (f"({ref})" if ref else ""))
+    return (
+        f"  got: {path} messages=[{', '.join(roles)}] tools={tool_names(body)}"
+        f" tool_choice={body.get('tool_choice')!r} stream={body.get('stream', False)!r}"
+    )
+
+
+def problems(path: str, body: Json, expected: Json) -> list[str]:
+    """What differs between ``body`` and the ``expected`` checks (``None`` means unchecked)."""
+    found: list[str] = []
+    results = tool_results(body)
+    want = {k: v for k, v in expected.items() if v is not None or k == "tool_choice"}
+    if "path" in want and path != want["path"]:
+        found.append(f"was sent to {path}, expected {want['path']}")
+    if "model" in want and body.get("model") != want["model"]:
+        found.append(f"has model {body.get('model')!r}, expected {want['model']!r}")
+    if "stream" in want and (body.get("stream") is True) != want["stream"]:
+        found.append("is not streamed" if want["stream"] else "is streamed")
+    if "has_tools" in want and bool(tool_names(body)) != want["has_tools"]:
+        found.append("has no tools" if want["has_tools"] else f"has tools {tool_names(body)}")
+    if "tool_names" in want and sorted(tool_names(body)) != want["tool_names"]:
+        found.append(f"offers tools {sorted(tool_names(body))}, expected {want['tool_names']}")
+    if "tool_choice" in want and body.get("tool_choice") != want["tool_choice"]:
+        found.append(
+            f"has tool_choice {body.get('tool_choice')!r}, expected {want['tool_choice']!r}"
+        )
+    call_id = want.get("contains_tool_result")
+    if call_id is not None:
+        results = [(i, t) for i, t in results if i == call_id]
+        if not results:
+            found.append(f"contains no tool result for {call_id!r}")
+    needle = want.get("tool_result_contains")
+    if needle is not None and results and not any(needle in t for _, t in results):
+        shown = [t[:80] for _, t in results]
+        found.append(f"has no tool result containing {needle!r} (results: {shown})")
+    elif needle is not None and not results and call_id is None:
+        found.append(f"has no tool result containing {needle!r} (no tool results at all)")
+    texts = [text_of(m.get("content", m.get("output"))) for m in messages(body)]
+    texts.append(text_of(body.get("instructions")))
+    if "contains_text" in want and not any(want["contains_text"] in t for t in texts):
+        found.append(f"contains no message with text {want['contains_text']!r}")
+    if "message_count" in want and len(messages(body)) != want["message_count"]:
+        found.append(f"has {len(messages(body))} message(s), expected {want['message_count']}")
+    return found
+
+
+def check_request(label: str, path: str, body: Json, expected: Json) -> None:
+    """Raise one AssertionError naming every failed check of ``expected``."""
+    found = problems(path, body, expected)
+    if found:
+        raise AssertionError(
+            f"ScriptedServer: {label} " + "; ".join(found) + "\n" + summary(path, body)
+        )

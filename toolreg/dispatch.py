@@ -1,0 +1,353 @@
+"""Dispatch: the model's (name, arguments) -> a `ToolResult`, never an exception.
+
+Steps: whitelist -> decode -> validate (and coerce) -> convert -> inject context ->
+confirm -> call (sync/async, time limit) -> render. Each step's failure becomes a
+`ToolResult(ok=False)` whose `content` is a short message the model can act on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import difflib
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Union
+
+from ._calling import acall, call, run_coroutine
+from ._decode import decode_arguments
+from ._plan import CallPlan, plan_for
+from ._render import render_result
+from .errors import (
+    ToolCallError,
+    ToolDeniedError,
+    ToolError,
+    ToolExecutionError,
+    UnknownToolError,
+)
+from .params import ToolContext
+from .result import ToolCall, ToolResult
+from .tool import Tool
+
+__all__ = ["CallLike", "ConfirmCallback", "DispatchMixin", "DispatchSettings"]
+
+logger = logging.getLogger("toolreg")
+
+ConfirmCallback = Callable[[Tool, dict[str, Any]], Union[bool, Awaitable[bool]]]
+CallLike = Union[ToolCall, tuple[Any, ...], Mapping[str, Any]]
+_MAX_NAME = 64
+_MAX_LISTED = 20
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchSettings:
+    """Per-registry dispatch options (see `ToolRegistry`)."""
+
+    coerce: bool = True
+    mask_errors: bool = False
+    max_payload_bytes: int = 1 << 20
+    max_depth: int = 64
+    max_concurrency: int = 8
+    max_result_chars: int | None = None
+
+
+@dataclass(slots=True)
+class _Prepared:
+    tool: Tool
+    args: dict[str, Any]
+    call_args: tuple[Any, ...]
+    call_kwargs: dict[str, Any]
+
+
+class DispatchMixin:
+    """The dispatch verbs of `ToolRegistry`."""
+
+    settings: DispatchSettings
+
+    def _lookup(self, name: str) -> Tool | None:
+        raise NotImplementedError
+
+    def names(self) -> list[str]:
+        raise NotImplementedError
+
+    # -- sync -----------------------------------------------------------------------------
+    def dispatch_tool(
+        self,
+        name: str,
+        arguments: str | bytes | Mapping[str, Any] | None = None,
+        *,
+        context: Any = None,
+        allowed: Iterable[str] | None = None,
+        call_id: str | None = None,
+        confirm: ConfirmCallback | None = None,
+    ) -> ToolResult:
+        """Run one call from a model. Never raises for the model's mistakes or the tool's."""
+        start = time.perf_counter()
+        try:
+            prepared = self._prepare(name, arguments, context, allowed, call_id)
+            tool = prepared.tool
+            if tool.needs_confirmation:
+                _sync_confirm(confirm, tool, prepared)
+            value = self._guard(tool, call, prepared)
+            return self._success(prepared, value, call_id, start)
+        except ToolCallError as err:
+            return _failure(name, call_id, err, start)
+
+    def dispatch_many(
+        self,
+        calls: Iterable[CallLike],
+        *,
+        context: Any = None,
+        allowed: Iterable[str] | None = None,
+        confirm: ConfirmCallback | None = None,
+    ) -> list[ToolResult]:
+        """Run several calls concurrently (threads); results in the order of the calls."""
+        batch = [_as_call(c) for c in calls]
+        allowed_set = None if allowed is None else frozenset(allowed)
+
+        def run(c: ToolCall) -> ToolResult:
+            return self.dispatch_tool(
+                c.name,
+                c.arguments,
+                context=context,
+                allowed=allowed_set,
+                call_id=c.call_id,
+                confirm=confirm,
+            )
+
+        if len(batch) <= 1:
+            return [run(c) for c in batch]
+        workers = max(1, min(len(batch), self.settings.max_concurrency))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolreg") as pool:
+            return list(pool.map(run, batch))
+
+    # -- async ----------------------------------------------------------------------------
+    async def adispatch_tool(
+        self,
+        name: str,
+        arguments: str | bytes | Mapping[str, Any] | None = None,
+        *,
+        context: Any = None,
+        allowed: Iterable[str] | None = None,
+        call_id: str | None = None,
+        confirm: ConfirmCallback | None = None,
+    ) -> ToolResult:
+        """`dispatch_tool` for async code: async tools are awaited, sync ones run in a thread."""
+        start = time.perf_counter()
+        try:
+            prepared = self._prepare(name, arguments, context, allowed, call_id)
+            tool = prepared.tool
+            if tool.needs_confirmation:
+                await _async_confirm(confirm, tool, prepared)
+            value = await self._aguard(tool, prepared)
+            return self._success(prepared, value, call_id, start)
+        except ToolCallError as err:
+            return _failure(name, call_id, err, start)
+
+    async def adispatch_many(
+        self,
+        calls: Iterable[CallLike],
+        *,
+        context: Any = None,
+        allowed: Iterable[str] | None = None,
+        confirm: ConfirmCallback | None = None,
+    ) -> list[ToolResult]:
+        """Run several calls concurrently (tasks), at most `max_concurrency` at a time."""
+        batch = [_as_call(c) for c in calls]
+        allowed_set = None if allowed is None else frozenset(allowed)
+        gate = asyncio.Semaphore(max(1, self.settings.max_concurrency))
+
+        async def run(c: ToolCall) -> ToolResult:
+            async with gate:
+                return await self.adispatch_tool(
+                    c.name,
+                    c.arguments,
+                    context=context,
+                    allowed=allowed_set,
+                    call_id=c.call_id,
+                    confirm=confirm,
+                )
+
+        return list(await asyncio.gather(*(run(c) for c in batch)))
+
+    # -- steps ----------------------------------------------------------------------------
+    def _prepare(
+        self,
+        name: str,
+        arguments: object,
+        context: Any,
+        allowed: Iterable[str] | None,
+        call_id: str | None,
+    ) -> _Prepared:
+        tool = self._lookup(name) if type(name) is str else None
+        if tool is None or (allowed is not None and name not in allowed):
+            raise self._unknown(name, allowed)
+        settings = self.settings
+        args = decode_arguments(arguments, settings.max_payload_bytes, settings.max_depth)
+        plan = plan_for(tool)
+        coerce = settings.coerce if tool.coerce is None else tool.coerce
+        args = plan.prepare(tool, args, coerce)
+        kwargs = _inject(plan, args, context, tool, call_id) if plan.context else args
+        if plan.absent_is_none:
+            kwargs = {**dict.fromkeys(plan.absent_is_none), **kwargs}
+        if plan.positional:
+            kwargs = dict(kwargs)
+            positional = tuple(kwargs.pop(n) for n in plan.positional if n in kwargs)
+            return _Prepared(tool, args, positional, kwargs)
+        return _Prepared(tool, args, (), kwargs)
+
+    def _unknown(self, name: object, allowed: Iterable[str] | None) -> UnknownToolError:
+        shown = _safe_name(name)
+        names = self.names()
+        if allowed is not None:
+            permitted = set(allowed)
+            names = [n for n in names if n in permitted]
+        matches = difflib.get_close_matches(shown, names, n=3, cutoff=0.6) if names else []
+        message = f"Unknown tool '{shown}'."
+        if matches:
+            message += " Did you mean " + " or ".join(f"'{m}'" for m in matches) + "?"
+        if names:
+            listed = ", ".join(names[:_MAX_LISTED]) + (", ..." if len(names) > _MAX_LISTED else "")
+            message += f" Available: {listed}."
+        else:
+            message += " No tools are available."
+        return UnknownToolError(message, tool_name=shown, suggestions=matches)
+
+    def _guard(
+        self,
+        tool: Tool,
+        runner: Callable[[Tool, tuple[Any, ...], dict[str, Any]], Any],
+        prepared: _Prepared,
+    ) -> Any:
+        try:
+            return runner(tool, prepared.call_args, prepared.call_kwargs)
+        except ToolCallError:
+            raise
+        except Exception as exc:
+            raise self._execution_error(tool, exc) from exc
+
+    async def _aguard(self, tool: Tool, prepared: _Prepared) -> Any:
+        try:
+            return await acall(tool, prepared.call_args, prepared.call_kwargs)
+        except ToolCallError:
+            raise
+        except Exception as exc:
+            raise self._execution_error(tool, exc) from exc
+
+    def _execution_error(self, tool: Tool, exc: Exception) -> ToolExecutionError:
+        logger.debug("tool %r raised", tool.name, exc_info=exc)
+        if isinstance(exc, ToolError):
+            message = exc.message
+        elif self.settings.mask_errors:
+            message = f"Tool '{tool.name}' failed."
+        else:
+            detail = " ".join(str(exc).split())[:500]
+            message = f"Tool '{tool.name}' failed: {type(exc).__name__}" + (
+                f": {detail}" if detail else ""
+            )
+        return ToolExecutionError(message, tool_name=tool.name)
+
+    def _success(
+        self, prepared: _Prepared, value: Any, call_id: str | None, start: float
+    ) -> ToolResult:
+        tool = prepared.tool
+        content = render_result(tool, value, self.settings.max_result_chars)
+        return ToolResult(
+            tool_name=tool.name,
+            call_id=call_id,
+            ok=True,
+            content=content,
+            value=value,
+            return_direct=tool.return_direct,
+            elapsed=time.perf_counter() - start,
+            arguments=prepared.args,
+        )
+
+
+def _failure(name: object, call_id: str | None, err: ToolCallError, start: float) -> ToolResult:
+    return ToolResult(
+        tool_name=err.tool_name or _safe_name(name),
+        call_id=call_id,
+        ok=False,
+        content=err.message,
+        error=err,
+        exception=err.__cause__,
+        elapsed=time.perf_counter() - start,
+    )
+
+
+def _safe_name(name: object) -> str:
+    if not isinstance(name, str):
+        return f"<{type(name).__name__}>"
+    clean = "".join(ch if ch.isprintable() else "?" for ch in name[: _MAX_NAME + 1])
+    return clean if len(clean) <= _MAX_NAME else clean[:_MAX_NAME] + "..."
+
+
+def _inject(
+    plan: CallPlan, args: dict[str, Any], context: Any, tool: Tool, call_id: str | None
+) -> dict[str, Any]:
+    kwargs = dict(args)
+    for name, kind in plan.context:
+        if kind == "raw":
+            kwargs[name] = context
+        elif isinstance(context, ToolContext):
+            kwargs[name] = dataclasses.replace(context, tool_name=tool.name, call_id=call_id)
+        else:
+            kwargs[name] = ToolContext(deps=context, tool_name=tool.name, call_id=call_id)
+    return kwargs
+
+
+def _sync_confirm(confirm: ConfirmCallback | None, tool: Tool, prepared: _Prepared) -> None:
+    """Ask `confirm` about this exact call; anything but True denies it."""
+    if confirm is None:
+        raise _denied(tool, "it needs the user's confirmation and none was asked for")
+    try:
+        answer = confirm(tool, dict(prepared.args))
+        if inspect.isawaitable(answer):
+            answer = run_coroutine(_awaited(answer))
+    except Exception as exc:
+        raise _denied(tool, "the confirmation step failed") from exc
+    if answer is not True:
+        raise _denied(tool, "the user declined")
+
+
+async def _async_confirm(confirm: ConfirmCallback | None, tool: Tool, prepared: _Prepared) -> None:
+    if confirm is None:
+        raise _denied(tool, "it needs the user's confirmation and none was asked for")
+    try:
+        answer = confirm(tool, dict(prepared.args))
+        if inspect.isawaitable(answer):
+            answer = await answer
+    except Exception as exc:
+        raise _denied(tool, "the confirmation step failed") from exc
+    if answer is not True:
+        raise _denied(tool, "the user declined")
+
+
+async def _awaited(awaitable: Awaitable[bool]) -> bool:
+    return await awaitable
+
+
+def _denied(tool: Tool, why: str) -> ToolDeniedError:
+    return ToolDeniedError(
+        f"Tool '{tool.name}' was not run: {why}. Do not retry it unless the user asks.",
+        tool_name=tool.name,
+    )
+
+
+def _as_call(item: CallLike) -> ToolCall:
+    if isinstance(item, ToolCall):
+        return item
+    if isinstance(item, tuple):
+        return ToolCall(*item)
+    if isinstance(item, Mapping):
+        return ToolCall(
+            name=item.get("name", ""),
+            arguments=item.get("arguments"),
+            call_id=item.get("call_id", item.get("id")),
+        )
+    raise TypeError(f"a call must be a ToolCall, tuple or mapping, not {type(item).__name__}")

@@ -1,0 +1,191 @@
+"""The exceptions toolreg raises.
+
+```
+ToolregError
+├── ToolDefinitionError        registration; carries function and parameter name
+│   ├── UnsupportedTypeError
+│   └── DuplicateToolError
+├── ToolCallError              dispatch; carries tool name; has a short model-safe message
+│   ├── UnknownToolError       with "did you mean" suggestions
+│   ├── InvalidArgumentsError  every problem with its JSON path
+│   ├── ToolTimeoutError
+│   ├── ToolDeniedError        a tool that needs confirmation was not approved
+│   └── ToolExecutionError     the original exception chained, never shown to the model
+└── ConversationError          e.g. the endpoint answered something unusable
+
+ToolError                      raised by a tool author to send a chosen message to the model
+```
+
+Definition errors are raised when a tool is registered or exported: they are programming
+mistakes and they say how to fix them. Call errors describe what the model got wrong; the
+dispatcher turns them into a `ToolResult` instead of raising them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "ConversationError",
+    "DuplicateToolError",
+    "InvalidArgumentsError",
+    "ToolCallError",
+    "ToolDefinitionError",
+    "ToolDeniedError",
+    "ToolError",
+    "ToolExecutionError",
+    "ToolTimeoutError",
+    "ToolregError",
+    "UnknownToolError",
+    "UnsupportedTypeError",
+]
+
+
+class ToolregError(Exception):
+    """Base class of every exception raised by toolreg."""
+
+
+class ToolDefinitionError(ToolregError, TypeError):
+    """A tool cannot be defined as written.
+
+    `function` is the qualified name of the offending function (or the tool name),
+    `parameter` the offending parameter when there is one, and `fix` what to do about it.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        function: str | None = None,
+        parameter: str | None = None,
+        fix: str | None = None,
+    ) -> None:
+        self.problem = problem
+        self.function = function
+        self.parameter = parameter
+        self.fix = fix
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = ""
+        if self.function is not None:
+            where = f"{self.function}"
+            if self.parameter is not None:
+                where += f", parameter '{self.parameter}'"
+            where += ": "
+        text = where + self.problem
+        if self.fix:
+            text += f". Fix: {self.fix}"
+        return text
+
+
+class UnsupportedTypeError(ToolDefinitionError):
+    """A type annotation has no JSON Schema equivalent toolreg can produce."""
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        annotation: object = None,
+        function: str | None = None,
+        parameter: str | None = None,
+        fix: str | None = None,
+    ) -> None:
+        self.annotation = annotation
+        super().__init__(problem, function=function, parameter=parameter, fix=fix)
+
+
+class DuplicateToolError(ToolDefinitionError):
+    """A registry already holds a tool of that name."""
+
+    def __init__(self, name: str, *, function: str | None = None, existing: str | None = None):
+        self.name = name
+        self.existing = existing
+        problem = f"a tool named '{name}' is already registered"
+        if existing:
+            problem += f" (by {existing})"
+        super().__init__(
+            problem,
+            function=function,
+            fix="choose another name=..., unregister the old tool, or pass replace=True",
+        )
+
+
+class ToolCallError(ToolregError):
+    """A tool call cannot be carried out. `message` is short and safe to show a model."""
+
+    kind = "error"
+
+    def __init__(self, message: str, *, tool_name: str | None = None) -> None:
+        self.message = message
+        self.tool_name = tool_name
+        super().__init__(message)
+
+
+class UnknownToolError(ToolCallError):
+    """The model asked for a tool that is not registered or not allowed."""
+
+    kind = "unknown_tool"
+
+    def __init__(self, message: str, *, tool_name: str, suggestions: Sequence[str] = ()) -> None:
+        self.suggestions = tuple(suggestions)
+        super().__init__(message, tool_name=tool_name)
+
+
+class InvalidArgumentsError(ToolCallError):
+    """The arguments could not be decoded or did not match the schema.
+
+    `problems` holds `(path, message)` pairs, the path in JSON Pointer-like dotted form.
+    """
+
+    kind = "invalid_arguments"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tool_name: str | None = None,
+        problems: Sequence[tuple[str, str]] = (),
+        kind: str = "invalid_arguments",
+    ) -> None:
+        self.problems = tuple(problems)
+        self.kind = kind
+        super().__init__(message, tool_name=tool_name)
+
+
+class ToolTimeoutError(ToolCallError):
+    """The tool did not finish within its time limit."""
+
+    kind = "timeout"
+
+    def __init__(self, message: str, *, tool_name: str, timeout: float) -> None:
+        self.timeout = timeout
+        super().__init__(message, tool_name=tool_name)
+
+
+class ToolDeniedError(ToolCallError):
+    """A destructive (or confirmation-requiring) tool was not approved by `confirm=`."""
+
+    kind = "denied"
+
+
+class ToolExecutionError(ToolCallError):
+    """The tool raised. The original exception is `__cause__`; it never reaches the model."""
+
+    kind = "execution_error"
+
+
+class ConversationError(ToolregError):
+    """The endpoint failed or answered something the driver cannot use."""
+
+    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+        self.status_code = status_code
+        super().__init__(message)
+
+
+class ToolError(Exception):
+    """Raise inside a tool to send exactly `message` to the model as the tool's failure."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        super().__init__(message)

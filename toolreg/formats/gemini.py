@@ -1,0 +1,126 @@
+"""Gemini function declarations: `{"name", "description", "parameters"}`.
+
+`parameters` uses the OpenAPI 3.0 subset Gemini's `Schema` object accepts: upper-case
+`type` names, `nullable` for optional values, no `$ref`/`$defs` (references are inlined, so a
+recursive type cannot be exported), no `additionalProperties`, tuples as plain arrays, and
+`enum` only for strings (other enums are listed in the description instead).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ToolDefinitionError
+from ..tool import Tool
+
+__all__ = ["definition", "to_gemini_schema"]
+
+_KEEP = {
+    "description",
+    "format",
+    "enum",
+    "required",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minProperties",
+    "maxProperties",
+}
+_MAX_DEPTH = 32
+
+
+def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": tool.name, "description": tool.description}
+    if parameters.get("properties"):
+        out["parameters"] = to_gemini_schema(parameters, tool=tool.name)
+    return out
+
+
+def to_gemini_schema(schema: dict[str, Any], *, tool: str = "") -> dict[str, Any]:
+    """Translate a toolreg JSON Schema into Gemini's OpenAPI subset."""
+    return _node(schema, schema.get("$defs", {}), (), tool)
+
+
+def _node(schema: Any, defs: dict[str, Any], seen: tuple[str, ...], tool: str) -> dict[str, Any]:
+    if not isinstance(schema, dict):
+        return {}
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        return _inline(schema, ref, defs, seen, tool)
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if options:
+        return _union(schema, options, defs, seen, tool)
+    out: dict[str, Any] = {k: v for k, v in schema.items() if k in _KEEP}
+    _set_type(out, schema)
+    if "const" in schema:
+        out["enum"] = [schema["const"]]
+    _fix_enum(out)
+    if "properties" in schema:
+        out["properties"] = {k: _node(v, defs, seen, tool) for k, v in schema["properties"].items()}
+    items = schema.get("items")
+    prefix = schema.get("prefixItems")
+    if isinstance(items, dict):
+        out["items"] = _node(items, defs, seen, tool)
+    elif prefix:
+        out["items"] = _union({}, prefix, defs, seen, tool)
+    return out
+
+
+def _set_type(out: dict[str, Any], schema: dict[str, Any]) -> None:
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kinds = [k for k in kind if k != "null"]
+        if len(kinds) != len(kind):
+            out["nullable"] = True
+        kind = kinds[0] if len(kinds) == 1 else None
+    if isinstance(kind, str) and kind != "null":
+        out["type"] = kind.upper()
+
+
+def _fix_enum(out: dict[str, Any]) -> None:
+    values = out.get("enum")
+    if values is None or all(isinstance(v, str) for v in values):
+        return
+    del out["enum"]
+    listed = ", ".join(str(v) for v in values)
+    out["description"] = f"{out.get('description', '')} (one of: {listed})".strip()
+
+
+def _inline(
+    schema: dict[str, Any], ref: str, defs: dict[str, Any], seen: tuple[str, ...], tool: str
+) -> dict[str, Any]:
+    name = ref.rsplit("/", 1)[-1]
+    if name in seen or len(seen) > _MAX_DEPTH or name not in defs:
+        raise ToolDefinitionError(
+            f"the type {name} refers to itself (or is missing), which Gemini cannot express",
+            function=tool or None,
+            fix="flatten the recursive type, or export this tool for another provider",
+        )
+    out = _node(defs[name], defs, (*seen, name), tool)
+    if "description" in schema:
+        out["description"] = schema["description"]
+    return out
+
+
+def _union(
+    schema: dict[str, Any],
+    options: list[Any],
+    defs: dict[str, Any],
+    seen: tuple[str, ...],
+    tool: str,
+) -> dict[str, Any]:
+    non_null = [o for o in options if o != {"type": "null"}]
+    nullable = len(non_null) != len(options)
+    if len(non_null) == 1:
+        out = _node(non_null[0], defs, seen, tool)
+    else:
+        out = {"anyOf": [_node(o, defs, seen, tool) for o in non_null]}
+    if nullable:
+        out["nullable"] = True
+    if "description" in schema:
+        out["description"] = schema["description"]
+    return out

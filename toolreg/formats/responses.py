@@ -1,0 +1,18 @@
+"""OpenAI Responses API: flat `{"type": "function", "name", "parameters", "strict"}` tools."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..tool import Tool
+
+__all__ = ["definition"]
+
+
+def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "function", "name": tool.name}
+    if tool.description:
+        out["description"] = tool.description
+    out["parameters"] = parameters
+    out["strict"] = strict  # the Responses API defaults to strict when this is left out
+    return out

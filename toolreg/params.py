@@ -1,0 +1,91 @@
+"""Parameter metadata (`Param`) and context injection (`ToolContext`, `Injected`).
+
+```python
+def search(
+    query: Annotated[str, Param(description="Words to look for", min_length=1)],
+    limit: Annotated[int, Param(ge=1, le=50)] = 10,
+    ctx: ToolContext[Session] = ...,     # filled by dispatch, never by the model
+) -> list[str]: ...
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Generic, TypeVar
+
+__all__ = ["Injected", "Param", "ToolContext"]
+
+DepsT = TypeVar("DepsT")
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """Metadata for one parameter, placed in `typing.Annotated`.
+
+    Every field is optional; `None` means "not set". Several `Param`s (and plain strings,
+    `Doc`, ChatGLM3 booleans, `annotated_types` constraints) in one `Annotated` are merged,
+    the later one winning field by field.
+    """
+
+    description: str | None = None
+    required: bool | None = None
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+    multiple_of: float | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    pattern: str | None = None
+    format: str | None = None
+    examples: Sequence[Any] | None = None
+    title: str | None = None
+    injected: bool = False
+    extra: dict[str, Any] = field(default_factory=dict, hash=False)
+
+    def merged(self, other: Param) -> Param:
+        """Return a copy where every field set on `other` replaces this one's."""
+        changes: dict[str, Any] = {}
+        for f in fields(other):
+            value = getattr(other, f.name)
+            if f.name == "extra":
+                if value:
+                    changes["extra"] = {**self.extra, **value}
+            elif f.name == "injected":
+                if value:
+                    changes["injected"] = True
+            elif value is not None:
+                changes[f.name] = value
+        return replace(self, **changes) if changes else self
+
+
+EMPTY_PARAM = Param()
+
+
+class _InjectedMarker:
+    """Marks a parameter as filled by the caller of dispatch: `Annotated[T, Injected]`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "Injected"
+
+
+Injected = _InjectedMarker()
+"""Put in `Annotated[T, Injected]` to receive dispatch's `context=` object as it is."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext(Generic[DepsT]):
+    """What dispatch passes to a parameter annotated `ToolContext`.
+
+    `deps` is the `context=` object given to dispatch (a user id, a session, permissions,
+    a database handle: anything). The model can never set a context parameter: it is not
+    in the schema, and a key with its name in the arguments is rejected as unexpected.
+    """
+
+    deps: DepsT
+    tool_name: str = ""
+    call_id: str | None = None

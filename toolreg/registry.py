@@ -1,0 +1,208 @@
+"""`ToolRegistry`: a name -> `Tool` map with the verbs register, export and dispatch.
+
+Every `ToolRegistry()` is fresh and independent. The module-level `register_tool`,
+`get_tools` and `dispatch_tool` (in `toolreg`) act on `default_registry`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar, overload
+
+from .dispatch import DispatchMixin, DispatchSettings
+from .errors import DuplicateToolError
+from .formats import export_tools
+from .tool import ResultFilter, Tool
+
+__all__ = ["ToolRegistry", "default_registry"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ToolRegistry(DispatchMixin):
+    """A set of tools a model may call.
+
+    Dispatch settings (see the README): `coerce` (safe coercion of near-miss arguments),
+    `mask_errors` (hide exception messages from the model), `max_payload_bytes` and
+    `max_depth` (limits on the arguments), `max_concurrency` (for `dispatch_many`),
+    `max_result_chars` (default cut for results).
+    """
+
+    def __init__(
+        self,
+        *,
+        coerce: bool = True,
+        mask_errors: bool = False,
+        max_payload_bytes: int = 1 << 20,
+        max_depth: int = 64,
+        max_concurrency: int = 8,
+        max_result_chars: int | None = None,
+    ) -> None:
+        self.settings = DispatchSettings(
+            coerce=coerce,
+            mask_errors=mask_errors,
+            max_payload_bytes=max_payload_bytes,
+            max_depth=max_depth,
+            max_concurrency=max_concurrency,
+            max_result_chars=max_result_chars,
+        )
+        self._tools: dict[str, Tool] = {}
+        self._lock = threading.RLock()
+        self._exports: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+
+    # -- registration ---------------------------------------------------------------------
+    @overload
+    def register_tool(self, fn: F, /) -> F: ...
+    @overload
+    def register_tool(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        strict: bool = False,
+        read_only: bool = False,
+        destructive: bool = False,
+        requires_confirmation: bool = False,
+        timeout: float | None = None,
+        return_direct: bool = False,
+        max_result_chars: int | None = None,
+        tags: Iterable[str] = (),
+        result_filter: ResultFilter | None = None,
+        coerce: bool | None = None,
+        replace: bool = False,
+    ) -> Callable[[F], F]: ...
+
+    def register_tool(
+        self, fn: Callable[..., Any] | None = None, /, *, replace: bool = False, **options: Any
+    ) -> Any:
+        """Register `fn` as a tool; works bare, with options, or called on a function.
+
+        Returns the function itself, unchanged, so it stays callable and typed as before.
+        """
+
+        def decorate(func: F) -> F:
+            self.add(Tool.from_function(func, **options), replace=replace)
+            return func
+
+        return decorate(fn) if fn is not None else decorate
+
+    def register_schema(
+        self,
+        name: str,
+        parameters: dict[str, Any],
+        function: Callable[..., Any],
+        *,
+        description: str = "",
+        replace: bool = False,
+        **options: Any,
+    ) -> Tool:
+        """Register `function` under an explicit JSON Schema (checked against the metaschema)."""
+        tool = Tool.from_schema(name, parameters, function, description=description, **options)
+        return self.add(tool, replace=replace)
+
+    def add(self, tool: Tool, *, replace: bool = False) -> Tool:
+        """Add a ready `Tool`; a taken name raises `DuplicateToolError` unless `replace`."""
+        with self._lock:
+            existing = self._tools.get(tool.name)
+            if existing is not None and not replace:
+                raise DuplicateToolError(
+                    tool.name,
+                    function=_owner(tool),
+                    existing=_owner(existing),
+                )
+            self._tools[tool.name] = tool
+            self._exports = {}
+        return tool
+
+    def unregister(self, name: str) -> Tool:
+        """Remove and return the tool `name` (`KeyError` if there is none)."""
+        with self._lock:
+            tool = self._tools.pop(name)
+            self._exports = {}
+        return tool
+
+    # -- lookup ---------------------------------------------------------------------------
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def __getitem__(self, name: str) -> Tool:
+        return self._tools[name]
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def tools(
+        self, names: Sequence[str] | None = None, tags: Iterable[str] | None = None
+    ) -> list[Tool]:
+        """Tools in registration order (or in the order of `names`), filtered by `tags`."""
+        if names is not None:
+            missing = [n for n in names if n not in self._tools]
+            if missing:
+                raise KeyError(f"no tool named {', '.join(map(repr, missing))}")
+            selected = [self._tools[n] for n in names]
+        else:
+            selected = list(self._tools.values())
+        if tags is not None:
+            wanted = {tags} if isinstance(tags, str) else set(tags)
+            selected = [t for t in selected if t.tags & wanted]
+        return selected
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._tools))
+
+    def __repr__(self) -> str:
+        return f"<ToolRegistry {len(self._tools)} tools: {', '.join(self._tools)}>"
+
+    # -- export ---------------------------------------------------------------------------
+    def get_tools(
+        self,
+        format: str = "openai",
+        *,
+        strict: bool | None = None,
+        names: Sequence[str] | None = None,
+        tags: Iterable[str] | None = None,
+        advertise_required: bool = True,
+    ) -> list[dict[str, Any]]:
+        """Definitions of the selected tools in `format`; cached until the registry changes.
+
+        The returned dicts are shared with the cache: treat them as read-only.
+        """
+        key = (
+            format,
+            strict,
+            None if names is None else tuple(names),
+            None if tags is None else frozenset([tags] if isinstance(tags, str) else tags),
+            advertise_required,
+        )
+        exports = self._exports
+        cached = exports.get(key)
+        if cached is None:
+            cached = export_tools(
+                self.tools(names, tags),
+                format,
+                strict=strict,
+                advertise_required=advertise_required,
+            )
+            exports[key] = cached
+        return list(cached)
+
+    def _lookup(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+
+def _owner(tool: Tool) -> str:
+    fn = tool.function
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+default_registry = ToolRegistry()
+"""The registry behind `toolreg.register_tool`, `toolreg.get_tools` and `toolreg.dispatch_tool`."""

@@ -1,0 +1,434 @@
+"""Python types (+ `Param` metadata) -> JSON Schema (Draft 2020-12 subset providers accept).
+
+`SchemaBuilder(owner).build(tp)` returns the schema of one type and collects named types
+(TypedDicts, dataclasses, NamedTuples, pydantic models) in `builder.defs`, referenced with
+`{"$ref": "#/$defs/Name"}` so nested and recursive types work. Anything without a faithful
+JSON Schema raises `UnsupportedTypeError`; nothing unknown is ever turned into `{}`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import re
+import types
+import typing
+import uuid
+from collections import abc
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from pathlib import PurePath
+from typing import Any, Protocol
+
+import typing_extensions
+
+from . import _classes
+from ._introspect import MISSING, split_annotated
+from ._jsonable import NOT_JSONABLE, to_jsonable
+from ._validator import Validator
+from .errors import ToolDefinitionError, UnsupportedTypeError
+from .params import Param
+
+__all__ = [
+    "LITERAL_ORIGINS",
+    "MAPPING_ORIGINS",
+    "SCALAR_SCHEMAS",
+    "SEQUENCE_ORIGINS",
+    "SET_ORIGINS",
+    "UNION_ORIGINS",
+    "WRAPPER_ORIGINS",
+    "FieldLike",
+    "JsonSchema",
+    "SchemaBuilder",
+]
+
+JsonSchema = dict[str, Any]
+
+DECIMAL_PATTERN = r"^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$"
+
+SCALAR_SCHEMAS: dict[Any, JsonSchema] = {
+    str: {"type": "string"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    bool: {"type": "boolean"},
+    type(None): {"type": "null"},
+    dt.datetime: {"type": "string", "format": "date-time"},
+    dt.date: {"type": "string", "format": "date"},
+    dt.time: {"type": "string", "format": "time"},
+    dt.timedelta: {"type": "string", "format": "duration"},
+    uuid.UUID: {"type": "string", "format": "uuid"},
+    Decimal: {"anyOf": [{"type": "number"}, {"type": "string", "pattern": DECIMAL_PATTERN}]},
+}
+
+_SUBCLASSABLE = (int, float, str, dt.datetime, dt.date, dt.time, dt.timedelta, uuid.UUID, Decimal)
+_ANY = (typing.Any, typing_extensions.Any, object)
+UNION_ORIGINS: set[Any] = {typing.Union, types.UnionType}
+LITERAL_ORIGINS = {typing.Literal, typing_extensions.Literal}
+WRAPPER_ORIGINS = {
+    typing_extensions.Required,
+    typing_extensions.NotRequired,
+    typing_extensions.ReadOnly,
+    getattr(typing, "Required", None),
+    getattr(typing, "NotRequired", None),
+    getattr(typing, "ReadOnly", None),
+} - {None}
+SEQUENCE_ORIGINS = {list, abc.Sequence, abc.MutableSequence, abc.Iterable, abc.Collection}
+SET_ORIGINS = {set, frozenset, abc.Set, abc.MutableSet}
+MAPPING_ORIGINS = {dict, abc.Mapping, abc.MutableMapping}
+
+_JSON_TYPE_OF = {str: "string", int: "integer", bool: "boolean", float: "number"}
+
+_NUMERIC = {"ge": "minimum", "gt": "exclusiveMinimum", "le": "maximum", "lt": "exclusiveMaximum"}
+_LENGTH_KEYS = {
+    "string": ("minLength", "maxLength"),
+    "array": ("minItems", "maxItems"),
+    "object": ("minProperties", "maxProperties"),
+}
+
+
+class SchemaBuilder:
+    """Builds schemas for one tool; `owner` names the function in error messages."""
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+        self.parameter: str | None = None
+        self.defs: dict[str, JsonSchema] = {}
+        self._def_names: dict[Any, str] = {}
+
+    # -- errors ---------------------------------------------------------------------------
+    def unsupported(self, tp: Any, why: str, fix: str) -> UnsupportedTypeError:
+        return UnsupportedTypeError(
+            f"{why} ({_type_repr(tp)})",
+            annotation=tp,
+            function=self.owner,
+            parameter=self.parameter,
+            fix=fix,
+        )
+
+    def definition_error(self, problem: str, fix: str) -> ToolDefinitionError:
+        return ToolDefinitionError(problem, function=self.owner, parameter=self.parameter, fix=fix)
+
+    # -- entry points ---------------------------------------------------------------------
+    def field(self, tp: Any, param: Param) -> JsonSchema:
+        """Schema of a parameter or field type with its outer metadata applied."""
+        schema = self.build(tp)
+        return self.apply(schema, param) if param is not _EMPTY else schema
+
+    def build(self, tp: Any) -> JsonSchema:
+        """Schema of one type (`Annotated` metadata inside it is applied too)."""
+        scalar = SCALAR_SCHEMAS.get(tp) if isinstance(tp, type) else None
+        if scalar is not None:
+            return dict(scalar)
+        bare, param = split_annotated(tp)
+        if bare is not tp:
+            return self.field(bare, param)
+        return self._build_special(tp)
+
+    def _build_special(self, tp: Any) -> JsonSchema:
+        if tp in _ANY:
+            return {}
+        if tp is None:
+            return {"type": "null"}
+        origin = typing.get_origin(tp)
+        if origin is not None:
+            return self._build_generic(tp, origin, typing.get_args(tp))
+        if hasattr(tp, "__supertype__"):  # NewType
+            return self.build(tp.__supertype__)
+        if type(tp).__name__ == "TypeAliasType":  # `type X = ...` and typing_extensions
+            return self.build(tp.__value__)
+        if isinstance(tp, type):
+            return self._build_class(tp)
+        if isinstance(tp, (str, typing.ForwardRef)):
+            raise self.unsupported(
+                tp, "unresolved forward reference", "define the referenced type at module level"
+            )
+        if isinstance(tp, typing.TypeVar):
+            raise self.unsupported(tp, "a TypeVar has no schema", "use a concrete type")
+        raise self.unsupported(tp, "not a type toolreg can describe", _FIX_TYPES)
+
+    def _build_generic(self, tp: Any, origin: Any, args: tuple[Any, ...]) -> JsonSchema:
+        if origin in LITERAL_ORIGINS:
+            return literal_schema(args)
+        if origin in UNION_ORIGINS:
+            return self._union(args)
+        if origin in WRAPPER_ORIGINS:
+            return self.build(args[0])
+        if origin in SEQUENCE_ORIGINS:
+            return {"type": "array", "items": self.build(args[0])} if args else {"type": "array"}
+        if origin is tuple:
+            return self._tuple(args)
+        if origin in SET_ORIGINS:
+            items = {"items": self.build(args[0])} if args else {}
+            return {"type": "array", **items, "uniqueItems": True}
+        if origin in MAPPING_ORIGINS:
+            return self._mapping(tp, args)
+        if isinstance(origin, type) and _classes.is_pydantic_model(origin):
+            return self._build_class(tp)
+        raise self.unsupported(tp, "this generic type has no JSON Schema equivalent", _FIX_TYPES)
+
+    def _union(self, args: tuple[Any, ...]) -> JsonSchema:
+        options: list[JsonSchema] = []
+        for arg in args:
+            schema = self.build(arg)
+            branches = schema["anyOf"] if set(schema) == {"anyOf"} else [schema]
+            options.extend(b for b in branches if b not in options)
+        return options[0] if len(options) == 1 else {"anyOf": options}
+
+    def _tuple(self, args: tuple[Any, ...]) -> JsonSchema:
+        if not args:
+            return {"type": "array"}
+        if len(args) == 2 and args[1] is Ellipsis:
+            return {"type": "array", "items": self.build(args[0])}
+        if args == ((),):
+            return {"type": "array", "maxItems": 0}
+        items = [self.build(a) for a in args]
+        n = len(items)
+        return {"type": "array", "prefixItems": items, "items": False, "minItems": n, "maxItems": n}
+
+    def _mapping(self, tp: Any, args: tuple[Any, ...]) -> JsonSchema:
+        if not args:
+            return {"type": "object"}
+        key, value = args
+        key_bare = split_annotated(key)[0]
+        if key_bare is not str and not hasattr(key_bare, "__supertype__"):
+            raise self.unsupported(
+                tp, "JSON object keys are always strings", "use dict[str, ...] as the type"
+            )
+        return {"type": "object", "additionalProperties": self.build(value)}
+
+    def _build_class(self, tp: Any) -> JsonSchema:
+        cls = typing.get_origin(tp) or tp
+        if issubclass(cls, enum.Enum):
+            return enum_schema(cls)
+        if issubclass(cls, PurePath):
+            return {"type": "string", "format": "path"}
+        if _classes.kind_of(cls) is not None:
+            return self._named(tp)
+        for base in _SUBCLASSABLE:  # e.g. `class UserId(str)`: described as its base
+            if issubclass(cls, base):
+                return dict(SCALAR_SCHEMAS[base])
+        if cls in (bytes, bytearray, memoryview):
+            raise self.unsupported(tp, "bytes cannot travel in JSON", "take a str instead")
+        raise self.unsupported(tp, "toolreg does not know how to describe this class", _FIX_TYPES)
+
+    def _named(self, tp: Any) -> JsonSchema:
+        """A class with fields -> an entry in $defs, returned as a $ref."""
+        name = self._def_names.get(tp)
+        if name is None:
+            name = self._def_name(tp)
+            self._def_names[tp] = name
+            self.defs[name] = {}  # placeholder: recursive references resolve to it
+            self.defs[name] = _classes.class_schema(self, tp)
+        return {"$ref": f"#/$defs/{name}"}
+
+    def _def_name(self, tp: Any) -> str:
+        cls = typing.get_origin(tp) or tp
+        base = re.sub(r"[^A-Za-z0-9_.-]", "_", getattr(cls, "__name__", "Model"))
+        name, n = base, 2
+        while name in self.defs:
+            name, n = f"{base}{n}", n + 1
+        return name
+
+    def object_schema(
+        self,
+        fields: Iterable[FieldLike],
+        docs: Mapping[str, str],
+        additional: bool | JsonSchema = False,
+    ) -> JsonSchema:
+        """An object schema from parameter or field records; `docs` fills missing descriptions."""
+        outer = self.parameter
+        properties: dict[str, JsonSchema] = {}
+        required: list[str] = []
+        for f in fields:
+            self.parameter = f"{outer}.{f.name}" if outer else f.name
+            schema = self.field(f.annotation, f.param)
+            if "description" not in schema and docs.get(f.name):
+                schema["description"] = docs[f.name]
+            if f.default is not MISSING:
+                self._set_default(schema, f.default)
+            properties[f.name] = schema
+            if f.required:
+                required.append(f.name)
+        self.parameter = outer
+        result: JsonSchema = {"type": "object", "properties": properties}
+        if required:
+            result["required"] = required
+        result["additionalProperties"] = additional
+        return result
+
+    def _set_default(self, schema: JsonSchema, default: Any) -> None:
+        value = to_jsonable(default)
+        if value is NOT_JSONABLE:
+            return  # documented: a default JSON cannot express is simply not advertised
+        if not _obviously_valid(schema, value):
+            problems = Validator({**schema, "$defs": self.defs}).validate(value)
+            if problems:
+                raise self.definition_error(
+                    f"the default {default!r} does not match the annotation "
+                    f"({problems[0].message})",
+                    "change the default, or widen the type (e.g. `int | None = None`)",
+                )
+        schema["default"] = value
+
+    # -- metadata -------------------------------------------------------------------------
+    def apply(self, schema: JsonSchema, param: Param) -> JsonSchema:
+        """Apply `Param` metadata (description, constraints, examples...) to a schema."""
+        out = dict(schema)
+        target = _constraint_target(out)
+        self._apply_numeric(target, param)
+        self._apply_lengths(target, param)
+        self._apply_string(target, param)
+        if param.description is not None:
+            out["description"] = param.description
+        if param.title is not None:
+            out["title"] = param.title
+        if param.examples is not None:
+            out["examples"] = [self.jsonable(e, "examples") for e in param.examples]
+        out.update(param.extra)
+        return out
+
+    def _apply_numeric(self, target: JsonSchema, param: Param) -> None:
+        for attr, keyword in _NUMERIC.items():
+            value = getattr(param, attr)
+            if value is not None:
+                self._require_type(target, {"integer", "number"}, attr)
+                target[keyword] = value
+        if param.multiple_of is not None:
+            self._require_type(target, {"integer", "number"}, "multiple_of")
+            if param.multiple_of <= 0:
+                raise self.definition_error("multiple_of must be > 0", "pass a positive number")
+            target["multipleOf"] = param.multiple_of
+
+    def _apply_lengths(self, target: JsonSchema, param: Param) -> None:
+        if param.min_length is None and param.max_length is None:
+            return
+        kind = self._require_type(target, set(_LENGTH_KEYS), "min_length/max_length")
+        low, high = _LENGTH_KEYS[kind]
+        for value, keyword in ((param.min_length, low), (param.max_length, high)):
+            if value is not None:
+                if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                    raise self.definition_error(
+                        f"{keyword} must be a non-negative int", "pass e.g. min_length=1"
+                    )
+                target[keyword] = value
+
+    def _apply_string(self, target: JsonSchema, param: Param) -> None:
+        if param.pattern is not None:
+            self._require_type(target, {"string"}, "pattern")
+            try:
+                re.compile(param.pattern)
+            except re.error as exc:
+                raise self.definition_error(
+                    f"pattern {param.pattern!r} is not a valid regular expression ({exc})",
+                    "fix the regular expression",
+                ) from exc
+            target["pattern"] = param.pattern
+        if param.format is not None:
+            self._require_type(target, {"string"}, "format")
+            target["format"] = param.format
+
+    def _require_type(self, target: JsonSchema, allowed: set[str], what: str) -> str:
+        kind = target.get("type")
+        if isinstance(kind, str) and kind in allowed:
+            return kind
+        kinds = " or ".join(sorted(allowed))
+        raise self.definition_error(
+            f"{what} applies to {kinds} values, not to {kind or 'this type'}",
+            f"remove {what} or change the type",
+        )
+
+    def jsonable(self, value: Any, what: str) -> Any:
+        result = to_jsonable(value)
+        if result is NOT_JSONABLE:
+            raise self.definition_error(
+                f"{what} value {value!r} cannot be written as JSON",
+                "use str, int, float, bool, None, lists and dicts",
+            )
+        return result
+
+
+_EMPTY = Param()
+_FIX_TYPES = (
+    "use str, int, float, bool, Literal, an Enum, list/dict/tuple of those, a TypedDict, "
+    "a dataclass, a NamedTuple or a pydantic model; or register an explicit JSON schema"
+)
+
+
+class FieldLike(Protocol):
+    """A parameter or a class field: what `object_schema` reads."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def annotation(self) -> Any: ...
+    @property
+    def param(self) -> Param: ...
+    @property
+    def default(self) -> Any: ...
+    @property
+    def required(self) -> bool: ...
+
+
+_PY_OF_JSON: dict[str, type | tuple[type, ...]] = {
+    "string": str,
+    "integer": int,
+    "boolean": bool,
+    "number": (int, float),
+}
+
+
+def _obviously_valid(schema: JsonSchema, value: Any) -> bool:
+    """Cheap pre-check: a bare scalar schema and a value of exactly that type."""
+    if len(schema) > 2 or not schema.keys() <= {"type", "description"}:
+        return False
+    expected = _PY_OF_JSON.get(schema.get("type", ""))
+    return (
+        expected is not None
+        and isinstance(value, expected)
+        and not (isinstance(value, bool) and schema["type"] != "boolean")
+    )
+
+
+def _constraint_target(schema: JsonSchema) -> JsonSchema:
+    """The node constraints apply to: the schema, or the single non-null branch of anyOf."""
+    options = schema.get("anyOf")
+    if "type" not in schema and isinstance(options, list):
+        non_null = [o for o in options if o != {"type": "null"}]
+        if len(non_null) == 1:
+            index = options.index(non_null[0])
+            options = list(options)
+            options[index] = dict(non_null[0])
+            schema["anyOf"] = options
+            target: JsonSchema = options[index]
+            return target
+    return schema
+
+
+def literal_schema(values: tuple[Any, ...]) -> JsonSchema:
+    flat: list[Any] = []
+    for v in values:
+        flat.extend(literal_schema(typing.get_args(v))["enum"] if _is_literal(v) else [v])
+    enum_values = [v.value if isinstance(v, enum.Enum) else v for v in flat]
+    return _enum_with_type(enum_values)
+
+
+def _is_literal(tp: Any) -> bool:
+    return typing.get_origin(tp) in LITERAL_ORIGINS
+
+
+def enum_schema(cls: type[enum.Enum]) -> JsonSchema:
+    return _enum_with_type([m.value for m in cls])
+
+
+def _enum_with_type(values: list[Any]) -> JsonSchema:
+    kinds = {_JSON_TYPE_OF.get(type(v)) for v in values}
+    schema: JsonSchema = {"enum": values}
+    if len(kinds) == 1 and None not in kinds:
+        return {"type": kinds.pop(), **schema}
+    return schema
+
+
+def _type_repr(tp: Any) -> str:
+    if isinstance(tp, type):
+        return tp.__qualname__
+    return repr(tp).replace("typing.", "").replace("typing_extensions.", "")

@@ -1,0 +1,206 @@
+"""`Tool`: one registered tool, built from a function or from an explicit JSON Schema."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._docstrings import EMPTY_DOC, parse_docstring
+from ._introspect import ParamRecord, describe_callable, qualified_name
+from ._names import NAME_RULES, accepting_formats
+from ._strict import make_strict
+from .errors import ToolDefinitionError
+from .schema import JsonSchema, SchemaBuilder
+
+__all__ = ["Tool"]
+
+ResultFilter = Callable[[Any], Any]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Tool:
+    """A tool: what the model is told (name, description, parameters) and what runs.
+
+    `parameters` is the JSON Schema of the arguments object; treat it as read-only.
+    Flags are read by dispatch (`timeout`, `destructive`, `requires_confirmation`,
+    `max_result_chars`, `result_filter`, `coerce`) and by exports (`read_only`,
+    `destructive` as MCP annotations; `strict`).
+    """
+
+    name: str
+    description: str
+    parameters: JsonSchema
+    function: Callable[..., Any]
+    strict: bool = False
+    read_only: bool = False
+    destructive: bool = False
+    requires_confirmation: bool = False
+    timeout: float | None = None
+    return_direct: bool = False
+    max_result_chars: int | None = None
+    tags: frozenset[str] = frozenset()
+    result_filter: ResultFilter | None = None
+    coerce: bool | None = None
+    is_async: bool = False
+    params: tuple[ParamRecord, ...] = ()
+    description_source: str = "none"
+    runtime: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def needs_confirmation(self) -> bool:
+        return self.destructive or self.requires_confirmation
+
+    @property
+    def accepts_extra_keys(self) -> bool:
+        return self.parameters.get("additionalProperties", True) is not False
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        **options: Any,
+    ) -> Tool:
+        """Build a tool from a typed function; raises `ToolDefinitionError` subclasses."""
+        sig = describe_callable(fn)
+        doc = parse_docstring(sig.doc) if sig.doc else EMPTY_DOC
+        builder = SchemaBuilder(sig.qualname)
+        visible = [p for p in sig.params if p.inject is None and not p.var_keyword]
+        extra = _extra_keys_schema(builder, sig.params)
+        schema = builder.object_schema(visible, doc.params, extra)
+        if builder.defs:
+            schema["$defs"] = builder.defs
+        tool_name = _check_name(name if name is not None else _default_name(fn), sig.qualname)
+        if description is not None:
+            text, source = description, "argument"
+        else:
+            text, source = doc.summary, ("docstring" if doc.summary else "none")
+        return cls._checked(
+            name=tool_name,
+            description=text,
+            parameters=schema,
+            function=fn,
+            is_async=sig.is_async,
+            params=sig.params,
+            description_source=source,
+            owner=sig.qualname,
+            **options,
+        )
+
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        parameters: Mapping[str, Any],
+        function: Callable[..., Any],
+        *,
+        description: str = "",
+        **options: Any,
+    ) -> Tool:
+        """A tool from an existing JSON Schema (checked against the metaschema) and a callable.
+
+        The callable receives the validated arguments as keyword arguments, unconverted.
+        """
+        owner = qualified_name(function)
+        schema = _checked_schema(parameters, owner)
+        return cls._checked(
+            name=_check_name(name, owner),
+            description=description,
+            parameters=schema,
+            function=function,
+            is_async=inspect.iscoroutinefunction(function),
+            description_source="argument" if description else "none",
+            owner=owner,
+            **options,
+        )
+
+    @classmethod
+    def _checked(cls, *, owner: str, tags: Iterable[str] = (), **fields: Any) -> Tool:
+        _check_options(owner, fields)
+        tool = cls(tags=frozenset(_check_tags(owner, tags)), **fields)
+        if tool.strict:
+            make_strict(tool.parameters, tool=tool.name)  # fail loud now, not at export
+        return tool
+
+
+def _default_name(fn: Callable[..., Any]) -> str:
+    return str(getattr(fn, "__name__", "") or type(fn).__name__)
+
+
+def _check_name(name: str, owner: str) -> str:
+    if not isinstance(name, str) or not accepting_formats(name):
+        rules = "; ".join(f"{fmt}: {text}" for fmt, (_, text) in NAME_RULES.items())
+        raise ToolDefinitionError(
+            f"the tool name {name!r} is accepted by no provider ({rules})",
+            function=owner,
+            fix="pass name='letters_digits_underscores' to register_tool",
+        )
+    return name
+
+
+def _extra_keys_schema(builder: SchemaBuilder, params: Iterable[ParamRecord]) -> bool | JsonSchema:
+    for p in params:
+        if p.var_keyword:
+            builder.parameter = p.name
+            value = builder.field(p.annotation, p.param)
+            builder.parameter = None
+            return value if value else True
+    return False
+
+
+def _checked_schema(parameters: Mapping[str, Any], owner: str) -> JsonSchema:
+    if not isinstance(parameters, Mapping) or parameters.get("type") != "object":
+        raise ToolDefinitionError(
+            'the parameters schema must be a JSON object schema with "type": "object"',
+            function=owner,
+            fix='wrap the arguments: {"type": "object", "properties": {...}}',
+        )
+    import jsonschema
+
+    try:
+        jsonschema.Draft202012Validator.check_schema(dict(parameters))
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+        raise ToolDefinitionError(
+            f"the parameters schema is not valid JSON Schema at {where}: {exc.message}",
+            function=owner,
+            fix="correct the schema (Draft 2020-12)",
+        ) from None
+    return dict(parameters)
+
+
+_POSITIVE = ("timeout", "max_result_chars")
+_FLAGS = ("strict", "read_only", "destructive", "requires_confirmation", "return_direct")
+
+
+def _check_options(owner: str, fields: dict[str, Any]) -> None:
+    for key in _POSITIVE:
+        value = fields.get(key)
+        bad_number = isinstance(value, bool) or not isinstance(value, (int, float))
+        if value is not None and (bad_number or not math.isfinite(value) or value <= 0):
+            raise ToolDefinitionError(
+                f"{key}={value!r} must be a positive number", function=owner, fix=f"pass {key}=30"
+            )
+    for key in _FLAGS:
+        if not isinstance(fields.get(key, False), bool):
+            raise ToolDefinitionError(
+                f"{key} must be True or False", function=owner, fix=f"pass {key}=True"
+            )
+    for key in ("result_filter", "function"):
+        if fields.get(key) is not None and not callable(fields[key]):
+            raise ToolDefinitionError(f"{key} must be callable", function=owner, fix="")
+
+
+def _check_tags(owner: str, tags: Iterable[str]) -> Iterable[str]:
+    if isinstance(tags, str):
+        raise ToolDefinitionError(
+            "tags must be a collection of strings, not one string",
+            function=owner,
+            fix=f"pass tags=[{tags!r}]",
+        )
+    return tags
