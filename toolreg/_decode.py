@@ -1,13 +1,24 @@
-"""Model-sent arguments -> a dict, within size and depth limits, or an `InvalidArgumentsError`."""
+"""Model-sent arguments -> a dict, within size and depth limits, or an `InvalidArgumentsError`.
+
+Accepted: JSON text (`str`, `bytes`), a mapping, or None. Empty or blank text and None mean
+`{}`. Only finite numbers are accepted (`NaN`, `Infinity` and `1e400` are refused), and no
+integer longer than `MAX_INT_DIGITS` digits (parsing those costs quadratic time).
+
+Depth counts nested containers: `{}` is 1 level, `{"a": [1]}` is 2.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import math
+from collections.abc import Mapping
+from typing import Any, Final
 
 from .errors import InvalidArgumentsError
 
-__all__ = ["decode_arguments", "json_type_name"]
+__all__ = ["MAX_INT_DIGITS", "check_limits", "decode_arguments", "json_type_name"]
+
+MAX_INT_DIGITS: Final = 4300  # CPython's own default for int(str)
 
 _JSON_NAMES = {
     dict: "object",
@@ -24,11 +35,30 @@ def json_type_name(value: object) -> str:
     return _JSON_NAMES.get(type(value), type(value).__name__)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not allowed in JSON arguments")
+class _Refused(ValueError):
+    """A number JSON cannot hold; the message is ready for the model."""
 
 
-_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+def _parse_constant(name: str) -> Any:
+    raise _Refused(f"{name} is not a valid number")
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Refused(f"{text[:20]} is not a valid number (out of range)")
+    return value
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _Refused(f"a number has more than {MAX_INT_DIGITS} digits")
+    return int(text)
+
+
+_decoder = json.JSONDecoder(
+    parse_constant=_parse_constant, parse_float=_parse_float, parse_int=_parse_int
+)
 
 
 def _invalid_json(message: str) -> InvalidArgumentsError:
@@ -36,19 +66,21 @@ def _invalid_json(message: str) -> InvalidArgumentsError:
 
 
 def decode_arguments(arguments: object, max_bytes: int, max_depth: int) -> dict[str, Any]:
-    """Decode `arguments` (JSON text, bytes, a dict or None) into a dict."""
+    """Decode `arguments` (JSON text, bytes, a mapping or None) into a dict."""
     if type(arguments) is str:
         text = arguments
     elif arguments is None:
         return {}
-    elif isinstance(arguments, dict):
-        _check_depth(arguments, max_depth, None)
-        return arguments
-    elif isinstance(arguments, (bytes, bytearray)):
-        if len(arguments) > max_bytes:
-            raise _too_large(len(arguments), max_bytes)
+    elif isinstance(arguments, Mapping):
+        value = arguments if type(arguments) is dict else dict(arguments)
+        check_limits(value, max_depth, python=True)
+        return value
+    elif isinstance(arguments, (bytes, bytearray, memoryview)):
+        data = bytes(arguments)
+        if len(data) > max_bytes:
+            raise _too_large(len(data), max_bytes)
         try:
-            text = bytes(arguments).decode("utf-8")
+            text = data.decode("utf-8")
         except UnicodeDecodeError:
             raise _invalid_json("Arguments are not valid UTF-8 text.") from None
     elif isinstance(arguments, str):
@@ -70,28 +102,52 @@ def _decode_text(text: str, max_bytes: int, max_depth: int) -> dict[str, Any]:
         raise _invalid_json(
             f"Arguments are not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."
         ) from None
-    except ValueError as exc:  # NaN / Infinity
+    except _Refused as exc:
         raise _invalid_json(f"Arguments are not valid JSON: {exc}.") from None
     except RecursionError:
         raise _too_deep(max_depth) from None
     if type(value) is not dict:
         raise _invalid_json(f"Arguments must be a JSON object, got {json_type_name(value)}.")
-    _check_depth(value, max_depth, text)
+    if text.count("[") + text.count("{") > max_depth:  # else it cannot be deeper
+        check_limits(value, max_depth)
     return value
 
 
-def _check_depth(value: object, max_depth: int, text: str | None) -> None:
-    if text is not None and text.count("[") + text.count("{") <= max_depth:
-        return  # cannot be deeper than the number of brackets
+def check_limits(value: object, max_depth: int, *, python: bool = False) -> None:
+    """Raise if `value` nests more than `max_depth` containers.
+
+    With `python=True` (a value built in Python rather than decoded from JSON text) also
+    refuse what JSON cannot hold: non-finite floats and non-string object keys.
+    """
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
-        if depth > max_depth:
-            raise _too_deep(max_depth)
         if isinstance(node, dict):
-            stack.extend((v, depth + 1) for v in node.values())
+            if depth > max_depth:
+                raise _too_deep(max_depth)
+            if python:
+                _check_keys(node)
+            stack.extend((v, depth + 1) for v in node.values() if _needs_check(v, python))
         elif isinstance(node, list):
-            stack.extend((v, depth + 1) for v in node)
+            if depth > max_depth:
+                raise _too_deep(max_depth)
+            stack.extend((v, depth + 1) for v in node if _needs_check(v, python))
+        elif isinstance(node, float) and not math.isfinite(node):
+            token = "NaN" if math.isnan(node) else ("-Infinity" if node < 0 else "Infinity")
+            raise _invalid_json(f"Arguments are not valid JSON: {token} is not a valid number.")
+
+
+def _needs_check(value: object, python: bool) -> bool:
+    return isinstance(value, (dict, list)) or (python and isinstance(value, float))
+
+
+def _check_keys(node: dict[Any, Any]) -> None:
+    for key in node:
+        if not isinstance(key, str):
+            raise _invalid_json(
+                f"Arguments are not valid JSON: object keys must be strings, "
+                f"got {json_type_name(key)}."
+            )
 
 
 def _too_large(size: int, limit: int) -> InvalidArgumentsError:

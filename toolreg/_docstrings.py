@@ -149,9 +149,9 @@ def _parse_numpy(chunks: _Chunks) -> tuple[_Params, str | None]:
     for title, _, chunk in chunks:
         if title in _PARAM_TITLES:
             for entry in _entries(chunk, block=False):  # "x : int" / "x, y : int", description
-                desc = _join(entry[1:])
-                names = entry[0].split(":", 1)[0].split(",")
-                _add(params, ((name.strip().lstrip("*"), desc) for name in names))
+                names = [name.strip().lstrip("*") for name in entry[0].split(":", 1)[0].split(",")]
+                if all(_IDENTIFIER.fullmatch(name) for name in names):  # else: not an entry
+                    _add(params, ((name, _join(entry[1:])) for name in names))
         elif title in _RETURN_TITLES and returns is None:
             # "type" (or "name : type") lines, each followed by an indented description.
             entries = _entries(chunk, block=False)

@@ -1,6 +1,6 @@
 """Tool-name rules of each provider, in one place.
 
-- OpenAI chat completions and Responses: `^[a-zA-Z0-9_-]{1,64}$` (API reference, `function.name`).
+- OpenAI chat completions, legacy functions and Responses: `^[a-zA-Z0-9_-]{1,64}$` (API reference, `function.name`).
 - Anthropic: `^[a-zA-Z0-9_-]{1,64}$` (Messages API, `tools[].name`).
 - Gemini: starts with a letter or underscore; letters, digits, `_ . : -`; at most 64
   characters (`FunctionDeclaration.name`).
@@ -20,6 +20,7 @@ __all__ = ["NAME_RULES", "accepting_formats", "check_name"]
 NAME_RULES: dict[str, tuple[re.Pattern[str], str]] = {
     "openai": (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "1-64 of a-z A-Z 0-9 _ -"),
     "responses": (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "1-64 of a-z A-Z 0-9 _ -"),
+    "functions": (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "1-64 of a-z A-Z 0-9 _ -"),
     "anthropic": (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "1-64 of a-z A-Z 0-9 _ -"),
     "gemini": (
         re.compile(r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}"),

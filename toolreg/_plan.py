@@ -1,17 +1,31 @@
-"""A tool's call plan: everything dispatch needs, computed once per tool, then reused."""
+"""A tool's call plan: everything dispatch needs, computed once per tool, then reused.
+
+`CallPlan.prepare` turns decoded arguments into the values the function receives:
+
+1. a `null` for a parameter with a default (strict mode) is dropped, so the default applies;
+2. validate; only when that fails: drop the `null`s of optional properties of nested objects
+   (strict mode makes them nullable too), coerce when allowed, and validate again;
+3. convert the JSON values into the annotated Python types.
+
+The fast path (valid arguments, nothing to convert) is one validator call.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ._convert import ConversionError, Converter, converter_for
+from ._decode import check_limits
 from ._introspect import MISSING
 from ._validator import Problem, Validator
 from .errors import InvalidArgumentsError
 from .tool import Tool
 
-__all__ = ["CallPlan", "plan_for"]
+__all__ = ["CallPlan", "invalid_arguments", "plan_for"]
+
+_MAX_WALK = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,22 +35,21 @@ class CallPlan:
     null_means_default: frozenset[str]  # parameters whose null from the model means "default"
     absent_is_none: tuple[str, ...]  # ChatGLM3 "not required" parameters without a default
     context: tuple[tuple[str, str], ...]  # (parameter, "context" | "raw")
-    positional: tuple[str, ...]  # positional-only parameters, in order
+    positional: tuple[tuple[str, Any], ...]  # positional-only parameters and their defaults
     reserved: frozenset[str]  # injected names the model may never send (even with **kwargs)
+    nulls: _NullDropper = field(repr=False, compare=False)
 
-    def prepare(self, tool: Tool, args: dict[str, Any], coerce: bool) -> dict[str, Any]:
+    def prepare(
+        self, tool: Tool, args: dict[str, Any], coerce: bool, max_depth: int = 64
+    ) -> dict[str, Any]:
         """Validate (and coerce) `args`, then convert them; raise InvalidArgumentsError."""
         if self.null_means_default and not self.null_means_default.isdisjoint(args):
             args = {
                 k: v for k, v in args.items() if v is not None or k not in self.null_means_default
             }
         problems = self.validator.validate(args)
-        if problems and coerce:
-            coerced = self.validator.coerce(args)
-            if coerced is not args and isinstance(coerced, dict):
-                retry = self.validator.validate(coerced)
-                if not retry:
-                    args, problems = coerced, retry
+        if problems:
+            args, problems = self._repair(args, problems, coerce, max_depth)
         reserved = self.reserved.intersection(args) if self.reserved else ()
         if problems or reserved:
             extra = [Problem((), f"unexpected property '{k}'") for k in sorted(reserved)]
@@ -44,6 +57,24 @@ class CallPlan:
         if self.converters:
             args = self._convert(tool, args)
         return args
+
+    def _repair(
+        self, args: dict[str, Any], problems: list[Problem], coerce: bool, max_depth: int
+    ) -> tuple[dict[str, Any], list[Problem]]:
+        """Invalid `args` fixed by dropping nested nulls and coercing, or the problems."""
+        stripped = self.nulls.drop(args)
+        if stripped is not args:
+            problems = self.validator.validate(stripped)
+            if not problems:
+                return stripped, []
+        if coerce:
+            coerced = self.validator.coerce(stripped)
+            if coerced is not stripped and isinstance(coerced, dict):
+                # a JSON-encoded string may hide what the decoder's limits refused
+                check_limits(coerced, max_depth)
+                if not self.validator.validate(coerced):
+                    return coerced, []
+        return args, problems
 
     def _convert(self, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
         out = dict(args)
@@ -55,7 +86,20 @@ class CallPlan:
                     raise invalid_arguments(
                         tool.name, [Problem((name, *exc.path), exc.message)]
                     ) from None
+                except Exception as exc:  # user code (__post_init__, a validator) or a bug
+                    detail = _detail(exc)
+                    raise invalid_arguments(
+                        tool.name, [Problem((name,), f"cannot be converted ({detail})")]
+                    ) from exc
         return out
+
+
+def _detail(exc: BaseException) -> str:
+    try:
+        text = " ".join(str(exc).split())[:200]
+    except Exception:
+        text = ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def invalid_arguments(tool: str, problems: list[Problem]) -> InvalidArgumentsError:
@@ -85,7 +129,7 @@ def _build(tool: Tool) -> CallPlan:
     null_default: set[str] = set()
     absent: list[str] = []
     context: list[tuple[str, str]] = []
-    positional: list[str] = []
+    positional: list[tuple[str, Any]] = []
     for p in tool.params:
         if p.inject is not None:
             context.append((p.name, p.inject))
@@ -93,7 +137,7 @@ def _build(tool: Tool) -> CallPlan:
         if p.var_keyword:
             continue
         if p.positional_only:
-            positional.append(p.name)
+            positional.append((p.name, None if p.default is MISSING else p.default))
         conv = converter_for(p.annotation, tool.name)
         if conv is not None:
             converters.append((p.name, conv))
@@ -110,4 +154,104 @@ def _build(tool: Tool) -> CallPlan:
         context=tuple(context),
         positional=tuple(positional),
         reserved=frozenset(n for n, _ in context) if tool.accepts_extra_keys else frozenset(),
+        nulls=_NullDropper(tool.parameters),
     )
+
+
+class _NullDropper:
+    """Drops `null`s the strict transform allowed for optional properties of nested objects.
+
+    Strict mode lists every property as required and makes the optional ones nullable; the
+    tool's own schema does not accept that `null`, and the class's default should apply. Only
+    used on the slow path (after validation failed), so it may compile subschemas lazily.
+    """
+
+    __slots__ = ("_checks", "_defs", "_root")
+
+    def __init__(self, root: dict[str, Any]) -> None:
+        self._root = root
+        self._defs = root.get("$defs", {})
+        self._checks: dict[int, Callable[[object], bool]] = {}
+
+    def drop(self, args: dict[str, Any]) -> dict[str, Any]:
+        """`args` without those nulls (the same object when there were none)."""
+        properties = self._root.get("properties", {})
+        changed = {}
+        for key, value in args.items():
+            sub = properties.get(key)
+            if sub is not None and isinstance(value, (dict, list)):
+                new = self._walk(sub, value, 0)
+                if new is not value:
+                    changed[key] = new
+        return {**args, **changed} if changed else args
+
+    def _accepts(self, schema: Any, value: object) -> bool:
+        check = self._checks.get(id(schema))
+        if check is None:
+            try:
+                check = Validator({**schema, "$defs": self._defs}).is_valid
+            except Exception:
+                check = _never
+            self._checks[id(schema)] = check
+        return check(value)
+
+    def _resolve(self, schema: dict[str, Any]) -> Any:
+        for _ in range(20):
+            ref = schema.get("$ref")
+            if not (isinstance(ref, str) and ref.startswith("#/$defs/")):
+                return schema
+            target = self._defs.get(ref[len("#/$defs/") :])
+            if not isinstance(target, dict):
+                return schema
+            schema = target
+        return schema
+
+    def _walk(self, schema: Any, value: Any, depth: int) -> Any:
+        if not isinstance(schema, dict) or depth > _MAX_WALK:
+            return value
+        schema = self._resolve(schema)
+        alternatives = schema.get("anyOf") or schema.get("oneOf")
+        if isinstance(alternatives, list):
+            for alt in alternatives:
+                new = self._walk(alt, value, depth + 1)
+                if new is not value and isinstance(alt, dict) and self._accepts(alt, new):
+                    return new
+            return value
+        if isinstance(value, dict):
+            return self._object(schema, value, depth)
+        if isinstance(value, list):
+            return self._array(schema, value, depth)
+        return value
+
+    def _object(self, schema: dict[str, Any], value: dict[str, Any], depth: int) -> Any:
+        properties = schema.get("properties")
+        if not isinstance(properties, dict):
+            return value
+        required = schema.get("required", ())
+        out: dict[str, Any] = {}
+        changed = False
+        for key, item in value.items():
+            sub = properties.get(key)
+            if sub is None:
+                out[key] = item
+            elif item is None and key not in required and not self._accepts(sub, None):
+                changed = True  # strict mode's null: leave it out, the default applies
+            else:
+                new = self._walk(sub, item, depth + 1)
+                changed = changed or new is not item
+                out[key] = new
+        return out if changed else value
+
+    def _array(self, schema: dict[str, Any], value: list[Any], depth: int) -> Any:
+        prefix = schema.get("prefixItems")
+        prefix = prefix if isinstance(prefix, list) else []
+        items = schema.get("items")
+        new = [
+            self._walk(prefix[i] if i < len(prefix) else items, item, depth + 1)
+            for i, item in enumerate(value)
+        ]
+        return value if all(a is b for a, b in zip(new, value)) else new
+
+
+def _never(value: object) -> bool:
+    return False

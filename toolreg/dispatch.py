@@ -23,6 +23,7 @@ from ._decode import decode_arguments
 from ._plan import CallPlan, plan_for
 from ._render import render_result
 from .errors import (
+    InvalidArgumentsError,
     ToolCallError,
     ToolDeniedError,
     ToolError,
@@ -41,6 +42,7 @@ ConfirmCallback = Callable[[Tool, dict[str, Any]], Union[bool, Awaitable[bool]]]
 CallLike = Union[ToolCall, tuple[Any, ...], Mapping[str, Any]]
 _MAX_NAME = 64
 _MAX_LISTED = 20
+_ABSENT: Any = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +109,7 @@ class DispatchMixin:
     ) -> list[ToolResult]:
         """Run several calls concurrently (threads); results in the order of the calls."""
         batch = [_as_call(c) for c in calls]
-        allowed_set = None if allowed is None else frozenset(allowed)
+        allowed_set = _allowed_set(allowed)
 
         def run(c: ToolCall) -> ToolResult:
             return self.dispatch_tool(
@@ -158,7 +160,7 @@ class DispatchMixin:
     ) -> list[ToolResult]:
         """Run several calls concurrently (tasks), at most `max_concurrency` at a time."""
         batch = [_as_call(c) for c in calls]
-        allowed_set = None if allowed is None else frozenset(allowed)
+        allowed_set = _allowed_set(allowed)
         gate = asyncio.Semaphore(max(1, self.settings.max_concurrency))
 
         async def run(c: ToolCall) -> ToolResult:
@@ -183,33 +185,37 @@ class DispatchMixin:
         allowed: Iterable[str] | None,
         call_id: str | None,
     ) -> _Prepared:
+        allowed_set = _allowed_set(allowed)
         tool = self._lookup(name) if type(name) is str else None
-        if tool is None or (allowed is not None and name not in allowed):
-            raise self._unknown(name, allowed)
+        if tool is None or (allowed_set is not None and name not in allowed_set):
+            raise self._unknown(name, allowed_set)
         settings = self.settings
-        args = decode_arguments(arguments, settings.max_payload_bytes, settings.max_depth)
-        plan = plan_for(tool)
-        coerce = settings.coerce if tool.coerce is None else tool.coerce
-        args = plan.prepare(tool, args, coerce)
+        try:
+            args = decode_arguments(arguments, settings.max_payload_bytes, settings.max_depth)
+            plan = plan_for(tool)
+            coerce = settings.coerce if tool.coerce is None else tool.coerce
+            args = plan.prepare(tool, args, coerce, settings.max_depth)
+        except InvalidArgumentsError as err:
+            err.tool_name = tool.name
+            raise
         kwargs = _inject(plan, args, context, tool, call_id) if plan.context else args
         if plan.absent_is_none:
             kwargs = {**dict.fromkeys(plan.absent_is_none), **kwargs}
         if plan.positional:
-            kwargs = dict(kwargs)
-            positional = tuple(kwargs.pop(n) for n in plan.positional if n in kwargs)
-            return _Prepared(tool, args, positional, kwargs)
+            return _Prepared(tool, args, *_split_positional(plan, kwargs))
         return _Prepared(tool, args, (), kwargs)
 
-    def _unknown(self, name: object, allowed: Iterable[str] | None) -> UnknownToolError:
+    def _unknown(self, name: object, allowed: frozenset[str] | None) -> UnknownToolError:
         shown = _safe_name(name)
         names = self.names()
         if allowed is not None:
-            permitted = set(allowed)
-            names = [n for n in names if n in permitted]
+            names = [n for n in names if n in allowed]
         matches = difflib.get_close_matches(shown, names, n=3, cutoff=0.6) if names else []
         message = f"Unknown tool '{shown}'."
         if matches:
-            message += " Did you mean " + " or ".join(f"'{m}'" for m in matches) + "?"
+            quoted = [f"'{m}'" for m in matches]
+            either = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
+            message += f" Did you mean {either}?"
         if names:
             listed = ", ".join(names[:_MAX_LISTED]) + (", ..." if len(names) > _MAX_LISTED else "")
             message += f" Available: {listed}."
@@ -241,11 +247,11 @@ class DispatchMixin:
     def _execution_error(self, tool: Tool, exc: Exception) -> ToolExecutionError:
         logger.debug("tool %r raised", tool.name, exc_info=exc)
         if isinstance(exc, ToolError):
-            message = exc.message
+            message = str(exc.message)
         elif self.settings.mask_errors:
             message = f"Tool '{tool.name}' failed."
         else:
-            detail = " ".join(str(exc).split())[:500]
+            detail = _exception_text(exc)
             message = f"Tool '{tool.name}' failed: {type(exc).__name__}" + (
                 f": {detail}" if detail else ""
             )
@@ -278,6 +284,38 @@ def _failure(name: object, call_id: str | None, err: ToolCallError, start: float
         exception=err.__cause__,
         elapsed=time.perf_counter() - start,
     )
+
+
+def _exception_text(exc: BaseException) -> str:
+    """The exception's message on one line, at most 500 characters ("" if it has none)."""
+    try:
+        return " ".join(str(exc).split())[:500]
+    except Exception:  # a broken __str__
+        return ""
+
+
+def _allowed_set(allowed: Iterable[str] | None) -> frozenset[str] | None:
+    """`allowed=` as a set; one string is one name (never a set of its characters)."""
+    if allowed is None or isinstance(allowed, frozenset):
+        return allowed
+    if isinstance(allowed, str):
+        return frozenset((allowed,))
+    return frozenset(allowed)
+
+
+def _split_positional(
+    plan: CallPlan, kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Positional-only values in order; a missing one before a given one gets its default."""
+    rest = dict(kwargs)
+    given = [rest.pop(n, _ABSENT) for n, _ in plan.positional]
+    while given and given[-1] is _ABSENT:
+        given.pop()
+    values = tuple(
+        default if value is _ABSENT else value
+        for value, (_, default) in zip(given, plan.positional)
+    )
+    return values, rest
 
 
 def _safe_name(name: object) -> str:

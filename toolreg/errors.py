@@ -10,6 +10,7 @@ ToolregError
 │   ├── InvalidArgumentsError  every problem with its JSON path
 │   ├── ToolTimeoutError
 │   ├── ToolDeniedError        a tool that needs confirmation was not approved
+│   ├── RepeatedCallError      the conversation loop refused a call repeated round after round
 │   └── ToolExecutionError     the original exception chained, never shown to the model
 └── ConversationError          e.g. the endpoint answered something unusable
 
@@ -29,6 +30,7 @@ __all__ = [
     "ConversationError",
     "DuplicateToolError",
     "InvalidArgumentsError",
+    "RepeatedCallError",
     "ToolCallError",
     "ToolDefinitionError",
     "ToolDeniedError",
@@ -167,6 +169,12 @@ class ToolDeniedError(ToolCallError):
     """A destructive (or confirmation-requiring) tool was not approved by `confirm=`."""
 
     kind = "denied"
+
+
+class RepeatedCallError(ToolCallError):
+    """The same call, with the same arguments, came in several rounds in a row."""
+
+    kind = "repeated"
 
 
 class ToolExecutionError(ToolCallError):

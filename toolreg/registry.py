@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, overload
 
 from .dispatch import DispatchMixin, DispatchSettings
-from .errors import DuplicateToolError
+from .errors import DuplicateToolError, ToolDefinitionError
 from .formats import export_tools
 from .tool import ResultFilter, Tool
 
@@ -83,6 +83,13 @@ class ToolRegistry(DispatchMixin):
         Returns the function itself, unchanged, so it stays callable and typed as before.
         """
 
+        if fn is not None and not callable(fn):
+            raise ToolDefinitionError(
+                f"register_tool got {fn!r} where a function belongs",
+                function=repr(fn),
+                fix=f"pass the name as a keyword: @register_tool(name={fn!r})",
+            )
+
         def decorate(func: F) -> F:
             self.add(Tool.from_function(func, **options), replace=replace)
             return func
@@ -137,16 +144,21 @@ class ToolRegistry(DispatchMixin):
     def tools(
         self, names: Sequence[str] | None = None, tags: Iterable[str] | None = None
     ) -> list[Tool]:
-        """Tools in registration order (or in the order of `names`), filtered by `tags`."""
-        if names is not None:
-            missing = [n for n in names if n not in self._tools]
-            if missing:
-                raise KeyError(f"no tool named {', '.join(map(repr, missing))}")
-            selected = [self._tools[n] for n in names]
-        else:
-            selected = list(self._tools.values())
-        if tags is not None:
-            wanted = {tags} if isinstance(tags, str) else set(tags)
+        """Tools in registration order (or in the order of `names`), filtered by `tags`.
+
+        `tags` keeps the tools that carry at least one of them; an unknown name is a `KeyError`.
+        """
+        wanted = _tag_set(tags)
+        with self._lock:
+            if names is not None:
+                names = _name_list(names)
+                missing = [n for n in names if n not in self._tools]
+                if missing:
+                    raise KeyError(f"no tool named {', '.join(map(repr, missing))}")
+                selected = [self._tools[n] for n in names]
+            else:
+                selected = list(self._tools.values())
+        if wanted is not None:
             selected = [t for t in selected if t.tags & wanted]
         return selected
 
@@ -176,18 +188,14 @@ class ToolRegistry(DispatchMixin):
 
         The returned dicts are shared with the cache: treat them as read-only.
         """
-        key = (
-            format,
-            strict,
-            None if names is None else tuple(names),
-            None if tags is None else frozenset([tags] if isinstance(tags, str) else tags),
-            advertise_required,
-        )
+        names = None if names is None else _name_list(names)
+        wanted = _tag_set(tags)
+        key = (format, strict, None if names is None else tuple(names), wanted, advertise_required)
         exports = self._exports
         cached = exports.get(key)
         if cached is None:
             cached = export_tools(
-                self.tools(names, tags),
+                self.tools(names, wanted),
                 format,
                 strict=strict,
                 advertise_required=advertise_required,
@@ -197,6 +205,18 @@ class ToolRegistry(DispatchMixin):
 
     def _lookup(self, name: str) -> Tool | None:
         return self._tools.get(name)
+
+
+def _name_list(names: Sequence[str]) -> list[str]:
+    if isinstance(names, str):
+        return [names]  # one name, not its letters
+    return list(names)
+
+
+def _tag_set(tags: Iterable[str] | None) -> frozenset[str] | None:
+    if tags is None:
+        return None
+    return frozenset([tags] if isinstance(tags, str) else tags)
 
 
 def _owner(tool: Tool) -> str:

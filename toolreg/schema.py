@@ -75,6 +75,7 @@ WRAPPER_ORIGINS = {
 SEQUENCE_ORIGINS = {list, abc.Sequence, abc.MutableSequence, abc.Iterable, abc.Collection}
 SET_ORIGINS = {set, frozenset, abc.Set, abc.MutableSet}
 MAPPING_ORIGINS = {dict, abc.Mapping, abc.MutableMapping}
+_BARE_CONTAINERS = frozenset({tuple, *SEQUENCE_ORIGINS, *SET_ORIGINS, *MAPPING_ORIGINS})
 
 _JSON_TYPE_OF = {str: "string", int: "integer", bool: "boolean", float: "number"}
 
@@ -148,7 +149,7 @@ class SchemaBuilder:
 
     def _build_generic(self, tp: Any, origin: Any, args: tuple[Any, ...]) -> JsonSchema:
         if origin in LITERAL_ORIGINS:
-            return literal_schema(args)
+            return self._enum(tp, _literal_values(args), "use str, int, float, bool or None values")
         if origin in UNION_ORIGINS:
             return self._union(args)
         if origin in WRAPPER_ORIGINS:
@@ -156,7 +157,7 @@ class SchemaBuilder:
         if origin in SEQUENCE_ORIGINS:
             return {"type": "array", "items": self.build(args[0])} if args else {"type": "array"}
         if origin is tuple:
-            return self._tuple(args)
+            return self._tuple(tp, args)
         if origin in SET_ORIGINS:
             items = {"items": self.build(args[0])} if args else {}
             return {"type": "array", **items, "uniqueItems": True}
@@ -166,21 +167,30 @@ class SchemaBuilder:
             return self._build_class(tp)
         raise self.unsupported(tp, "this generic type has no JSON Schema equivalent", _FIX_TYPES)
 
+    def _enum(self, tp: Any, values: list[Any], fix: str) -> JsonSchema:
+        """`{"type": ..., "enum": [...]}` for Literal and Enum values that JSON can carry."""
+        for value in values:
+            if value is not None and not isinstance(value, (str, int, float)):
+                raise self.unsupported(tp, f"the value {value!r} cannot be sent as JSON", fix)
+        return _enum_with_type(values)
+
     def _union(self, args: tuple[Any, ...]) -> JsonSchema:
         options: list[JsonSchema] = []
         for arg in args:
             schema = self.build(arg)
+            if not schema:  # `Any | None` is just Any
+                return {}
             branches = schema["anyOf"] if set(schema) == {"anyOf"} else [schema]
             options.extend(b for b in branches if b not in options)
         return options[0] if len(options) == 1 else {"anyOf": options}
 
-    def _tuple(self, args: tuple[Any, ...]) -> JsonSchema:
+    def _tuple(self, tp: Any, args: tuple[Any, ...]) -> JsonSchema:
+        if args == ((),) or (not args and getattr(tp, "__args__", None) == ()):
+            return {"type": "array", "maxItems": 0}  # `tuple[()]`: the empty tuple
         if not args:
             return {"type": "array"}
         if len(args) == 2 and args[1] is Ellipsis:
             return {"type": "array", "items": self.build(args[0])}
-        if args == ((),):
-            return {"type": "array", "maxItems": 0}
         items = [self.build(a) for a in args]
         n = len(items)
         return {"type": "array", "prefixItems": items, "items": False, "minItems": n, "maxItems": n}
@@ -198,8 +208,11 @@ class SchemaBuilder:
 
     def _build_class(self, tp: Any) -> JsonSchema:
         cls = typing.get_origin(tp) or tp
+        if tp in _BARE_CONTAINERS:  # bare `list`, `dict`, `set`...: items of any type
+            return self._build_generic(tp, tp, ())
         if issubclass(cls, enum.Enum):
-            return enum_schema(cls)
+            values = [m.value for m in cls]
+            return self._enum(tp, values, "give the members str or int values")
         if issubclass(cls, PurePath):
             return {"type": "string", "format": "path"}
         if _classes.kind_of(cls) is not None:
@@ -292,12 +305,26 @@ class SchemaBuilder:
             value = getattr(param, attr)
             if value is not None:
                 self._require_type(target, {"integer", "number"}, attr)
-                target[keyword] = value
+                target[keyword] = self._number(value, attr)
         if param.multiple_of is not None:
             self._require_type(target, {"integer", "number"}, "multiple_of")
-            if param.multiple_of <= 0:
+            if self._number(param.multiple_of, "multiple_of") <= 0:
                 raise self.definition_error("multiple_of must be > 0", "pass a positive number")
             target["multipleOf"] = param.multiple_of
+        low = max(_bounds(target, "minimum", "exclusiveMinimum"), default=None)
+        high = min(_bounds(target, "maximum", "exclusiveMaximum"), default=None)
+        if low is not None and high is not None and (low[0], -low[1]) > (high[0], high[1]):
+            raise self.definition_error(
+                f"the bounds leave no valid value (lower {low[0]}, upper {high[0]})",
+                "check ge/gt/le/lt: the lower bound must be below the upper bound",
+            )
+
+    def _number(self, value: Any, what: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            raise self.definition_error(
+                f"{what}={value!r} must be a number", f"pass a number, e.g. {what}=0"
+            )
+        return value
 
     def _apply_lengths(self, target: JsonSchema, param: Param) -> None:
         if param.min_length is None and param.max_length is None:
@@ -311,6 +338,11 @@ class SchemaBuilder:
                         f"{keyword} must be a non-negative int", "pass e.g. min_length=1"
                     )
                 target[keyword] = value
+        if target.get(low, 0) > target.get(high, target.get(low, 0)):
+            raise self.definition_error(
+                f"min_length {target[low]} is greater than max_length {target[high]}",
+                "make min_length <= max_length",
+            )
 
     def _apply_string(self, target: JsonSchema, param: Param) -> None:
         if param.pattern is not None:
@@ -333,8 +365,8 @@ class SchemaBuilder:
             return kind
         kinds = " or ".join(sorted(allowed))
         raise self.definition_error(
-            f"{what} applies to {kinds} values, not to {kind or 'this type'}",
-            f"remove {what} or change the type",
+            f"{what} applies to {kinds} values, not to {_kind_text(target)}",
+            f"remove {what}, or put it on a {kinds} type",
         )
 
     def jsonable(self, value: Any, what: str) -> Any:
@@ -389,6 +421,26 @@ def _obviously_valid(schema: JsonSchema, value: Any) -> bool:
     )
 
 
+def _bounds(target: JsonSchema, inclusive: str, exclusive: str) -> list[tuple[float, int]]:
+    """(bound, 1 if exclusive else 0) for the bounds set on `target`."""
+    found = [(target[inclusive], 0)] if inclusive in target else []
+    return found + ([(target[exclusive], 1)] if exclusive in target else [])
+
+
+def _kind_text(schema: JsonSchema) -> str:
+    """What a schema describes, for error messages."""
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return f"{kind} values"
+    if "$ref" in schema:
+        return f"a class ({str(schema['$ref']).rsplit('/', 1)[-1]})"
+    if "anyOf" in schema:
+        return "a union of several types"
+    if "enum" in schema:
+        return "a Literal or Enum of mixed types"
+    return "Any" if not schema else "this type"
+
+
 def _constraint_target(schema: JsonSchema) -> JsonSchema:
     """The node constraints apply to: the schema, or the single non-null branch of anyOf."""
     options = schema.get("anyOf")
@@ -404,20 +456,16 @@ def _constraint_target(schema: JsonSchema) -> JsonSchema:
     return schema
 
 
-def literal_schema(values: tuple[Any, ...]) -> JsonSchema:
+def _literal_values(values: tuple[Any, ...]) -> list[Any]:
+    """The values of a `Literal` (nested Literals flattened, Enum members as their value)."""
     flat: list[Any] = []
     for v in values:
-        flat.extend(literal_schema(typing.get_args(v))["enum"] if _is_literal(v) else [v])
-    enum_values = [v.value if isinstance(v, enum.Enum) else v for v in flat]
-    return _enum_with_type(enum_values)
+        flat.extend(_literal_values(typing.get_args(v)) if _is_literal(v) else [v])
+    return [v.value if isinstance(v, enum.Enum) else v for v in flat]
 
 
 def _is_literal(tp: Any) -> bool:
     return typing.get_origin(tp) in LITERAL_ORIGINS
-
-
-def enum_schema(cls: type[enum.Enum]) -> JsonSchema:
-    return _enum_with_type([m.value for m in cls])
 
 
 def _enum_with_type(values: list[Any]) -> JsonSchema:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 import math
 from collections.abc import Callable, Iterable, Mapping
@@ -67,6 +68,7 @@ class Tool:
         **options: Any,
     ) -> Tool:
         """Build a tool from a typed function; raises `ToolDefinitionError` subclasses."""
+        _check_option_names(qualified_name(fn), options)
         sig = describe_callable(fn)
         doc = parse_docstring(sig.doc) if sig.doc else EMPTY_DOC
         builder = SchemaBuilder(sig.qualname)
@@ -77,6 +79,7 @@ class Tool:
             schema["$defs"] = builder.defs
         tool_name = _check_name(name if name is not None else _default_name(fn), sig.qualname)
         if description is not None:
+            _check_description(description, sig.qualname)
             text, source = description, "argument"
         else:
             text, source = doc.summary, ("docstring" if doc.summary else "none")
@@ -107,6 +110,8 @@ class Tool:
         The callable receives the validated arguments as keyword arguments, unconverted.
         """
         owner = qualified_name(function)
+        _check_option_names(owner, options)
+        _check_description(description, owner)
         schema = _checked_schema(parameters, owner)
         return cls._checked(
             name=_check_name(name, owner),
@@ -129,7 +134,50 @@ class Tool:
 
 
 def _default_name(fn: Callable[..., Any]) -> str:
-    return str(getattr(fn, "__name__", "") or type(fn).__name__)
+    name = str(getattr(fn, "__name__", "") or type(fn).__name__)
+    if name == "<lambda>":
+        raise ToolDefinitionError(
+            "a lambda has no name to give the tool",
+            function=qualified_name(fn),
+            fix="pass name='...' to register_tool, or use a def",
+        )
+    return name
+
+
+OPTIONS = frozenset(
+    {
+        "strict",
+        "read_only",
+        "destructive",
+        "requires_confirmation",
+        "timeout",
+        "return_direct",
+        "max_result_chars",
+        "tags",
+        "result_filter",
+        "coerce",
+    }
+)
+"""Options `register_tool` / `register_schema` accept besides `name` and `description`."""
+
+
+def _check_option_names(owner: str, options: Mapping[str, Any]) -> None:
+    unknown = sorted(set(options) - OPTIONS)
+    if unknown:
+        raise ToolDefinitionError(
+            f"unknown option {', '.join(map(repr, unknown))}",
+            function=owner,
+            fix=f"use only name, description, {', '.join(sorted(OPTIONS))}",
+        )
+
+
+def _check_description(description: object, owner: str) -> None:
+    if not isinstance(description, str):
+        raise ToolDefinitionError(
+            f"description must be a string, not {type(description).__name__}",
+            function=owner,
+            fix="pass description='what the tool does and when to use it'",
+        )
 
 
 def _check_name(name: str, owner: str) -> str:
@@ -171,29 +219,41 @@ def _checked_schema(parameters: Mapping[str, Any], owner: str) -> JsonSchema:
             function=owner,
             fix="correct the schema (Draft 2020-12)",
         ) from None
-    return dict(parameters)
+    return copy.deepcopy(dict(parameters))  # the caller's dicts stay theirs
 
 
-_POSITIVE = ("timeout", "max_result_chars")
+_POSITIVE: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
+    ("timeout", (int, float), "a positive number of seconds"),
+    ("max_result_chars", int, "a positive whole number"),
+)
 _FLAGS = ("strict", "read_only", "destructive", "requires_confirmation", "return_direct")
 
 
 def _check_options(owner: str, fields: dict[str, Any]) -> None:
-    for key in _POSITIVE:
+    for key, kinds, what in _POSITIVE:
         value = fields.get(key)
-        bad_number = isinstance(value, bool) or not isinstance(value, (int, float))
+        bad_number = isinstance(value, bool) or not isinstance(value, kinds)
         if value is not None and (bad_number or not math.isfinite(value) or value <= 0):
             raise ToolDefinitionError(
-                f"{key}={value!r} must be a positive number", function=owner, fix=f"pass {key}=30"
+                f"{key}={value!r} must be {what}", function=owner, fix=f"pass {key}=30"
             )
     for key in _FLAGS:
         if not isinstance(fields.get(key, False), bool):
             raise ToolDefinitionError(
                 f"{key} must be True or False", function=owner, fix=f"pass {key}=True"
             )
+    coerce = fields.get("coerce")
+    if coerce is not None and not isinstance(coerce, bool):
+        raise ToolDefinitionError(
+            "coerce must be True, False or None (the registry's setting)",
+            function=owner,
+            fix="pass coerce=False",
+        )
     for key in ("result_filter", "function"):
         if fields.get(key) is not None and not callable(fields[key]):
-            raise ToolDefinitionError(f"{key} must be callable", function=owner, fix="")
+            raise ToolDefinitionError(
+                f"{key} must be callable", function=owner, fix=f"pass a function as {key}="
+            )
 
 
 def _check_tags(owner: str, tags: Iterable[str]) -> Iterable[str]:
@@ -203,4 +263,15 @@ def _check_tags(owner: str, tags: Iterable[str]) -> Iterable[str]:
             function=owner,
             fix=f"pass tags=[{tags!r}]",
         )
-    return tags
+    try:
+        collected = list(tags)
+    except TypeError:
+        collected = [tags]  # type: ignore[list-item]
+    bad = [t for t in collected if not isinstance(t, str) or not t]
+    if bad:
+        raise ToolDefinitionError(
+            f"tags must be non-empty strings, got {', '.join(map(repr, bad))}",
+            function=owner,
+            fix="pass tags=['search', 'read']",
+        )
+    return collected

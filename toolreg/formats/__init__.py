@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -9,9 +10,10 @@ from .._names import check_name
 from .._strict import make_strict
 from ..errors import ToolDefinitionError
 from ..tool import Tool
-from . import anthropic, chatglm3, gemini, mcp, openai, responses
+from . import anthropic, chatglm3, functions, gemini, mcp, openai, responses
+from ._dialect import Dialect
 
-__all__ = ["FORMATS", "export_tools", "strict_parameters"]
+__all__ = ["DIALECTS", "FORMATS", "Dialect", "export_tools", "strict_parameters"]
 
 Definition = Callable[[Tool, dict[str, Any], bool], dict[str, Any]]
 
@@ -22,6 +24,13 @@ FORMATS: dict[str, Definition] = {
     "gemini": gemini.definition,
     "mcp": mcp.definition,
     "chatglm3": chatglm3.definition,
+    "functions": functions.definition,
+}
+
+DIALECTS: dict[str, Dialect] = {
+    "tools": openai.DIALECT,
+    "functions": functions.DIALECT,
+    "chatglm3": chatglm3.DIALECT,
 }
 
 
@@ -60,5 +69,6 @@ def export_tools(
             if use_strict:
                 raise ValueError("advertise_required=False cannot be combined with strict")
             parameters = {k: v for k, v in parameters.items() if k != "required"}
-        out.append(definition(tool, parameters, use_strict))
+        # A copy: whoever edits an exported dict must not change what dispatch validates.
+        out.append(definition(tool, copy.deepcopy(parameters), use_strict))
     return out

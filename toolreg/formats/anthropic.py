@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..result import ToolResult
 from ..tool import Tool
 
-__all__ = ["definition"]
+__all__ = ["definition", "observation"]
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
@@ -17,3 +18,13 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str
     if strict:
         out["strict"] = True
     return out
+
+
+def observation(result: ToolResult) -> dict[str, Any]:
+    """The `tool_result` content block answering one `tool_use` block."""
+    return {
+        "type": "tool_result",
+        "tool_use_id": result.call_id or "",
+        "content": result.content,
+        "is_error": not result.ok,
+    }

@@ -2,12 +2,57 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+from ..result import ToolCall, ToolResult
 from ..tool import Tool
+from ._dialect import Dialect, arguments_text
+from .openai import parse_tool_calls
 
-__all__ = ["definition"]
+__all__ = ["DIALECT", "definition", "observation", "parse_calls"]
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
     return {"name": tool.name, "description": tool.description, "parameters": parameters}
+
+
+def observation(result: ToolResult) -> dict[str, Any]:
+    """ChatGLM3 answers a call with an `observation` message (no call id)."""
+    return {"role": "observation", "content": result.content}
+
+
+def parse_calls(message: dict[str, Any]) -> list[ToolCall]:
+    """ChatGLM3's API demo sends `function_call`; some servers send `tool_calls`, others put
+    the call in the text as JSON: `{"name": ..., "parameters" or "arguments": {...}}`."""
+    call = message.get("function_call")
+    if call:
+        return [ToolCall(call.get("name") or "", arguments_text(call.get("arguments")))]
+    if message.get("tool_calls"):
+        return [ToolCall(c.name, c.arguments) for c in parse_tool_calls(message)]
+    return _calls_in_text(message.get("content"))
+
+
+def _calls_in_text(content: Any) -> list[ToolCall]:
+    if not isinstance(content, str) or not content.lstrip().startswith("{"):
+        return []
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return []
+    if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+        return []
+    arguments = data.get("parameters", data.get("arguments"))
+    return [ToolCall(data["name"], arguments_text(arguments))]
+
+
+DIALECT = Dialect(
+    name="chatglm3",
+    export_format="chatglm3",
+    tools_key="tools",
+    choice_key="tool_choice",
+    choice=lambda choice: choice,
+    parse_calls=parse_calls,
+    observation=observation,
+    call_keys=("function_call", "tool_calls"),
+)

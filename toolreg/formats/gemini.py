@@ -2,18 +2,21 @@
 
 `parameters` uses the OpenAPI 3.0 subset Gemini's `Schema` object accepts: upper-case
 `type` names, `nullable` for optional values, no `$ref`/`$defs` (references are inlined, so a
-recursive type cannot be exported), no `additionalProperties`, tuples as plain arrays, and
-`enum` only for strings (other enums are listed in the description instead).
+recursive type cannot be exported), no `additionalProperties`, tuples as plain arrays,
+`enum` only for strings and `format` only where Gemini knows it (`date-time` for strings,
+`int32`/`int64`, `float`/`double`): other enums and formats are told in the description.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..errors import ToolDefinitionError
+from ..result import ToolResult
 from ..tool import Tool
 
-__all__ = ["definition", "to_gemini_schema"]
+__all__ = ["definition", "observation", "to_gemini_schema"]
 
 _KEEP = {
     "description",
@@ -31,6 +34,11 @@ _KEEP = {
     "maxProperties",
 }
 _MAX_DEPTH = 32
+_FORMATS = {
+    "STRING": {"date-time", "enum"},
+    "INTEGER": {"int32", "int64"},
+    "NUMBER": {"float", "double"},
+}
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
@@ -59,6 +67,7 @@ def _node(schema: Any, defs: dict[str, Any], seen: tuple[str, ...], tool: str) -
     if "const" in schema:
         out["enum"] = [schema["const"]]
     _fix_enum(out)
+    _fix_format(out)
     if "properties" in schema:
         out["properties"] = {k: _node(v, defs, seen, tool) for k, v in schema["properties"].items()}
     items = schema.get("items")
@@ -83,11 +92,27 @@ def _set_type(out: dict[str, Any], schema: dict[str, Any]) -> None:
 
 def _fix_enum(out: dict[str, Any]) -> None:
     values = out.get("enum")
-    if values is None or all(isinstance(v, str) for v in values):
+    if values is None:
+        return
+    if all(isinstance(v, str) for v in values):
+        out.setdefault("type", "STRING")
         return
     del out["enum"]
-    listed = ", ".join(str(v) for v in values)
-    out["description"] = f"{out.get('description', '')} (one of: {listed})".strip()
+    listed = ", ".join(json.dumps(v, ensure_ascii=False) for v in values)
+    _tell(out, f"one of: {listed}")
+
+
+def _fix_format(out: dict[str, Any]) -> None:
+    fmt = out.get("format")
+    if fmt is None or fmt in _FORMATS.get(out.get("type", ""), ()):
+        return
+    del out["format"]
+    _tell(out, f"format: {fmt}")
+
+
+def _tell(out: dict[str, Any], note: str) -> None:
+    """Add what the schema cannot say to the description, for the model to read."""
+    out["description"] = f"{out.get('description', '')} ({note})".strip()
 
 
 def _inline(
@@ -124,3 +149,9 @@ def _union(
     if "description" in schema:
         out["description"] = schema["description"]
     return out
+
+
+def observation(result: ToolResult) -> dict[str, Any]:
+    """A Gemini `functionResponse` part."""
+    key = "result" if result.ok else "error"
+    return {"functionResponse": {"name": result.tool_name, "response": {key: result.content}}}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..result import ToolResult
 from ..tool import Tool
 
-__all__ = ["definition"]
+__all__ = ["definition", "observation"]
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
@@ -20,3 +21,8 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str
         annotations["destructiveHint"] = tool.destructive
     out["annotations"] = annotations
     return out
+
+
+def observation(result: ToolResult) -> dict[str, Any]:
+    """An MCP `CallToolResult`: text content, `isError` for failures."""
+    return {"content": [{"type": "text", "text": result.content}], "isError": not result.ok}

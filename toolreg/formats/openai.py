@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..result import ToolCall, ToolResult
 from ..tool import Tool
+from ._dialect import Dialect, arguments_text
 
-__all__ = ["definition"]
+__all__ = ["DIALECT", "definition", "observation", "parse_tool_calls"]
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
@@ -17,3 +19,41 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str
     if strict:
         function["strict"] = True
     return {"type": "function", "function": function}
+
+
+def observation(result: ToolResult) -> dict[str, Any]:
+    """The `tool` message answering one call."""
+    return {"role": "tool", "tool_call_id": result.call_id or "", "content": result.content}
+
+
+def parse_tool_calls(message: dict[str, Any]) -> list[ToolCall]:
+    """The calls in an assistant message (`tool_calls`), in order."""
+    calls = []
+    for item in message.get("tool_calls") or ():
+        function = item.get("function") or {}
+        calls.append(
+            ToolCall(
+                name=function.get("name") or "",
+                arguments=arguments_text(function.get("arguments")),
+                call_id=item.get("id"),
+            )
+        )
+    return calls
+
+
+def _choice(choice: str) -> Any:
+    if choice in ("auto", "none", "required"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+DIALECT = Dialect(
+    name="tools",
+    export_format="openai",
+    tools_key="tools",
+    choice_key="tool_choice",
+    choice=_choice,
+    parse_calls=parse_tool_calls,
+    observation=observation,
+    call_keys=("tool_calls",),
+)

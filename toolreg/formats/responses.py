@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..result import ToolResult
 from ..tool import Tool
 
-__all__ = ["definition"]
+__all__ = ["definition", "observation"]
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
@@ -16,3 +17,12 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str
     out["parameters"] = parameters
     out["strict"] = strict  # the Responses API defaults to strict when this is left out
     return out
+
+
+def observation(result: ToolResult) -> dict[str, Any]:
+    """The `function_call_output` input item answering one call."""
+    return {
+        "type": "function_call_output",
+        "call_id": result.call_id or "",
+        "output": result.content,
+    }

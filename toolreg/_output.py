@@ -1,0 +1,77 @@
+"""Structured output: a Python type -> `response_format`, and the model's answer -> a value."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ._convert import ConversionError, Converter, converter_for
+from ._validator import Validator
+from .schema import SchemaBuilder
+
+__all__ = ["OutputSpec"]
+
+_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSpec:
+    """What a final answer must look like, and how to turn it into a Python value."""
+
+    name: str
+    schema: dict[str, Any]
+    wrapped: bool  # a non-object type travels as {"result": ...}
+    validator: Validator
+    converter: Converter | None
+
+    @classmethod
+    def for_type(cls, tp: Any) -> OutputSpec:
+        builder = SchemaBuilder("output_type")
+        schema = builder.build(tp)
+        wrapped = _resolve(schema, builder.defs).get("type") != "object"
+        if wrapped:
+            schema = {
+                "type": "object",
+                "properties": {"result": schema},
+                "required": ["result"],
+                "additionalProperties": False,
+            }
+        if builder.defs:
+            schema = {**schema, "$defs": builder.defs}
+        raw_name = getattr(tp, "__name__", "output")
+        name = re.sub(r"[^a-zA-Z0-9_-]", "_", raw_name)[:64] or "output"
+        return cls(name, schema, wrapped, Validator(schema), converter_for(tp, "output_type"))
+
+    def response_format(self) -> dict[str, Any]:
+        return {"type": "json_schema", "json_schema": {"name": self.name, "schema": self.schema}}
+
+    def parse(self, text: str) -> tuple[Any, list[str]]:
+        """(value, []) for a valid answer; (None, problems) otherwise."""
+        stripped = text.strip()
+        fenced = _FENCE.match(stripped)
+        if fenced:
+            stripped = fenced.group(1)
+        try:
+            data = json.loads(stripped)
+        except ValueError as exc:
+            return None, [f"the answer is not valid JSON ({exc})"]
+        problems = self.validator.validate(data)
+        if problems:
+            return None, [f"{p.location()}: {p.message}" if p.path else p.message for p in problems]
+        value = data["result"] if self.wrapped else data
+        if self.converter is None:
+            return value, []
+        try:
+            return self.converter(value), []
+        except ConversionError as exc:
+            return None, [f"{'.'.join(map(str, exc.path)) or '(root)'}: {exc.message}"]
+
+
+def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        target: dict[str, Any] = defs.get(ref.rsplit("/", 1)[-1], {})
+        return target
+    return schema

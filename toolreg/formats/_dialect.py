@@ -1,0 +1,39 @@
+"""What a conversation dialect is: how tools go out, how calls come in, how results go back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..result import ToolCall, ToolResult
+
+__all__ = ["Dialect", "arguments_text"]
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """One way of talking tools with an OpenAI-compatible chat endpoint.
+
+    `export_format` is the `get_tools` format sent under `tools_key`; `choice_key` carries
+    the tool choice, built by `choice` from "auto", "none", "required" or a tool name;
+    `parse_calls` reads the calls out of an assistant message (a dict) and `observation`
+    turns a result into the message that answers it.
+    """
+
+    name: str
+    export_format: str
+    tools_key: str
+    choice_key: str
+    choice: Callable[[str], Any]
+    parse_calls: Callable[[dict[str, Any]], list[ToolCall]]
+    observation: Callable[[ToolResult], dict[str, Any]]
+    call_keys: tuple[str, ...]  # message keys that carry calls (dropped from a final answer)
+
+
+def arguments_text(arguments: Any) -> str | dict[str, Any] | None:
+    """Arguments as a model sent them: JSON text is kept as is, an object stays an object."""
+    if arguments is None or isinstance(arguments, (str, dict)):
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False)
