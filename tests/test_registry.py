@@ -198,8 +198,10 @@ def test_duplicate_name_is_an_error(reg: ToolRegistry) -> None:
     err = info.value
     assert isinstance(err, ToolDefinitionError)
     assert err.name == "add"
-    assert err.existing is not None and err.existing.endswith(".add")
-    assert err.function is not None and err.function.endswith("other")
+    assert err.existing is not None
+    assert err.existing.endswith(".add")
+    assert err.function is not None
+    assert err.function.endswith("other")
     assert "replace=True" in str(err)
     assert reg["add"].function is add  # the first one is kept, loudly
 
@@ -270,8 +272,8 @@ def test_every_option_is_stored_on_the_tool(reg: ToolRegistry) -> None:
 
 
 def test_option_defaults(reg: ToolRegistry) -> None:
-    tool = reg["add"] if reg.register_tool(add) else None
-    assert tool is not None
+    reg.register_tool(add)
+    tool = reg["add"]
     assert (tool.strict, tool.read_only, tool.destructive, tool.requires_confirmation) == (
         False,
         False,
@@ -335,7 +337,8 @@ def test_invalid_option_values_are_rejected(
         reg.register_tool(**options)(add)
     err = info.value
     assert word in str(err)
-    assert err.function is not None and "add" in err.function
+    assert err.function is not None
+    assert "add" in err.function
     assert err.fix
     assert len(reg) == 0
 
@@ -450,7 +453,8 @@ def test_register_schema_rejects_invalid_schemas(
     with pytest.raises(ToolDefinitionError) as info:
         reg.register_schema("t", schema, impl)
     assert where in info.value.problem
-    assert info.value.function is not None and "impl" in info.value.function
+    assert info.value.function is not None
+    assert "impl" in info.value.function
     assert "t" not in reg
 
 

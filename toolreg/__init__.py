@@ -7,10 +7,22 @@
 
 from __future__ import annotations
 
+from ._history import trim_history
+from ._reply import (
+    Hooks,
+    ModelCallEvent,
+    ModelResponseEvent,
+    Reply,
+    ToolCallEvent,
+    ToolResultEvent,
+    Usage,
+)
+from .conversation import AsyncConversation, Conversation, run_conversation
 from .errors import (
     ConversationError,
     DuplicateToolError,
     InvalidArgumentsError,
+    RepeatedCallError,
     ToolCallError,
     ToolDefinitionError,
     ToolDeniedError,
@@ -37,14 +49,22 @@ dispatch_many = default_registry.dispatch_many
 adispatch_many = default_registry.adispatch_many
 
 __all__ = [
+    "AsyncConversation",
+    "Conversation",
     "ConversationError",
     "DuplicateToolError",
+    "Hooks",
     "Injected",
     "InvalidArgumentsError",
+    "ModelCallEvent",
+    "ModelResponseEvent",
     "Param",
+    "RepeatedCallError",
+    "Reply",
     "Tool",
     "ToolCall",
     "ToolCallError",
+    "ToolCallEvent",
     "ToolContext",
     "ToolDefinitionError",
     "ToolDeniedError",
@@ -52,10 +72,12 @@ __all__ = [
     "ToolExecutionError",
     "ToolRegistry",
     "ToolResult",
+    "ToolResultEvent",
     "ToolTimeoutError",
     "ToolregError",
     "UnknownToolError",
     "UnsupportedTypeError",
+    "Usage",
     "__version__",
     "adispatch_many",
     "adispatch_tool",
@@ -65,4 +87,6 @@ __all__ = [
     "get_tools",
     "register_schema",
     "register_tool",
+    "run_conversation",
+    "trim_history",
 ]

@@ -2,11 +2,22 @@
 
 This is the only module that calls user tool code. Exceptions from the tool propagate to
 dispatch unchanged; a time limit that runs out raises `ToolTimeoutError`.
+
+A sync tool that must not block the caller (one with a time limit, or any sync tool under
+async dispatch) runs in a thread of its own, started per call, with a copy of the caller's
+`contextvars`. Not asyncio's default executor: that pool has `min(32, cpus + 4)` threads,
+so on a small machine a few slow tools would queue behind each other, and a timed-out tool
+that keeps running would hold a slot the application needs.
+
+A sync function that returns an awaitable (a plain wrapper around an async function) has
+that awaitable awaited, under the same time limit.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import inspect
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
@@ -38,6 +49,14 @@ class _Deadline(Exception):
     """The time limit ran out (distinct from a TimeoutError raised by the tool itself)."""
 
 
+def _start(target: Callable[[], None]) -> None:
+    context = contextvars.copy_context()
+    thread = threading.Thread(
+        target=context.run, args=(target,), name="toolreg-call", daemon=True
+    )
+    thread.start()
+
+
 def _in_thread(fn: Callable[[], T], timeout: float | None) -> T:
     """Run `fn` in a fresh daemon thread; raise `_Deadline` if it is not done in time."""
     box: dict[str, Any] = {}
@@ -51,7 +70,7 @@ def _in_thread(fn: Callable[[], T], timeout: float | None) -> T:
         finally:
             done.set()
 
-    threading.Thread(target=target, name="toolreg-call", daemon=True).start()
+    _start(target)
     if not done.wait(timeout):
         raise _Deadline
     if "error" in box:
@@ -60,33 +79,84 @@ def _in_thread(fn: Callable[[], T], timeout: float | None) -> T:
     return value
 
 
+def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
+    if future.done():  # cancelled: the time limit ran out or the caller gave up
+        return
+    if error is None:
+        future.set_result(value)
+    else:
+        future.set_exception(error)
+
+
+def _thread_future(fn: Callable[[], T]) -> asyncio.Future[T]:
+    """A future of the running loop, resolved when `fn` finishes in a fresh thread."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def target() -> None:
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            value = fn()
+        except StopIteration as exc:  # a future cannot hold StopIteration
+            error = RuntimeError(f"StopIteration: {exc}")
+            error.__cause__ = exc
+        except BaseException as exc:
+            error = exc
+        try:
+            loop.call_soon_threadsafe(_settle, future, value, error)
+        except RuntimeError:  # the loop is closed: nobody is waiting any more
+            pass
+
+    _start(target)
+    return future
+
+
 def call(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Call the tool from sync code, enforcing `tool.timeout`."""
     fn, timeout = tool.function, tool.timeout
     if tool.is_async:
         return run_coroutine(_with_deadline(tool, fn(*args, **kwargs)))
     if timeout is None:
-        return fn(*args, **kwargs)
-    try:
-        return _in_thread(lambda: fn(*args, **kwargs), timeout)
-    except _Deadline:
-        raise _timeout_error(tool, timeout) from None
+        value = fn(*args, **kwargs)
+    else:
+        try:
+            value = _in_thread(lambda: fn(*args, **kwargs), timeout)
+        except _Deadline:
+            raise _timeout_error(tool, timeout) from None
+    if inspect.isawaitable(value):
+        return run_coroutine(_with_deadline(tool, value))
+    return value
 
 
 async def acall(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Call the tool from async code; a sync tool runs in a worker thread."""
+    """Call the tool from async code; a sync tool runs in a thread of its own."""
     fn = tool.function
     if tool.is_async:
         return await _with_deadline(tool, fn(*args, **kwargs))
-    return await _with_deadline(tool, asyncio.to_thread(fn, *args, **kwargs))
+    value = await _with_deadline(tool, _thread_future(lambda: fn(*args, **kwargs)))
+    if inspect.isawaitable(value):
+        return await _with_deadline(tool, value)
+    return value
 
 
 async def _with_deadline(tool: Tool, awaitable: Awaitable[T]) -> T:
     if tool.timeout is None:
         return await awaitable
     task = asyncio.ensure_future(awaitable)
-    done, _ = await asyncio.wait({task}, timeout=tool.timeout)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=tool.timeout)
+    except BaseException:  # dispatch itself was cancelled: so is the tool
+        task.cancel()
+        raise
     if not done:
         task.cancel()
+        task.add_done_callback(_retrieve)
         raise _timeout_error(tool, tool.timeout)
     return task.result()
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """Read a cancelled tool's outcome so asyncio does not log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()

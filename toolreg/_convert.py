@@ -13,7 +13,7 @@ import re
 import typing
 import uuid
 from collections.abc import Callable
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path, PurePath
 from typing import Any
 
@@ -53,7 +53,7 @@ def _iso(kind: str, parse: Callable[[str], Any], example: str) -> Converter:
         try:
             text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
             return parse(text)
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, OverflowError):
             raise ConversionError((), f"expected an ISO 8601 {kind}, e.g. {example}") from None
 
     return convert
@@ -70,13 +70,16 @@ def _duration(value: Any) -> dt.timedelta:
     if match is None or value.rstrip("T").endswith("P"):
         raise ConversionError((), "expected an ISO 8601 duration, e.g. PT1H30M")
     sign, weeks, days, hours, minutes, seconds = match.groups()
-    delta = dt.timedelta(
-        weeks=float(weeks or 0),
-        days=float(days or 0),
-        hours=float(hours or 0),
-        minutes=float(minutes or 0),
-        seconds=float(seconds or 0),
-    )
+    try:
+        delta = dt.timedelta(
+            weeks=float(weeks or 0),
+            days=float(days or 0),
+            hours=float(hours or 0),
+            minutes=float(minutes or 0),
+            seconds=float(seconds or 0),
+        )
+    except OverflowError:
+        raise ConversionError((), "the duration is too long (at most 999999999 days)") from None
     return -delta if sign else delta
 
 
@@ -84,14 +87,19 @@ def _wrap(cls: Callable[[Any], Any], what: str) -> Converter:
     def convert(value: Any) -> Any:
         try:
             return cls(value if not isinstance(value, float) else str(value))
-        except (ValueError, TypeError, InvalidOperation):
+        except (ValueError, TypeError, ArithmeticError):  # InvalidOperation, OverflowError
             raise ConversionError((), f"expected {what}") from None
 
     return convert
 
 
 def _float(value: Any) -> Any:
-    return float(value) if type(value) is int else value
+    if type(value) is not int:
+        return value
+    try:
+        return float(value)
+    except OverflowError:
+        raise ConversionError((), "the number is too large for a float") from None
 
 
 _SCALARS: dict[Any, Converter | None] = {

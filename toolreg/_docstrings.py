@@ -77,7 +77,7 @@ _MARKERS = re.compile(
     re.MULTILINE | re.IGNORECASE,
 )
 # "city: ...", "city (str): ...", "unit (str, optional): ...", "*args: ...", "城市：..."
-_GOOGLE_ARG = re.compile(r"(\*{0,2}[^\W\d]\w*)(?:\s*\((.*?)\))?\s*[:：]\s*(.*)")
+_GOOGLE_ARG = re.compile(r"(\*{0,2}[^\W\d]\w*)(?:\s*\(.*?\))?\s*[:：]\s*(.*)")
 # A leading "type:" in a Google Returns block: "dict: ...", "Dict[str, int]: ...".
 _RETURN_TYPE = re.compile(r"(?:[^:\s]+|[^:\n]*\]):\s+(?=\S)")
 _IDENTIFIER = re.compile(r"[^\W\d]\w*")
@@ -85,7 +85,8 @@ _REST_PARAM_FIELDS = frozenset({"param", "parameter", "arg", "argument", "key", 
 _FIELD_PARAMS = {"rest": _REST_PARAM_FIELDS, "epydoc": _REST_PARAM_FIELDS | {"kwarg"}}
 
 _Params = dict[str, str]
-_Chunks = list[tuple[str, str, str]]  # (section title or field name, field arguments, text)
+_Marker = tuple[str, str, str, re.Match[str]]  # style, title or field name, arguments, match
+_Chunks = list[tuple[str, str, str]]  # title or field name, arguments, text up to the next marker
 
 
 def parse_docstring(doc: str | None) -> DocInfo:
@@ -132,7 +133,7 @@ def _parse_google(chunks: _Chunks) -> tuple[_Params, str | None]:
                 arg = _GOOGLE_ARG.fullmatch(entry[0])
                 if arg is not None:
                     last = found.setdefault(arg.group(1).lstrip("*"), [])
-                    last += [arg.group(3), *entry[1:]]
+                    last += [arg.group(2), *entry[1:]]
                 elif last is not None:  # a line that is not "name: ..." continues the last one
                     last += entry
             _add(params, ((name, _join(desc)) for name, desc in found.items()))
@@ -177,9 +178,6 @@ def _parse_fields(chunks: _Chunks, param_fields: frozenset[str]) -> tuple[_Param
         elif field in _RETURN_TITLES and returns is None:
             returns = desc or None
     return params, returns
-
-
-_Marker = tuple[str, str, str, "re.Match[str]"]  # style, title or field name, arguments, match
 
 
 def _marker(match: re.Match[str]) -> _Marker:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import inspect
+import re
+import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -109,22 +111,75 @@ def _from_annotated_types(meta: object) -> Param:
     return EMPTY_PARAM
 
 
-def resolve_hints(obj: Any, owner: str) -> dict[str, Any]:
-    """`get_type_hints` with extras, turning a failure into a definition error."""
+def resolve_hints(
+    obj: Any, owner: str, parameter: str | None = None, *, callable_: bool = False
+) -> dict[str, Any]:
+    """`get_type_hints` with extras, turning a failure into a definition error.
+
+    `parameter` (for a class's fields: the parameter whose type it is) is named in the error;
+    otherwise the parameter whose annotation mentions the unknown name is found and named.
+    With `callable_`, only parameter annotations are read (see `_hint_source`).
+    """
     try:
-        return typing.get_type_hints(obj, include_extras=True)
+        source = _hint_source(obj) if callable_ else obj
+        return typing.get_type_hints(source, include_extras=True)
     except NameError as exc:
+        name = getattr(exc, "name", None) or str(exc)
+        field = _annotation_mentioning(obj, name)
+        where = ".".join(p for p in (parameter, field) if p) or None
         raise ToolDefinitionError(
-            f"cannot resolve the type hint {exc.name or exc}",
+            f"cannot resolve the type hint {name!r}: no such name where the annotation "
+            "was written (a forward reference to a missing, misspelt or local name)",
             function=owner,
-            fix="define or import that name at module level before registering",
+            parameter=where,
+            fix=f"define or import {name} at module level before registering",
         ) from exc
     except Exception as exc:
         raise ToolDefinitionError(
             f"cannot resolve type hints ({type(exc).__name__}: {exc})",
             function=owner,
+            parameter=parameter,
             fix="check the annotations for typos or names that do not exist",
         ) from exc
+
+
+def _annotation_mentioning(obj: Any, name: str) -> str | None:
+    """The first annotated name whose (string) annotation mentions `name`."""
+    word = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
+    try:
+        annotations = getattr(getattr(obj, "__func__", obj), "__annotations__", None)
+    except Exception:  # Python 3.14 evaluates annotations lazily, and may fail again
+        return None
+    if not isinstance(annotations, dict):
+        return None
+    for key, value in annotations.items():
+        text = value if isinstance(value, str) else getattr(value, "__forward_arg__", "")
+        if isinstance(text, str) and word.search(text):
+            return str(key)
+    return None
+
+
+def _hint_source(fn: Any) -> Any:
+    """What `get_type_hints` should read for `fn`: its parameter annotations only.
+
+    The return annotation is left out (it is not part of the tool's schema, so a forward
+    reference in it must not block registration), and so is Python 3.10's implicit
+    `Optional` for a `= None` default (3.11+ does not add it): the same function gets the
+    same schema on every supported version.
+    """
+    func = getattr(fn, "__func__", fn)  # a bound method
+    if not inspect.isfunction(func):
+        return fn
+    raw = getattr(func, "__annotations__", None) or {}
+    source = types.SimpleNamespace(
+        __annotations__={k: v for k, v in raw.items() if k != "return"},
+        __globals__=getattr(inspect.unwrap(func), "__globals__", {}),
+        __module__=getattr(func, "__module__", None),
+    )
+    type_params = getattr(func, "__type_params__", ())
+    if type_params:  # Python 3.12+ `def f[T](...)`
+        source.__type_params__ = type_params
+    return source
 
 
 def _is_context_type(tp: object) -> bool:
@@ -152,20 +207,34 @@ def describe_callable(fn: Callable[..., Any]) -> Signature:
             function=owner,
             fix="register a plain Python function or a callable object with __call__",
         ) from exc
-    hints = resolve_hints(target, owner)
-    records = tuple(_record(p, hints, owner) for p in sig.parameters.values())
+    hints = resolve_hints(target, owner, callable_=True)
+    records = tuple(
+        _record(p, hints, owner, first=i == 0) for i, p in enumerate(sig.parameters.values())
+    )
     is_async = inspect.iscoroutinefunction(target)
-    doc = inspect.getdoc(fn)
+    raw = getattr(fn, "__doc__", None)
+    # The docstring as written (parse_docstring cleans it; cleaning twice loses the indentation
+    # of a docstring that starts with a section such as "Args:"); else an inherited one.
+    doc = raw if isinstance(raw, str) else inspect.getdoc(fn)
     return Signature(qualname=owner, params=records, doc=doc, is_async=is_async)
 
 
-def _record(p: inspect.Parameter, hints: dict[str, Any], owner: str) -> ParamRecord:
+def _record(p: inspect.Parameter, hints: dict[str, Any], owner: str, first: bool) -> ParamRecord:
     if p.kind is _P.VAR_POSITIONAL:
         raise ToolDefinitionError(
             f"*{p.name} cannot be filled by a model, which sends named arguments only",
             function=owner,
             parameter=p.name,
             fix=f"replace *{p.name} with a named list parameter, e.g. {p.name}: list[str]",
+        )
+    if p.name not in hints and first and p.name in ("self", "cls"):
+        raise ToolDefinitionError(
+            f"'{p.name}' has no annotation: this looks like a method registered on the class "
+            "(unbound), e.g. @register_tool on a method inside the class body",
+            function=owner,
+            parameter=p.name,
+            fix="register the bound method of an instance, e.g. reg.register_tool(obj.method), "
+            "or make it a @staticmethod or a module-level function",
         )
     if p.name not in hints:
         example = f"{p.name}: str" if p.kind is not _P.VAR_KEYWORD else f"**{p.name}: Any"

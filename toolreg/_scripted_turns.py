@@ -155,3 +155,20 @@ def error(
     kind = error_type or ("server_error" if status >= 500 else "invalid_request_error")
     label = f"error({status}, {message!r})"
     return Turn("error", message, status=status, error_type=kind, error_code=code, label=label)
+
+
+def last_tool_result(request: Mapping[str, Any]) -> Any:
+    """The newest tool observation in a recorded request, JSON-decoded when it is JSON.
+
+    For dynamic turns that answer from what a tool returned::
+
+        lambda request: text(f"It is {last_tool_result(request)['temperature']} °C")
+    """
+    for message in reversed(request.get("messages") or ()):
+        if message.get("role") in ("tool", "function", "observation"):
+            content = message.get("content")
+            try:
+                return json.loads(content)
+            except (TypeError, ValueError):
+                return content
+    return None

@@ -90,7 +90,10 @@ def _close_object(out: JsonSchema, original: JsonSchema, path: tuple[str, ...]) 
     extra = original.get("additionalProperties", True)
     properties: dict[str, Any] = out.get("properties", {})
     if extra is not False:
-        why = "an open object (dict or **kwargs) lets the model send undeclared keys"
+        if not path:  # the arguments object itself is open: the function takes **kwargs
+            why = "the function takes **kwargs, which lets the model send undeclared keys"
+            raise _NotStrict(path, why, _FIX_KWARGS)
+        why = "an open object (a dict) lets the model send undeclared keys"
         raise _NotStrict(path, why, _FIX_OPEN)
     was_required = set(original.get("required", ()))
     out["properties"] = {
@@ -119,4 +122,5 @@ def _accepts_null(schema: JsonSchema) -> bool:
 
 
 _FIX_ANY = "give the parameter a concrete type, or export without strict"
+_FIX_KWARGS = "declare each argument instead of **kwargs, or export without strict"
 _FIX_OPEN = "declare the keys with a TypedDict or dataclass, or export without strict"

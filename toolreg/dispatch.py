@@ -8,6 +8,7 @@ confirm -> call (sync/async, time limit) -> render. Each step's failure becomes 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import difflib
 import inspect
@@ -124,8 +125,9 @@ class DispatchMixin:
         if len(batch) <= 1:
             return [run(c) for c in batch]
         workers = max(1, min(len(batch), self.settings.max_concurrency))
+        contexts = [contextvars.copy_context() for _ in batch]  # each call sees the caller's
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolreg") as pool:
-            return list(pool.map(run, batch))
+            return list(pool.map(lambda c, ctx: ctx.run(run, c), batch, contexts))
 
     # -- async ----------------------------------------------------------------------------
     async def adispatch_tool(
@@ -210,15 +212,15 @@ class DispatchMixin:
         names = self.names()
         if allowed is not None:
             names = [n for n in names if n in allowed]
-        matches = difflib.get_close_matches(shown, names, n=3, cutoff=0.6) if names else []
+        matches = _close_matches(shown, names)
         message = f"Unknown tool '{shown}'."
         if matches:
-            quoted = [f"'{m}'" for m in matches]
-            either = quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " or " + quoted[-1]
-            message += f" Did you mean {either}?"
-        if names:
-            listed = ", ".join(names[:_MAX_LISTED]) + (", ..." if len(names) > _MAX_LISTED else "")
-            message += f" Available: {listed}."
+            message += f" Did you mean {_either([_quoted(m) for m in matches])}?"
+        if len(names) > _MAX_LISTED:
+            more = len(names) - _MAX_LISTED
+            message += f" Available: {', '.join(names[:_MAX_LISTED])} and {more} more."
+        elif names:
+            message += f" Available: {', '.join(names)}."
         else:
             message += " No tools are available."
         return UnknownToolError(message, tool_name=shown, suggestions=matches)
@@ -284,6 +286,28 @@ def _failure(name: object, call_id: str | None, err: ToolCallError, start: float
         exception=err.__cause__,
         elapsed=time.perf_counter() - start,
     )
+
+
+def _close_matches(word: str, names: list[str]) -> list[str]:
+    """Up to 3 names like `word` (difflib's ratio >= 0.6), best first, ties in registry order."""
+    matcher = difflib.SequenceMatcher()
+    matcher.set_seq2(word)
+    scored = []
+    for index, candidate in enumerate(names):
+        matcher.set_seq1(candidate)
+        if matcher.real_quick_ratio() >= 0.6 and matcher.quick_ratio() >= 0.6:
+            score = matcher.ratio()
+            if score >= 0.6:
+                scored.append((-score, index, candidate))
+    return [candidate for _, _, candidate in sorted(scored)[:3]]
+
+
+def _quoted(name: str) -> str:
+    return f"'{name}'"
+
+
+def _either(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
 
 
 def _exception_text(exc: BaseException) -> str:
@@ -383,6 +407,13 @@ def _as_call(item: CallLike) -> ToolCall:
     if isinstance(item, tuple):
         return ToolCall(*item)
     if isinstance(item, Mapping):
+        function = item.get("function")
+        if isinstance(function, Mapping):  # an OpenAI chat `tool_calls` entry
+            return ToolCall(
+                name=function.get("name", ""),
+                arguments=function.get("arguments"),
+                call_id=item.get("id"),
+            )
         return ToolCall(
             name=item.get("name", ""),
             arguments=item.get("arguments"),

@@ -169,6 +169,8 @@ class SchemaBuilder:
 
     def _enum(self, tp: Any, values: list[Any], fix: str) -> JsonSchema:
         """`{"type": ..., "enum": [...]}` for Literal and Enum values that JSON can carry."""
+        if not values:
+            raise self.unsupported(tp, "an Enum without members accepts no value", "add members")
         for value in values:
             if value is not None and not isinstance(value, (str, int, float)):
                 raise self.unsupported(tp, f"the value {value!r} cannot be sent as JSON", fix)
@@ -226,21 +228,26 @@ class SchemaBuilder:
 
     def _named(self, tp: Any) -> JsonSchema:
         """A class with fields -> an entry in $defs, returned as a $ref."""
-        name = self._def_names.get(tp)
-        if name is None:
-            name = self._def_name(tp)
-            self._def_names[tp] = name
-            self.defs[name] = {}  # placeholder: recursive references resolve to it
+        cls = typing.get_origin(tp) or tp
+        if _classes.kind_of(cls) == "pydantic":
+            return _classes.pydantic_ref(self, tp)
+        name, is_new = self.reserve(tp, getattr(cls, "__name__", "Model"))
+        if is_new:  # the placeholder lets recursive references resolve to `name`
             self.defs[name] = _classes.class_schema(self, tp)
         return {"$ref": f"#/$defs/{name}"}
 
-    def _def_name(self, tp: Any) -> str:
-        cls = typing.get_origin(tp) or tp
-        base = re.sub(r"[^A-Za-z0-9_.-]", "_", getattr(cls, "__name__", "Model"))
-        name, n = base, 2
+    def reserve(self, key: Any, base: str) -> tuple[str, bool]:
+        """The $defs name for `key` (a type or a token), and whether it was just reserved."""
+        name = self._def_names.get(key)
+        if name is not None:
+            return name, False
+        name = base = re.sub(r"[^A-Za-z0-9_.-]", "_", base) or "Model"
+        n = 2
         while name in self.defs:
             name, n = f"{base}{n}", n + 1
-        return name
+        self._def_names[key] = name
+        self.defs[name] = {}
+        return name, True
 
     def object_schema(
         self,
@@ -311,13 +318,13 @@ class SchemaBuilder:
             if self._number(param.multiple_of, "multiple_of") <= 0:
                 raise self.definition_error("multiple_of must be > 0", "pass a positive number")
             target["multipleOf"] = param.multiple_of
-        low = max(_bounds(target, "minimum", "exclusiveMinimum"), default=None)
-        high = min(_bounds(target, "maximum", "exclusiveMaximum"), default=None)
-        if low is not None and high is not None and (low[0], -low[1]) > (high[0], high[1]):
-            raise self.definition_error(
-                f"the bounds leave no valid value (lower {low[0]}, upper {high[0]})",
-                "check ge/gt/le/lt: the lower bound must be below the upper bound",
-            )
+        for low, low_open in _bounds(target, "minimum", "exclusiveMinimum"):
+            for high, high_open in _bounds(target, "maximum", "exclusiveMaximum"):
+                if low > high or (low == high and (low_open or high_open)):
+                    raise self.definition_error(
+                        f"the bounds leave no valid value (lower {low}, upper {high})",
+                        "check ge/gt/le/lt: the lower bound must be below the upper bound",
+                    )
 
     def _number(self, value: Any, what: str) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
@@ -421,10 +428,10 @@ def _obviously_valid(schema: JsonSchema, value: Any) -> bool:
     )
 
 
-def _bounds(target: JsonSchema, inclusive: str, exclusive: str) -> list[tuple[float, int]]:
-    """(bound, 1 if exclusive else 0) for the bounds set on `target`."""
-    found = [(target[inclusive], 0)] if inclusive in target else []
-    return found + ([(target[exclusive], 1)] if exclusive in target else [])
+def _bounds(target: JsonSchema, inclusive: str, exclusive: str) -> list[tuple[float, bool]]:
+    """(bound, is exclusive) for each bound of one side set on `target`."""
+    found = [(target[inclusive], False)] if inclusive in target else []
+    return found + ([(target[exclusive], True)] if exclusive in target else [])
 
 
 def _kind_text(schema: JsonSchema) -> str:
