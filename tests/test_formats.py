@@ -363,6 +363,19 @@ def test_cache_is_per_option() -> None:
     assert reg.get_tools("mcp") != plain
 
 
+def test_cache_stays_bounded_for_many_selections() -> None:
+    reg = _many(30)
+    names = reg.names()
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            reg.get_tools(names=[names[i], names[j]])  # 435 distinct selections
+    assert len(reg._exports) <= 256
+    assert [t["function"]["name"] for t in reg.get_tools(names=["tool_3", "tool_1"])] == [
+        "tool_3",
+        "tool_1",
+    ]
+
+
 def test_registering_invalidates_the_cache() -> None:
     reg = _many(2)
     before = reg.get_tools()

@@ -1,7 +1,8 @@
 """Validated JSON values -> the annotated Python types (Enum members, dataclasses, datetimes...).
 
 `converter_for(tp, owner)` returns a function, or None when the JSON value already is the
-right Python value (str, int, bool, Literal, list[str]...): the common case costs nothing.
+right Python value (str, bool, Literal, list[str]...): the common case costs nothing. An
+`int` has one, because JSON Schema accepts an integral float (`3.0`) as an integer.
 A converter raises `ConversionError` with the path of the bad value.
 """
 
@@ -102,9 +103,14 @@ def _float(value: Any) -> Any:
         raise ConversionError((), "the number is too large for a float") from None
 
 
+def _int(value: Any) -> Any:
+    """JSON Schema counts 3.0 as an integer; the function still gets the int 3."""
+    return int(value) if type(value) is float else value
+
+
 _SCALARS: dict[Any, Converter | None] = {
     str: None,
-    int: None,
+    int: _int,
     bool: None,
     type(None): None,
     float: _float,

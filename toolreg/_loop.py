@@ -33,6 +33,7 @@ Step = tuple[Literal["model", "tools"], Any]
 Message = dict[str, Any]
 _STOP_REASONS = {"length": "length", "content_filter": "content_filter"}
 _REPEAT_ROUNDS = 3
+_CALL_KEYS = ("tool_calls", "function_call")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,28 +102,34 @@ def run_loop(s: LoopSettings, messages: list[Message]) -> Generator[Step, Any, R
 
 
 def _request(s: LoopSettings, state: _State) -> dict[str, Any]:
-    sent = state.history
+    sent = list(state.history)  # a copy: the request (and its hook event) must not grow later
     if s.max_history_messages is not None or s.max_history_chars is not None:
         sent = trim_history(sent, s.max_history_messages, s.max_history_chars)
     request: dict[str, Any] = {**s.request_options, "model": s.model, "messages": sent}
     tools = s.tools()
     if tools and not (state.final and s.final_call == "drop_tools"):
-        choice = "none" if state.final else (s.tool_choice if state.calls_made == 0 else "auto")
-        if choice == "required" and state.calls_made > 0:
-            choice = "auto"
         request[s.dialect.tools_key] = tools
-        request[s.dialect.choice_key] = s.dialect.choice(choice)
+        request[s.dialect.choice_key] = s.dialect.choice(_tool_choice(s, state))
     if s.output is not None:
         request["response_format"] = s.output.response_format()
     s.hooks.emit("before_model_call", ModelCallEvent(state.calls_made + 1, request))
     return request
 
 
+def _tool_choice(s: LoopSettings, state: _State) -> str:
+    """"none" for the final call; a forced choice (a name, "required") only on the first call."""
+    if state.final:
+        return "none"
+    if state.calls_made > 0 and s.tool_choice not in ("auto", "none"):
+        return "auto"
+    return s.tool_choice
+
+
 def _echo(s: LoopSettings, message: Message, drop_calls: bool = False) -> Message:
     """The assistant message as received; empty content normalised for picky servers."""
     out = dict(message)
-    if drop_calls:
-        for key in s.dialect.call_keys:
+    if drop_calls:  # every kind of call, not only the dialect's: none may stay unanswered
+        for key in _CALL_KEYS:
             out.pop(key, None)
     has_calls = any(out.get(k) for k in s.dialect.call_keys)
     if has_calls and not out.get("content"):

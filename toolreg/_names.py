@@ -1,6 +1,7 @@
 """Tool-name rules of each provider, in one place.
 
-- OpenAI chat completions, legacy functions and Responses: `^[a-zA-Z0-9_-]{1,64}$` (API reference, `function.name`).
+- OpenAI chat completions, legacy functions and Responses: `^[a-zA-Z0-9_-]{1,64}$`
+  (API reference, `function.name`).
 - Anthropic: `^[a-zA-Z0-9_-]{1,64}$` (Messages API, `tools[].name`).
 - Gemini: starts with a letter or underscore; letters, digits, `_ . : -`; at most 64
   characters (`FunctionDeclaration.name`).

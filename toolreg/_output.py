@@ -29,8 +29,9 @@ class OutputSpec:
     @classmethod
     def for_type(cls, tp: Any) -> OutputSpec:
         builder = SchemaBuilder("output_type")
-        schema = builder.build(tp)
-        wrapped = _resolve(schema, builder.defs).get("type") != "object"
+        # Inline a root `$ref`: providers want `"type": "object"` at the top of the schema.
+        schema = dict(_resolve(builder.build(tp), builder.defs))
+        wrapped = schema.get("type") != "object"
         if wrapped:
             schema = {
                 "type": "object",

@@ -71,7 +71,7 @@ class CallPlan:
             coerced = self.validator.coerce(stripped)
             if coerced is not stripped and isinstance(coerced, dict):
                 # a JSON-encoded string may hide what the decoder's limits refused
-                check_limits(coerced, max_depth)
+                check_limits(coerced, max_depth, python=True)
                 if not self.validator.validate(coerced):
                     return coerced, []
         return args, problems

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 from typing import Any
 
@@ -18,7 +19,8 @@ _encoder = json.JSONEncoder(ensure_ascii=False, default=json_default, allow_nan=
 
 
 def render_result(tool: Tool, value: Any, limit: int | None) -> str:
-    """`str` as is, None as `null`, anything else as JSON (`ensure_ascii=False`), then cut."""
+    """`str` (and its subclasses) as is, None as `null`, anything else as JSON
+    (`ensure_ascii=False`), then cut to the tool's or else the registry's limit."""
     if tool.result_filter is not None:
         try:
             value = tool.result_filter(value)
@@ -29,6 +31,8 @@ def render_result(tool: Tool, value: Any, limit: int | None) -> str:
             ) from exc
     if type(value) is str:
         text = value
+    elif isinstance(value, str) and not isinstance(value, enum.Enum):
+        text = str.__str__(value)  # a str subclass is text too; a str Enum member is JSON
     elif value is None:
         text = NONE_CONTENT
     else:

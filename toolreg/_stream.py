@@ -60,9 +60,10 @@ class StreamAssembler:
         self.function_call: dict[str, str] | None = None
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
-        self.extra: dict[str, Any] = {}
+        self.chunks = 0
 
     def feed(self, chunk: Any) -> None:
+        self.chunks += 1
         data = _dump(chunk)
         if not isinstance(data, dict):
             raise ConversationError("the endpoint streamed an unusable chunk")
@@ -103,6 +104,8 @@ class StreamAssembler:
         call["function"]["arguments"] += function.get("arguments") or ""
 
     def result(self) -> Normalized:
+        if not self.chunks:
+            raise ConversationError("the endpoint streamed no chunks (an empty or invalid stream)")
         message: dict[str, Any] = {
             "role": "assistant",
             "content": "".join(self.parts) if self.parts else None,

@@ -16,6 +16,7 @@ module level: `import toolreg` stays light.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -44,7 +45,7 @@ class _Base:
         model: str,
         *,
         registry: ToolRegistry | None = None,
-        tools: Sequence[str] | None = None,
+        tools: str | Sequence[str] | None = None,
         system: str | None = None,
         max_rounds: int = 8,
         parallel: bool = True,
@@ -63,14 +64,12 @@ class _Base:
         max_history_chars: int | None = None,
         **request_options: Any,
     ) -> None:
-        if dialect not in DIALECTS:
-            raise ValueError(f"unknown dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
-        if max_rounds < 0:
-            raise ValueError("max_rounds must be >= 0")
+        _check_options(dialect, max_rounds, output_retries, final_call, assistant_content)
+        DIALECTS[dialect].choice(tool_choice)  # a choice the dialect cannot express fails now
         self.client = client
         self.model = model
         self.registry = registry if registry is not None else default_registry
-        self.tool_filter = None if tools is None else list(tools)
+        self.tool_filter = None if tools is None else _tool_filter(self.registry, tools)
         self.parallel = parallel
         self.strict = strict
         self.context = context
@@ -121,6 +120,36 @@ class _Base:
         return {"stream": True, "stream_options": {"include_usage": True}}
 
 
+def _check_options(
+    dialect: str, max_rounds: int, output_retries: int, final_call: str, assistant_content: str
+) -> None:
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
+    if max_rounds < 0:
+        raise ValueError("max_rounds must be >= 0")
+    if output_retries < 0:
+        raise ValueError("output_retries must be >= 0")
+    if final_call not in ("tool_choice_none", "drop_tools"):
+        raise ValueError(f'final_call must be "tool_choice_none" or "drop_tools", not {final_call!r}')
+    if assistant_content not in ("empty", "null", "omit"):
+        raise ValueError(
+            f'assistant_content must be "empty", "null" or "omit", not {assistant_content!r}'
+        )
+
+
+def _tool_filter(registry: ToolRegistry, tools: str | Sequence[str]) -> list[str]:
+    """`tools=` as a list (one str is one entry); an entry that is no name and no tag fails."""
+    wanted = [tools] if isinstance(tools, str) else list(tools)
+    tags = {tag for tool in registry.tools() for tag in tool.tags}
+    unknown = [w for w in wanted if w not in registry and w not in tags]
+    if unknown:
+        raise ValueError(
+            f"tools={wanted!r}: {', '.join(map(repr, unknown))} is neither a registered tool "
+            f"nor a tag; registered: {', '.join(registry.names()) or 'none'}"
+        )
+    return wanted
+
+
 def _endpoint_error(exc: Exception) -> ConversationError:
     status = getattr(exc, "status_code", None)
     body = getattr(exc, "body", None)
@@ -133,8 +162,18 @@ def _endpoint_error(exc: Exception) -> ConversationError:
     return ConversationError(f"the endpoint failed: {type(exc).__name__}: {message}")
 
 
+_TRANSPORT_MODULES = ("openai", "httpx", "httpcore")  # httpx2 too
+
+
 def _is_sdk_error(exc: Exception) -> bool:
-    return any(cls.__module__.startswith("openai") for cls in type(exc).__mro__)
+    """Raised by the SDK or its transport, or a body that is not JSON (a malformed answer).
+
+    Anything else (a TypeError for an unknown request option, an error in `on_text`)
+    propagates unchanged: it is a bug to fix, not an endpoint failure.
+    """
+    if isinstance(exc, json.JSONDecodeError):
+        return True
+    return any(cls.__module__.startswith(_TRANSPORT_MODULES) for cls in type(exc).__mro__)
 
 
 class Conversation(_Base):
@@ -172,8 +211,11 @@ class Conversation(_Base):
             if not self.stream:
                 return normalize_completion(response)
             assembler = StreamAssembler(self.on_text)
-            for chunk in response:
-                assembler.feed(chunk)
+            try:
+                for chunk in response:
+                    assembler.feed(chunk)
+            finally:
+                response.close()  # also when on_text raised: release the connection
             return assembler.result()
         except ConversationError:
             raise
@@ -225,8 +267,11 @@ class AsyncConversation(_Base):
             if not self.stream:
                 return normalize_completion(response)
             assembler = StreamAssembler(self.on_text)
-            async for chunk in response:
-                assembler.feed(chunk)
+            try:
+                async for chunk in response:
+                    assembler.feed(chunk)
+            finally:
+                await response.close()
             return assembler.result()
         except ConversationError:
             raise

@@ -18,6 +18,7 @@ from .tool import ResultFilter, Tool
 __all__ = ["ToolRegistry", "default_registry"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+_MAX_EXPORTS = 256  # cached exports per registry before the cache starts over
 
 
 class ToolRegistry(DispatchMixin):
@@ -163,7 +164,7 @@ class ToolRegistry(DispatchMixin):
         return selected
 
     def __contains__(self, name: object) -> bool:
-        return name in self._tools
+        return isinstance(name, str) and name in self._tools
 
     def __len__(self) -> int:
         return len(self._tools)
@@ -200,6 +201,8 @@ class ToolRegistry(DispatchMixin):
                 strict=strict,
                 advertise_required=advertise_required,
             )
+            if len(exports) >= _MAX_EXPORTS:  # e.g. a different `names=` per request
+                exports.clear()
             exports[key] = cached
         return list(cached)
 

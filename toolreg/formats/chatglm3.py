@@ -8,6 +8,7 @@ from typing import Any
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
 from ._dialect import Dialect, arguments_text
+from .openai import DIALECT as OPENAI_DIALECT
 from .openai import parse_tool_calls
 
 __all__ = ["DIALECT", "definition", "observation", "parse_calls"]
@@ -51,7 +52,7 @@ DIALECT = Dialect(
     export_format="chatglm3",
     tools_key="tools",
     choice_key="tool_choice",
-    choice=lambda choice: choice,
+    choice=OPENAI_DIALECT.choice,  # the demo reads a named choice as tool_choice.function.name
     parse_calls=parse_calls,
     observation=observation,
     call_keys=("function_call", "tool_calls"),

@@ -1,0 +1,225 @@
+"""Results -> the issue's targets, and -> markdown tables."""
+
+from typing import Any
+
+import corpus
+
+__all__ = ["markdown", "means", "targets"]
+
+DOC_FLOOR = "floor: docstring (Google)"
+DISPATCH_FLOOR = "floor: json.loads + fn"
+
+
+def _stats(path: dict[str, Any], tool: str) -> dict[str, Any] | None:
+    """A tool's timings in `path`, per clock, or None when the path does not support it."""
+    value = path["per_tool"].get(tool)
+    return value if isinstance(value, dict) else None
+
+
+def common_tools(paths: list[dict[str, Any]]) -> list[str]:
+    """The corpus tools that every measured path supports."""
+    names = [fn.__name__ for fn in corpus.TOOLS]
+    return [t for t in names if all(_stats(p, t) is not None for p in paths)]
+
+
+def means(section: dict[str, Any], clock: str) -> tuple[list[str], dict[str, float]]:
+    """The common tools and, per path, the mean of its per-tool medians over them (µs)."""
+    paths = section["paths"]
+    tools = common_tools(paths)
+    if not tools:
+        return tools, {}
+    out = {
+        p["label"]: sum(_stats(p, t)[clock]["median"] for t in tools) / len(tools) for p in paths
+    }
+    return tools, out
+
+
+def _import_ms(results: dict[str, Any], label: str, clock: str) -> float | None:
+    rows = results.get("import", {}).get("rows", [])
+    return next((r[clock]["median"] for r in rows if r["label"] == label), None)
+
+
+def targets(results: dict[str, Any], clock: str) -> list[dict[str, Any]]:
+    """The issue's targets that this run measured (on `clock`), with value and verdict."""
+    out: list[dict[str, Any]] = []
+
+    def add(name: str, value: float | None, limit: float, unit: str, higher: bool = False) -> None:
+        if value is not None:
+            met = value >= limit if higher else value <= limit
+            out.append({"target": name, "value": value, "limit": limit, "unit": unit, "met": met})
+
+    if "registration" in results:
+        _, mean = means(results["registration"], clock)
+        reg = mean.get("toolreg")
+        add("registration, µs per tool (mean of common tools)", reg, 50, "µs")
+        if reg and "pydantic-ai-slim" in mean:
+            add("registration, pydantic-ai ÷ toolreg", mean["pydantic-ai-slim"] / reg, 10, "×", True)
+        if reg and DOC_FLOOR in mean:
+            add("registration ÷ docstring floor", reg / mean[DOC_FLOOR], 1.3, "×")
+    if "dispatch" in results:
+        _, mean = means(results["dispatch"], clock)
+        if "toolreg" in mean and DISPATCH_FLOOR in mean:
+            add("dispatch ÷ (json.loads + fn)", mean["toolreg"] / mean[DISPATCH_FLOOR], 1.5, "×")
+    imported = _import_ms(results, "toolreg", clock)
+    add("import toolreg, ms net of interpreter start", imported, 50, "ms")
+    if "concurrency" in results:
+        first = results["concurrency"]["rows"][0]["wall"]
+        add("8 parallel calls of 200 ms (Conversation round, wall)", first["median"], 300, "ms")
+    if "scale" in results:
+        s = results["scale"]
+        ratio = s["dispatch"]["big"][clock]["median"] / s["dispatch"]["10"][clock]["median"]
+        add(f"dispatch with {s['n']:,} tools ÷ with 10", ratio, 1.2, "×")
+        cached = s["export_cached"]["big"][clock]["median"] / 1e3
+        add(f"cached export of {s['n']:,} tools", cached, 1, "ms")
+        add("memory per registered tool", s["bytes_per_tool"] / 1024, 10, "KB")
+    return out
+
+
+# -- markdown -----------------------------------------------------------------------------
+def _num(x: float) -> str:
+    if x >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.1f}" if x >= 10 else f"{x:.2f}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "—" if not a or not b else f"{a / b:.2f}×"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return lines + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def _skipped(section: dict[str, Any]) -> list[str]:
+    return [f"- skipped **{k}**: {v}" for k, v in section.get("skipped", {}).items()]
+
+
+def _timed_section(
+    title: str, section: dict[str, Any], floor: str, unit: str, clock: str
+) -> list[str]:
+    other = "wall" if clock == "cpu" else "cpu"
+    tools, mean = means(section, clock)
+    _, other_mean = means(section, other)
+    lines = [f"### {title}", "", f"Mean over the common tools: {', '.join(tools)}.", ""]
+    rows = [
+        [p["label"], _num(mean[p["label"]]), _num(other_mean[p["label"]]),
+         _ratio(mean[p["label"]], mean.get(floor)), _ratio(mean[p["label"]], mean.get("toolreg")),
+         p["note"]]
+        for p in section["paths"]
+    ]  # fmt: skip
+    header = ["path", f"{unit} ({clock})", f"{unit} ({other})", f"× {floor}", "× toolreg"]
+    lines += _table([*header, "what runs"], rows)
+    names = [fn.__name__ for fn in corpus.TOOLS]
+    per_tool = [
+        [p["label"], *(_num(s[clock]["median"]) if (s := _stats(p, t)) else "—" for t in names)]
+        for p in section["paths"]
+    ]
+    lines += ["", f"Per tool ({unit}, {clock} clock; — = not supported):", ""]
+    lines += _table(["path", *names], per_tool)
+    unsupported = [
+        f"- {p['label']} / {t}: {v}"
+        for p in section["paths"]
+        for t, v in p["per_tool"].items()
+        if isinstance(v, str)
+    ]
+    notes = [f"- {k.replace('|', ' / ')}: {v}" for k, v in section.get("notes", {}).items()]
+    extra = unsupported + notes + _skipped(section)
+    return [*lines, "", *extra, ""] if extra else [*lines, ""]
+
+
+def _imports(section: dict[str, Any], clock: str) -> list[str]:
+    other = "wall" if clock == "cpu" else "cpu"
+    base = next((r[clock]["median"] for r in section["rows"] if r["label"] == "toolreg"), None)
+    rows = [
+        [r["label"], _num(r[clock]["median"]), _num(r[other]["median"]),
+         _ratio(r[clock]["median"], base), f"`{r['stmt'].splitlines()[0]}`"]
+        for r in section["rows"]
+    ]  # fmt: skip
+    lines = ["### 3. Import time (ms, fresh interpreter, net of `python -c pass`)", ""]
+    lines += _table(["module", f"ms ({clock})", f"ms ({other})", "× toolreg", "statement"], rows)
+    return [*lines, "", *_skipped(section), ""]
+
+
+def _concurrency(section: dict[str, Any]) -> list[str]:
+    rows = [
+        [r["label"], _num(r["wall"]["median"]), _ratio(r["wall"]["median"], 200)]
+        for r in section["rows"]
+    ]
+    lines = ["### 4. Concurrency (one round: 8 tool calls of 200 ms, ScriptedServer over HTTP)"]
+    return [*lines, "", *_table(["driver", "wall ms", "× 200 ms"], rows), ""]
+
+
+def _scale(s: dict[str, Any], clock: str) -> list[str]:
+    n = f"{s['n']:,} tools"
+
+    def row(name: str, part: dict[str, Any], scale: float, unit: str) -> list[str]:
+        a, b = part["10"][clock]["median"] * scale, part["big"][clock]["median"] * scale
+        return [f"{name} ({unit})", _num(a), _num(b), _ratio(b, a)]
+
+    rows = [
+        row("dispatch get_weather", s["dispatch"], 1, "µs"),
+        row("first export (get_tools)", s["export_first"], 1e-3, "ms"),
+        row("cached export (get_tools)", s["export_cached"], 1, "µs"),
+    ]
+    header = ["metric", "10 tools", n, "ratio"]
+    lines = [f"### 5. Scale ({clock} clock)", "", *_table(header, rows), ""]
+    lines.append(
+        f"Registration of {n}: {_num(s['register_us_per_tool'])} µs per tool; memory kept per "
+        f"tool (tracemalloc): {_num(s['bytes_per_tool'] / 1024)} KB."
+    )
+    return [*lines, ""]
+
+
+def _targets(rows: list[dict[str, Any]]) -> list[str]:
+    body = [
+        [r["target"], f"{'≥' if r['target'].startswith('registration, pyd') else '≤'} "
+         f"{r['limit']:g} {r['unit']}", f"{_num(r['value'])} {r['unit']}",
+         "met" if r["met"] else f"**missed** ({r['value'] / r['limit']:.2f}× the limit)"]
+        for r in rows
+    ]  # fmt: skip
+    return ["### Targets (issue 6)", "", *_table(["target", "limit", "measured", "verdict"], body)]
+
+
+def _profile(prof: dict[str, Any]) -> list[str]:
+    lines = ["### Profile: toolreg hot spots (cProfile, own time per operation)", ""]
+    for part, rows in prof.items():
+        body = [[r["function"], _num(r["own_us"]), _num(r["cum_us"]), f"{r['share']:.0%}"] for r in rows]
+        lines += [f"{part} (record_expense):", ""]
+        lines += [*_table(["function", "own µs", "cum µs", "share"], body), ""]
+    return lines
+
+
+def markdown(results: dict[str, Any]) -> str:
+    meta = results["meta"]
+    cfg = meta["config"]
+    clock = cfg["clock"]
+    lines = [
+        f"## toolreg benchmark — Python {meta['python']}, {meta['cpus']} CPUs, "
+        f"{'quick' if cfg['quick'] else 'full'} run ({meta['seconds']} s)",
+        "",
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()) + ".",
+        f"Medians of {cfg['rounds']} interleaved rounds; ratios are within this run and use "
+        f"the {clock} clock.",
+        "",
+    ]
+    if "registration" in results:
+        lines += _timed_section(
+            "1. Registration (function → OpenAI tool definition, µs per tool)",
+            results["registration"], DOC_FLOOR, "µs/tool", clock,
+        )  # fmt: skip
+    if "dispatch" in results:
+        lines += _timed_section(
+            "2. Dispatch ((name, JSON) → validated call → text, µs per call)",
+            results["dispatch"], DISPATCH_FLOOR, "µs/call", clock,
+        )  # fmt: skip
+    if "import" in results:
+        lines += _imports(results["import"], clock)
+    if "concurrency" in results:
+        lines += _concurrency(results["concurrency"])
+    if "scale" in results:
+        lines += _scale(results["scale"], clock)
+    lines += _targets(results["targets"])
+    if "profile" in results:
+        lines += ["", *_profile(results["profile"])]
+    return "\n".join(lines)

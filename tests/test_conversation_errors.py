@@ -1,0 +1,177 @@
+"""Endpoint failures: ConversationError with the status and message; the history stays valid."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import openai
+import pytest
+
+from toolreg import Conversation, ConversationError, ToolRegistry
+from toolreg.testing import ScriptedServer, error, text, tool_call
+
+MODEL = "scripted-model"
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def get_weather(city: str) -> str:
+        return f"sunny in {city}"
+
+    return reg
+
+
+@pytest.mark.parametrize(("status", "message"), [(500, "The model crashed"), (400, "Bad 'tools'")])
+def test_http_errors_raise_with_status_and_message(
+    registry: ToolRegistry, status: int, message: str
+) -> None:
+    with ScriptedServer([error(status, message)]) as server:
+        conv = Conversation(server.client(), MODEL, registry=registry, system="S")
+        with pytest.raises(ConversationError) as caught:
+            conv.send("hi")
+        assert len(server.requests) == 1  # no retry layer of toolreg's own
+    assert caught.value.status_code == status
+    assert message in str(caught.value)
+    assert str(status) in str(caught.value)
+    assert isinstance(caught.value.__cause__, openai.APIStatusError)
+    assert conv.messages == [{"role": "system", "content": "S"}]
+
+
+def test_a_failure_mid_loop_leaves_the_history_valid_to_send_again(
+    registry: ToolRegistry,
+) -> None:
+    script = [text("Hello."), tool_call("get_weather", city="Paris"), error(503, "Overloaded")]
+    with ScriptedServer(script) as server:
+        conv = Conversation(server.client(), MODEL, registry=registry)
+        conv.send("hi")
+        before = list(conv.messages)
+        with pytest.raises(ConversationError, match="Overloaded") as caught:
+            conv.send("Weather in Paris?")
+        assert caught.value.status_code == 503
+        assert conv.messages == before
+
+        server.add(tool_call("get_weather", city="Paris"), text("Sunny."))
+        reply = conv.send("Weather in Paris?")
+        retried = server.requests[3]
+    assert retried["messages"] == [*before, {"role": "user", "content": "Weather in Paris?"}]
+    assert reply.text == "Sunny."
+    assert [m["role"] for m in conv.messages] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+
+
+def test_streamed_request_error(registry: ToolRegistry) -> None:
+    with ScriptedServer([error(429, "Slow down", code="rate_limit_exceeded")]) as server:
+        conv = Conversation(server.client(), MODEL, registry=registry, stream=True)
+        with pytest.raises(ConversationError, match="Slow down") as caught:
+            conv.send("hi")
+    assert caught.value.status_code == 429
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+def test_connection_refused(registry: ToolRegistry) -> None:
+    client = openai.OpenAI(
+        base_url=f"http://127.0.0.1:{closed_port()}/v1", api_key="test", max_retries=0
+    )
+    with client:
+        conv = Conversation(client, MODEL, registry=registry)
+        with pytest.raises(ConversationError, match="APIConnectionError") as caught:
+            conv.send("hi")
+    assert caught.value.status_code is None
+    assert conv.messages == []
+
+
+# -- malformed answers, from a server that speaks no valid OpenAI ------------------------------
+
+
+class _Garbage(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    answers: list[tuple[str, bytes]] = []
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        content_type, body = self.answers.pop(0)
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def garbage() -> Iterator[tuple[openai.OpenAI, list[tuple[str, bytes]]]]:
+    answers: list[tuple[str, bytes]] = []
+    handler = type("Handler", (_Garbage,), {"answers": answers})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    try:
+        with openai.OpenAI(base_url=url, api_key="test", max_retries=0) as client:
+            yield client, answers
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+JSON = "application/json"
+SSE = "text/event-stream"
+
+
+@pytest.mark.parametrize(
+    ("stream", "content_type", "body", "problem"),
+    [
+        (False, JSON, b"this is not json", "JSONDecodeError"),
+        (False, "text/plain", b"this is not json", "without any choices"),
+        (False, JSON, b'{"id": "x", "object": "chat.completion"}', "without any choices"),
+        (False, JSON, b'{"choices": [{"index": 0}]}', "without a message"),
+        (False, JSON, b"[1, 2]", "without any choices"),
+        (True, SSE, b"data: {nope\n\n", "JSONDecodeError"),
+        (True, SSE, b"", "no chunks"),
+        (True, SSE, b"data: [DONE]\n\n", "no chunks"),
+    ],
+)
+def test_malformed_answers_raise_conversation_error(
+    garbage: tuple[openai.OpenAI, list[tuple[str, bytes]]],
+    registry: ToolRegistry,
+    stream: bool,
+    content_type: str,
+    body: bytes,
+    problem: str,
+) -> None:
+    client, answers = garbage
+    answers.append((content_type, body))
+    conv = Conversation(client, MODEL, registry=registry, stream=stream)
+    with pytest.raises(ConversationError, match=problem):
+        conv.send("hi")
+    assert conv.messages == []
+
+
+def test_programming_errors_are_not_disguised(registry: ToolRegistry) -> None:
+    with ScriptedServer([]) as server:
+        conv = Conversation(server.client(), MODEL, registry=registry, not_an_option=1)
+        with pytest.raises(TypeError, match="not_an_option"):
+            conv.send("hi")
+        assert server.requests == []

@@ -1,0 +1,243 @@
+"""The package as a whole: a light import, a complete sorted `__all__`, and the layering rule."""
+
+from __future__ import annotations
+import __future__
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+import toolreg
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "toolreg"
+
+# -- import --------------------------------------------------------------------------------
+
+HEAVY = ("openai", "jsonschema", "docstring_parser", "pydantic", "httpx", "annotated_types")
+
+PROBE = f"""
+import logging, sys, warnings
+filters_before = list(warnings.filters)
+import toolreg
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in {HEAVY!r})
+print("---")
+print(__import__("json").dumps({{
+    "loaded": loaded,
+    "root_handlers": len(logging.getLogger().handlers),
+    "toolreg_handlers": len(logging.getLogger("toolreg").handlers),
+    "warning_filters_changed": warnings.filters != filters_before,
+}}))
+"""
+
+
+def _run(code: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("PYTHONWARNINGS", None)
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_import_is_light_and_quiet() -> None:
+    proc = _run(PROBE)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    printed, _, report = proc.stdout.partition("---\n")
+    assert printed == ""  # nothing printed while importing
+    facts = json.loads(report)
+    assert facts["loaded"] == []
+    assert facts["root_handlers"] == 0
+    assert facts["toolreg_handlers"] == 0
+    assert facts["warning_filters_changed"] is False
+
+
+def test_registering_and_exporting_stay_light() -> None:
+    code = (
+        "import sys, toolreg\n"
+        "reg = toolreg.ToolRegistry()\n"
+        "@reg.register_tool\n"
+        "def f(a: int, b: str = 'x') -> str:\n"
+        "    '''Do f.\n\n    Args:\n        a: the number\n    '''\n"
+        "    return b * a\n"
+        "reg.get_tools(); reg.get_tools('gemini'); reg.get_tools(strict=True)\n"
+        "print(reg.dispatch_tool('f', '{\"a\": 2}').content)\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('openai', 'pydantic')))\n"
+    )
+    proc = _run(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["xx", "[]"]
+
+
+def test_py_typed_is_shipped() -> None:
+    assert (PACKAGE / "py.typed").is_file()
+
+
+def test_version_matches_pyproject() -> None:
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    match = re.search(r'^version = "([^"]+)"', text, re.MULTILINE)
+    assert match is not None
+    assert toolreg.__version__ == match.group(1)
+
+
+# -- __all__ ---------------------------------------------------------------------------------
+
+
+def test_all_is_sorted_and_unique() -> None:
+    assert list(toolreg.__all__) == sorted(toolreg.__all__)
+    assert len(set(toolreg.__all__)) == len(toolreg.__all__)
+
+
+def test_every_name_in_all_is_importable() -> None:
+    for name in toolreg.__all__:
+        assert hasattr(toolreg, name), name
+    namespace: dict[str, object] = {}
+    exec("from toolreg import *", namespace)
+    assert set(toolreg.__all__) <= set(namespace)
+
+
+def test_every_public_name_is_in_all() -> None:
+    public = {
+        name
+        for name, value in vars(toolreg).items()
+        if not name.startswith("_")
+        and not isinstance(value, types.ModuleType)  # submodules bound by import
+        and not isinstance(value, __future__._Feature)  # `from __future__ import annotations`
+    }
+    assert public - set(toolreg.__all__) == set()
+
+
+def test_init_only_reexports() -> None:
+    """`__init__` holds imports, the default registry's verbs, `__version__` and `__all__`."""
+    tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        assert isinstance(node, (ast.Expr, ast.ImportFrom, ast.Import, ast.Assign)), ast.dump(node)
+        if isinstance(node, ast.Assign):
+            (target,) = node.targets
+            assert isinstance(target, ast.Name)
+            value = node.value
+            plain = isinstance(value, (ast.Constant, ast.List))
+            bound = isinstance(value, ast.Attribute) and ast.unparse(value).startswith(
+                "default_registry."
+            )
+            assert plain or bound, ast.unparse(node)
+
+
+# -- layering --------------------------------------------------------------------------------
+
+# Lowest first. A module may import modules of its own layer or of lower layers only.
+# Every module of the package must be placed here: a new module fails this test until it is.
+LAYERS: list[set[str]] = [
+    {"errors"},
+    {"params", "_names", "_jsonable", "_docstrings"},
+    {"_introspect"},
+    {"_validator", "_coerce"},
+    {"_classes", "schema", "_strict"},
+    {"tool"},
+    {"result"},
+    {"_decode", "_convert", "_plan", "_calling", "_render"},
+    {"dispatch"},
+    {"formats"},  # the subpackage: every toolreg.formats.* module
+    {"registry"},
+    {
+        "conversation",
+        "_loop",
+        "_history",
+        "_output",
+        "_reply",
+        "_stream",
+        "_scripted",
+        "_scripted_inspect",
+        "_scripted_turns",
+        "_scripted_wire",
+    },
+    {"testing"},
+    {"cli", "__main__", "chat", "demo", "lint", "_target"},  # the command and its subcommands
+    {"__init__"},  # the package: re-exports only
+]
+LAYER_OF = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _layer_key(module: str) -> str:
+    """`toolreg.x.y` -> the name used in LAYERS."""
+    if module == "toolreg":
+        return "__init__"
+    return module.split(".")[1]
+
+
+def _is_package(module: str) -> bool:
+    return MODULES[module].name == "__init__.py"
+
+
+def _imports(module: str) -> set[str]:
+    """toolreg modules that `module` imports, anywhere: top level, functions, TYPE_CHECKING."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    package = module if _is_package(module) else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = package.split(".")
+                base_parts = base_parts[: len(base_parts) - (node.level - 1)]
+                base = ".".join(base_parts + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            for alias in node.names:
+                candidate = f"{base}.{alias.name}"
+                found.add(candidate if candidate in MODULES else base)
+    return {name for name in found if name in MODULES}
+
+
+def test_layer_table_is_sane() -> None:
+    placed = [name for layer in LAYERS for name in layer]
+    assert len(placed) == len(set(placed)), "a module is in two layers"
+
+
+def test_every_module_is_placed_in_a_layer() -> None:
+    unplaced = sorted(m for m in MODULES if _layer_key(m) not in LAYER_OF)
+    assert unplaced == [], f"add these modules to LAYERS in {__file__}: {unplaced}"
+    stale = sorted(set(LAYER_OF) - {_layer_key(m) for m in MODULES})
+    assert stale == [], f"LAYERS names modules that do not exist: {stale}"
+
+
+def test_the_import_parser_resolves_relative_imports() -> None:
+    assert "toolreg.errors" in _imports("toolreg.tool")
+    assert "toolreg.tool" in _imports("toolreg.formats.openai")
+    assert "toolreg.formats.anthropic" in _imports("toolreg.formats")
+    assert "toolreg.registry" in _imports("toolreg")
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_only_point_down(module: str) -> None:
+    here = LAYER_OF.get(_layer_key(module))
+    if here is None:
+        pytest.skip("not placed (reported by test_every_module_is_placed_in_a_layer)")
+    upward = sorted(
+        f"{target} (layer {LAYER_OF[_layer_key(target)]})"
+        for target in _imports(module)
+        if _layer_key(target) in LAYER_OF and LAYER_OF[_layer_key(target)] > here
+    )
+    assert upward == [], f"{module} (layer {here}) imports a higher layer: {upward}"
