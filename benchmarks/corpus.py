@@ -120,7 +120,9 @@ TOOLS = (get_weather, record_expense, search_documents, create_task, save_contac
 
 CALLS = {
     "get_weather": '{"city": "Paris", "unit": "fahrenheit"}',
-    "record_expense": '{"amount": 42.5, "currency": "EUR", "category": "meals", "date": "2025-03-01"}',
+    "record_expense": (
+        '{"amount": 42.5, "currency": "EUR", "category": "meals", "date": "2025-03-01"}'
+    ),
     "search_documents": '{"query": "quarterly report", "tags": ["finance", "2025"], "limit": 5}',
     "create_task": '{"title": "Renew passport", "priority": "high"}',
     "save_contact": (

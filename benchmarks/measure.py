@@ -37,6 +37,7 @@ __all__ = [
     "Case",
     "Stats",
     "async_batch",
+    "clocks",
     "fresh_batch",
     "import_times",
     "interleave",
@@ -78,6 +79,11 @@ class Stats:
             "rounds": self.rounds,
             "per_batch": self.per_batch,
         }
+
+
+def clocks(stats: dict[str, Stats], scale: float = 1e6) -> dict[str, dict[str, float]]:
+    """`{"wall": Stats, "cpu": Stats}` as plain dicts, in µs (or ms with scale=1e3)."""
+    return {clock: s.as_dict(scale) for clock, s in stats.items()}
 
 
 def summarize(samples: list[float], per_batch: int = 1) -> Stats:
@@ -184,8 +190,9 @@ def _children_cpu() -> float:
 
 def import_times(
     statements: dict[str, str], *, reps: int, cwd: str, seed: int = 2
-) -> dict[str, dict[str, Stats]]:
-    """Per statement, per clock: seconds in a fresh interpreter, net of `python -c pass`.
+) -> tuple[dict[str, dict[str, Stats]], dict[str, str]]:
+    """Per statement, per clock: seconds in a fresh interpreter, net of `python -c pass`;
+    and the statements that failed, with the last line of their error.
 
     Each round runs the baseline and every statement once, in a random order; the net time
     of a statement in a round is its time minus that round's baseline. The "cpu" clock is
@@ -193,27 +200,35 @@ def import_times(
     """
     env = dict(os.environ, PYTHONPATH=cwd + os.pathsep + os.environ.get("PYTHONPATH", ""))
 
-    def once(stmt: str) -> tuple[float, float]:
+    def once(stmt: str) -> tuple[float, float, str]:
         wall, cpu = perf(), _children_cpu()
-        subprocess.run(
-            [sys.executable, "-c", stmt], cwd=cwd, env=env, check=True, capture_output=True
+        done = subprocess.run(
+            [sys.executable, "-c", stmt], cwd=cwd, env=env, capture_output=True, text=True
         )
-        return perf() - wall, _children_cpu() - cpu
+        error = "" if done.returncode == 0 else (done.stderr.strip().splitlines() or ["?"])[-1]
+        return perf() - wall, _children_cpu() - cpu, error
 
-    labels = ["", *statements]
-    code = {"": "pass", **statements}
-    for label in labels:  # warm the bytecode caches and the page cache
-        once(code[label])
-    net: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": []} for k in statements}
+    code = {"": "pass"}
+    failed: dict[str, str] = {}
+    for label, stmt in {"": "pass", **statements}.items():  # warm the caches; drop failures
+        error = once(stmt)[2]
+        if error:
+            failed[label] = f"failed: {error}"[:200]
+        else:
+            code[label] = stmt
+    if "" in failed:
+        raise RuntimeError(f"`python -c pass` failed: {failed['']}")
+    labels = list(code)
+    net: dict[str, dict[str, list[float]]] = {k: {"wall": [], "cpu": []} for k in labels[1:]}
     rng = random.Random(seed)
     for _ in range(reps):
-        order = labels[:]
-        rng.shuffle(order)
-        took = {label: once(code[label]) for label in order}
-        for label in statements:
-            net[label]["wall"].append(took[label][0] - took[""][0])
-            net[label]["cpu"].append(took[label][1] - took[""][1])
-    return {k: {c: summarize(v) for c, v in clocks.items()} for k, clocks in net.items()}
+        rng.shuffle(labels)
+        took = {label: once(code[label]) for label in labels}
+        for label, clocks in net.items():
+            clocks["wall"].append(took[label][0] - took[""][0])
+            clocks["cpu"].append(took[label][1] - took[""][1])
+    stats = {k: {c: summarize(v) for c, v in clocks.items()} for k, clocks in net.items()}
+    return stats, failed
 
 
 def profile_top(op: Callable[[], Any], *, n: int, top: int, only: str = "") -> list[dict[str, Any]]:

@@ -1,70 +1,35 @@
-"""What is measured: toolreg's paths, each peer's own paths, and the floors Python allows.
-
-A registration path turns a function into an OpenAI ``{"type": "function", ...}`` tool
-definition. A dispatch path turns (name, JSON argument string) into a string result for
-the model: peers return the tool's raw value, which `render` turns into text exactly like
-the floor does (str as is, anything else `json.dumps`), so every row pays the same for it.
+"""One adapter per peer: its registration path and its dispatch path, each its real API.
 
 A peer that is not installed is skipped ("not installed"); a peer whose API does not work
-as expected is skipped with the error. Nothing is ever faked.
+as expected is skipped with the error. Nothing is ever faked. The rows every run has
+(toolreg, the floors) live in `baselines`.
 """
 
 import asyncio
 import importlib.metadata
 import importlib.util
-import inspect
 import json
-import typing
+import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = [
-    "IMPORTS",
-    "PEERS",
-    "DispatchPath",
-    "RegistrationPath",
-    "dispatch_paths",
-    "installed",
-    "registration_paths",
-    "render",
-    "versions",
-]
+from baselines import (
+    DispatchPath,
+    RegistrationPath,
+    floor_dispatch,
+    floor_registration,
+    openai_definition,
+    render,
+    toolreg_dispatch,
+    toolreg_registration,
+)
+
+__all__ = ["IMPORTS", "PEERS", "dispatch_paths", "installed", "registration_paths", "versions"]
 
 Fn = Callable[..., Any]
-Call = Callable[[str, str], str]
 
 
-def render(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _openai(name: str, description: str, parameters: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {"name": name, "description": description, "parameters": parameters},
-    }
-
-
-@dataclass
-class RegistrationPath:
-    label: str
-    kind: str  # "toolreg", "peer" or "floor"
-    register: Callable[[Fn], Any]
-    note: str = ""
-
-
-@dataclass
-class DispatchPath:
-    label: str
-    kind: str
-    call: Call | None = None  # sync: (name, json) -> str
-    acall: Callable[[str, str], Any] | None = None  # async: awaitable of str
-    note: str = ""
-    loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
-
-
-# -- peers: distribution name -> (top-level module, import statement for import time) -------
+# distribution name -> top-level module; and the import statement timed for each
 PEERS = {
     "langchain-core": "langchain_core",
     "openai-agents": "agents",
@@ -100,49 +65,6 @@ def versions(dists: Sequence[str]) -> dict[str, str]:
 
 
 # -- registration -------------------------------------------------------------------------
-def _toolreg_registration() -> list[RegistrationPath]:
-    import toolreg
-    from toolreg.formats import export_tools
-
-    def registry(fn: Fn) -> Any:
-        reg = toolreg.ToolRegistry()
-        reg.register_tool(fn)
-        return reg.get_tools()
-
-    def tool(fn: Fn) -> Any:
-        return export_tools([toolreg.Tool.from_function(fn)])
-
-    return [
-        RegistrationPath("toolreg", "toolreg", registry, "ToolRegistry().register_tool + get_tools"),
-        RegistrationPath("toolreg (Tool)", "toolreg", tool, "Tool.from_function + export_tools"),
-    ]
-
-
-def _floor_registration() -> list[RegistrationPath]:
-    import docstring_parser
-
-    google = docstring_parser.DocstringStyle.GOOGLE
-
-    def hints(fn: Fn) -> Any:
-        return inspect.signature(fn), typing.get_type_hints(fn, include_extras=True)
-
-    return [
-        RegistrationPath("floor: signature + hints", "floor", hints, "inspect + get_type_hints"),
-        RegistrationPath(
-            "floor: docstring (Google)",
-            "floor",
-            lambda fn: docstring_parser.parse(fn.__doc__, style=google),
-            "docstring_parser.parse, style=GOOGLE",
-        ),
-        RegistrationPath(
-            "floor: docstring (auto)",
-            "floor",
-            lambda fn: docstring_parser.parse(fn.__doc__),
-            "docstring_parser.parse, style auto-detected",
-        ),
-    ]
-
-
 def _langchain_registration() -> RegistrationPath:
     from langchain_core.tools import StructuredTool
     from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -168,7 +90,7 @@ def _pydantic_ai_registration() -> RegistrationPath:
 
     def register(fn: Fn) -> Any:
         d = Tool(fn).tool_def
-        return _openai(d.name, d.description or "", d.parameters_json_schema)
+        return openai_definition(d.name, d.description or "", d.parameters_json_schema)
 
     return RegistrationPath("pydantic-ai-slim", "peer", register, "Tool(fn).tool_def")
 
@@ -184,7 +106,7 @@ def _mcp_registration() -> RegistrationPath:
 
     def register(fn: Fn) -> Any:
         t = Tool.from_function(fn)
-        return _openai(t.name, t.description, t.parameters)
+        return openai_definition(t.name, t.description, t.parameters)
 
     return RegistrationPath(
         "mcp", "peer", register, "Tool.from_function; docstring kept whole, no param descriptions"
@@ -202,7 +124,7 @@ _REGISTRATION = {
 
 def registration_paths(peers: Sequence[str]) -> tuple[list[RegistrationPath], dict[str, str]]:
     """toolreg's paths, the floors, and each selected peer's path; skipped peers with why."""
-    paths = [*_toolreg_registration(), *_floor_registration()]
+    paths = [*toolreg_registration(), *floor_registration()]
     skipped: dict[str, str] = {}
     for dist in peers:
         path = _load(dist, _REGISTRATION[dist], skipped)
@@ -223,50 +145,6 @@ def _load(dist: str, loader: Callable[[], Any], skipped: dict[str, str]) -> Any:
 
 
 # -- dispatch -----------------------------------------------------------------------------
-def _toolreg_dispatch(fns: Sequence[Fn], loop: Any) -> DispatchPath:
-    import toolreg
-
-    reg = toolreg.ToolRegistry()
-    for fn in fns:
-        reg.register_tool(fn)
-
-    def call(name: str, args: str) -> str:
-        result = reg.dispatch_tool(name, args)
-        if not result.ok:
-            raise RuntimeError(result.content)
-        return result.content
-
-    return DispatchPath("toolreg", "toolreg", call=call, note="reg.dispatch_tool(name, json)")
-
-
-def _floor_dispatch(fns: Sequence[Fn]) -> list[DispatchPath]:
-    table = {fn.__name__: fn for fn in fns}
-    decoded: dict[str, dict[str, Any]] = {}
-    loads = json.loads
-
-    def direct(name: str, args: str) -> Any:
-        kwargs = decoded.get(args)
-        if kwargs is None:  # decoded once, outside the timed loop (the warm-up call)
-            kwargs = decoded[args] = loads(args)
-        return table[name](**kwargs)
-
-    return [
-        DispatchPath("floor: fn(**kwargs)", "floor", call=direct, note="arguments pre-decoded"),
-        DispatchPath(
-            "floor: json.loads + fn",
-            "floor",
-            call=lambda name, args: table[name](**loads(args)),
-            note="the baseline for the target",
-        ),
-        DispatchPath(
-            "floor: json.loads + fn + render",
-            "floor",
-            call=lambda name, args: render(table[name](**loads(args))),
-            note="text result, like toolreg",
-        ),
-    ]
-
-
 def _langchain_dispatch(fns: Sequence[Fn], loop: Any) -> DispatchPath:
     from langchain_core.tools import StructuredTool
 
@@ -294,7 +172,7 @@ def _agents_dispatch(fns: Sequence[Fn], loop: Any) -> DispatchPath:
     )
 
 
-def _pydantic_ai_dispatch(fns: Sequence[Fn], loop: Any) -> DispatchPath:
+def _pydantic_ai_dispatch(fns: Sequence[Fn], loop: Any) -> list[DispatchPath]:
     from pydantic_ai.tools import Tool
 
     schemas = {fn.__name__: Tool(fn).function_schema for fn in fns}
@@ -303,15 +181,32 @@ def _pydantic_ai_dispatch(fns: Sequence[Fn], loop: Any) -> DispatchPath:
         fs = schemas[name]
         return render(fs.function(**fs.validator.validate_json(args)))
 
-    return DispatchPath(
-        "pydantic-ai-slim", "peer", call=call, note="validator.validate_json + fn (no agent run)"
-    )
+    async def acall(name: str, args: str) -> str:
+        fs = schemas[name]  # takes_ctx is False: the run context is never read
+        return render(await fs.call(fs.validator.validate_json(args), None))  # type: ignore[arg-type]
+
+    return [
+        DispatchPath(
+            "pydantic-ai-slim", "peer", call=call, note="validator.validate_json + fn(**args)"
+        ),
+        DispatchPath(
+            "pydantic-ai-slim (call)",
+            "peer",
+            acall=acall,
+            loop=loop,
+            note="validate_json + await FunctionSchema.call (sync fn in a worker thread)",
+        ),
+    ]
 
 
 def _mcp_dispatch(fns: Sequence[Fn], loop: Any) -> DispatchPath:
     from mcp.server.mcpserver import MCPServer
 
-    server = MCPServer("bench")
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    server = MCPServer("bench")  # configures the root logger (a rich handler, INFO): undo it
+    root.handlers[:] = handlers
+    root.setLevel(level)
     for fn in fns:
         server.add_tool(fn)
 
@@ -324,7 +219,7 @@ def _mcp_dispatch(fns: Sequence[Fn], loop: Any) -> DispatchPath:
     )
 
 
-_DISPATCH: dict[str, Callable[[Sequence[Fn], Any], DispatchPath] | None] = {
+_DISPATCH: dict[str, Callable[[Sequence[Fn], Any], Any] | None] = {
     "langchain-core": _langchain_dispatch,
     "openai-agents": _agents_dispatch,
     "pydantic-ai-slim": _pydantic_ai_dispatch,
@@ -337,14 +232,14 @@ def dispatch_paths(
     fns: Sequence[Fn], peers: Sequence[str], loop: asyncio.AbstractEventLoop
 ) -> tuple[list[DispatchPath], dict[str, str]]:
     """toolreg's dispatch, the floors, each selected peer's path; skipped peers with why."""
-    paths = [_toolreg_dispatch(fns, loop), *_floor_dispatch(fns)]
+    paths = [toolreg_dispatch(fns, loop), *floor_dispatch(fns)]
     skipped: dict[str, str] = {}
     for dist in peers:
         factory = _DISPATCH[dist]
         if factory is None:
             skipped[dist] = "no dispatch path (schemas only)"
             continue
-        path = _load(dist, lambda f=factory: f(fns, loop), skipped)
-        if path is not None:
-            paths.append(path)
+        found = _load(dist, lambda f=factory: f(fns, loop), skipped)
+        if found is not None:
+            paths.extend(found if isinstance(found, list) else [found])
     return paths, skipped

@@ -16,15 +16,20 @@ def _stats(path: dict[str, Any], tool: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def _working(paths: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The paths that ran at least one tool (a path that failed on all of them is broken)."""
+    return [p for p in paths if any(isinstance(v, dict) for v in p["per_tool"].values())]
+
+
 def common_tools(paths: list[dict[str, Any]]) -> list[str]:
-    """The corpus tools that every measured path supports."""
+    """The corpus tools that every working path supports."""
     names = [fn.__name__ for fn in corpus.TOOLS]
-    return [t for t in names if all(_stats(p, t) is not None for p in paths)]
+    return [t for t in names if all(_stats(p, t) is not None for p in _working(paths))]
 
 
 def means(section: dict[str, Any], clock: str) -> tuple[list[str], dict[str, float]]:
-    """The common tools and, per path, the mean of its per-tool medians over them (µs)."""
-    paths = section["paths"]
+    """The common tools and, per working path, the mean of its medians over them (µs)."""
+    paths = _working(section["paths"])
     tools = common_tools(paths)
     if not tools:
         return tools, {}
@@ -53,7 +58,9 @@ def targets(results: dict[str, Any], clock: str) -> list[dict[str, Any]]:
         reg = mean.get("toolreg")
         add("registration, µs per tool (mean of common tools)", reg, 50, "µs")
         if reg and "pydantic-ai-slim" in mean:
-            add("registration, pydantic-ai ÷ toolreg", mean["pydantic-ai-slim"] / reg, 10, "×", True)
+            add(
+                "registration, pydantic-ai ÷ toolreg", mean["pydantic-ai-slim"] / reg, 10, "×", True
+            )
         if reg and DOC_FLOOR in mean:
             add("registration ÷ docstring floor", reg / mean[DOC_FLOOR], 1.3, "×")
     if "dispatch" in results:
@@ -76,7 +83,9 @@ def targets(results: dict[str, Any], clock: str) -> list[dict[str, Any]]:
 
 
 # -- markdown -----------------------------------------------------------------------------
-def _num(x: float) -> str:
+def _num(x: float | None) -> str:
+    if x is None:
+        return "—"
     if x >= 100:
         return f"{x:,.0f}"
     return f"{x:.1f}" if x >= 10 else f"{x:.2f}"
@@ -103,9 +112,9 @@ def _timed_section(
     _, other_mean = means(section, other)
     lines = [f"### {title}", "", f"Mean over the common tools: {', '.join(tools)}.", ""]
     rows = [
-        [p["label"], _num(mean[p["label"]]), _num(other_mean[p["label"]]),
-         _ratio(mean[p["label"]], mean.get(floor)), _ratio(mean[p["label"]], mean.get("toolreg")),
-         p["note"]]
+        [p["label"], _num(mean.get(p["label"])), _num(other_mean.get(p["label"])),
+         _ratio(mean.get(p["label"]), mean.get(floor)),
+         _ratio(mean.get(p["label"]), mean.get("toolreg")), p["note"]]
         for p in section["paths"]
     ]  # fmt: skip
     header = ["path", f"{unit} ({clock})", f"{unit} ({other})", f"× {floor}", "× toolreg"]
@@ -165,8 +174,8 @@ def _scale(s: dict[str, Any], clock: str) -> list[str]:
     header = ["metric", "10 tools", n, "ratio"]
     lines = [f"### 5. Scale ({clock} clock)", "", *_table(header, rows), ""]
     lines.append(
-        f"Registration of {n}: {_num(s['register_us_per_tool'])} µs per tool; memory kept per "
-        f"tool (tracemalloc): {_num(s['bytes_per_tool'] / 1024)} KB."
+        f"Memory kept per registered tool (tracemalloc around registering {n}): "
+        f"{_num(s['bytes_per_tool'] / 1024)} KB."
     )
     return [*lines, ""]
 
@@ -184,8 +193,10 @@ def _targets(rows: list[dict[str, Any]]) -> list[str]:
 def _profile(prof: dict[str, Any]) -> list[str]:
     lines = ["### Profile: toolreg hot spots (cProfile, own time per operation)", ""]
     for part, rows in prof.items():
-        body = [[r["function"], _num(r["own_us"]), _num(r["cum_us"]), f"{r['share']:.0%}"] for r in rows]
-        lines += [f"{part} (record_expense):", ""]
+        body = [
+            [r["function"], _num(r["own_us"]), _num(r["cum_us"]), f"{r['share']:.0%}"] for r in rows
+        ]
+        lines += [f"{part} (per operation, averaged over the corpus):", ""]
         lines += [*_table(["function", "own µs", "cum µs", "share"], body), ""]
     return lines
 

@@ -14,17 +14,18 @@ import os
 import platform
 import sys
 import time
-import tracemalloc
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path[:0] = [p for p in (HERE, ROOT) if p not in sys.path[:2]]  # this checkout's toolreg
 
+import baselines  # noqa: E402
 import corpus  # noqa: E402
 import measure  # noqa: E402
 import peers  # noqa: E402
 import report  # noqa: E402
+import scenarios  # noqa: E402
 
 SECTIONS = ("registration", "dispatch", "import", "concurrency", "scale")
 
@@ -40,21 +41,11 @@ def _same(a: str, b: str) -> bool:
         return a == b
 
 
-def _clocks(stats: dict[str, measure.Stats], scale: float = 1e6) -> dict[str, Any]:
-    return {clock: s.as_dict(scale) for clock, s in stats.items()}
-
-
-def _once(op: Any) -> tuple[float, float]:
-    wall, cpu = time.perf_counter(), time.process_time()
-    op()
-    return time.perf_counter() - wall, time.process_time() - cpu
-
-
 def _path_result(path: Any, stats: dict[str, Any], errors: dict[str, str]) -> dict[str, Any]:
     per_tool: dict[str, Any] = {}
     for fn in corpus.TOOLS:
         key = f"{path.label}|{fn.__name__}"
-        per_tool[fn.__name__] = _clocks(stats[key]) if key in stats else errors[key]
+        per_tool[fn.__name__] = measure.clocks(stats[key]) if key in stats else errors[key]
     return {"label": path.label, "kind": path.kind, "note": path.note, "per_tool": per_tool}
 
 
@@ -96,8 +87,9 @@ def dispatch(selected: list[str], cfg: dict[str, Any]) -> dict[str, Any]:
             except Exception as exc:
                 errors[key] = f"failed: {_error(exc)}"
                 continue
-            if not _same(peers.render(got), peers.render(fn(**json.loads(args)))):
-                notes[key] = f"result differs: {got[:60]!r}"
+            text = baselines.render(got)
+            if not _same(text, baselines.render(fn(**json.loads(args)))):
+                notes[key] = f"result differs: {text[:60]!r}"
             cases.append(measure.Case(key, batch))
     stats = measure.interleave(cases, rounds=cfg["rounds"], target=cfg["target"])
     loop.close()
@@ -108,141 +100,10 @@ def dispatch(selected: list[str], cfg: dict[str, Any]) -> dict[str, Any]:
 def imports(selected: list[str], cfg: dict[str, Any]) -> dict[str, Any]:
     labels = ["toolreg", *(d for d in selected if peers.installed(d))]
     stmts = {label: peers.IMPORTS[label] for label in labels}
-    stats = measure.import_times(stmts, reps=cfg["import_reps"], cwd=ROOT)
-    skipped = {d: "not installed" for d in selected if d not in labels}
-    rows = [{"label": k, "stmt": stmts[k], **_clocks(v, 1e3)} for k, v in stats.items()]
+    stats, failed = measure.import_times(stmts, reps=cfg["import_reps"], cwd=ROOT)
+    skipped = {d: "not installed" for d in selected if d not in labels} | failed
+    rows = [{"label": k, "stmt": stmts[k], **measure.clocks(v, 1e3)} for k, v in stats.items()]
     return {"rows": rows, "skipped": skipped}
-
-
-def concurrency(cfg: dict[str, Any]) -> dict[str, Any]:
-    import toolreg
-    from toolreg.testing import ScriptedServer, call, text, tool_calls
-
-    sync_reg, async_reg = toolreg.ToolRegistry(), toolreg.ToolRegistry()
-
-    @sync_reg.register_tool(name="sleepy")
-    def sleepy(i: int) -> str:
-        """Sleep 200 ms, then answer.
-
-        Args:
-            i: Call number.
-        """
-        time.sleep(0.2)
-        return f"slept {i}"
-
-    @async_reg.register_tool(name="sleepy")
-    async def asleepy(i: int) -> str:
-        """Sleep 200 ms without blocking, then answer.
-
-        Args:
-            i: Call number.
-        """
-        await asyncio.sleep(0.2)
-        return f"slept {i}"
-
-    def script() -> list[Any]:
-        return [tool_calls(*[call("sleepy", {"i": i}) for i in range(8)]), text("done")]
-
-    def sync_round() -> float:
-        with ScriptedServer(script()) as server:
-            chat = toolreg.Conversation(server.client(), server.model, registry=sync_reg)
-            start = time.perf_counter()
-            reply = chat.send("go")
-            took = time.perf_counter() - start
-        assert reply.text == "done" and all(r.ok for r in reply.tool_results), reply
-        return took
-
-    async def async_round() -> float:
-        with ScriptedServer(script()) as server:
-            async with server.async_client() as client:
-                chat = toolreg.AsyncConversation(client, server.model, registry=async_reg)
-                start = time.perf_counter()
-                reply = await chat.send("go")
-                took = time.perf_counter() - start
-        assert reply.text == "done" and all(r.ok for r in reply.tool_results), reply
-        return took
-
-    runs = {"Conversation, 8 × time.sleep(0.2)": [], "AsyncConversation, 8 × asyncio.sleep(0.2)": []}
-    for _ in range(cfg["concurrency_runs"]):
-        a, b = runs.values()
-        a.append(sync_round())
-        b.append(asyncio.run(async_round()))
-    rows = [{"label": k, "wall": measure.summarize(v).as_dict(1e3)} for k, v in runs.items()]
-    return {"rows": rows}
-
-
-def scale(cfg: dict[str, Any]) -> dict[str, Any]:
-    import toolreg
-
-    big_n = cfg["scale_n"]
-
-    def build(n: int) -> list[Any]:
-        return [
-            corpus.fresh_named(corpus.TOOLS[i % 6], f"{corpus.TOOLS[i % 6].__name__}_{i}")
-            for i in range(n)
-        ]
-
-    def registry(fns: list[Any]) -> tuple[Any, float]:
-        reg = toolreg.ToolRegistry()
-        start = time.perf_counter()
-        for fn in fns:
-            reg.register_tool(fn)
-        return reg, time.perf_counter() - start
-
-    small, _ = registry(build(10))
-    big, reg_s = registry(build(big_n))
-    fns = build(big_n)  # allocated before tracing: only what registration keeps is counted
-    tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
-    kept, _ = registry(fns)
-    per_tool = (tracemalloc.get_traced_memory()[0] - before) / big_n
-    tracemalloc.stop()
-    del kept, fns
-
-    def first_export(reg: Any, reps: int) -> dict[str, measure.Stats]:
-        took = []
-        for _ in range(reps):
-            tool = reg.unregister(reg.names()[0])  # any change empties the export cache
-            reg.add(tool)
-            took.append(_once(reg.get_tools))
-        return {c: measure.summarize([t[i] for t in took]) for i, c in enumerate(("wall", "cpu"))}
-
-    first_export(small, 5)  # warm-up
-    first = {"10": first_export(small, 50), "big": first_export(big, cfg["export_reps"])}
-    args = corpus.CALLS["get_weather"]
-    cases = [
-        measure.Case("dispatch|10", measure.sync_batch(lambda: small.dispatch_tool("get_weather_0", args))),
-        measure.Case("dispatch|big", measure.sync_batch(lambda: big.dispatch_tool("get_weather_0", args))),
-        measure.Case("cached|10", measure.sync_batch(small.get_tools)),
-        measure.Case("cached|big", measure.sync_batch(big.get_tools)),
-    ]  # fmt: skip
-    stats = measure.interleave(cases, rounds=cfg["rounds"], target=cfg["target"])
-    return {
-        "n": big_n,
-        "register_us_per_tool": reg_s / big_n * 1e6,
-        "bytes_per_tool": per_tool,
-        "dispatch": {k: _clocks(stats[f"dispatch|{k}"]) for k in ("10", "big")},
-        "export_first": {k: _clocks(v) for k, v in first.items()},
-        "export_cached": {k: _clocks(stats[f"cached|{k}"]) for k in ("10", "big")},
-    }
-
-
-def profiles(cfg: dict[str, Any]) -> dict[str, Any]:
-    import toolreg
-
-    fn = corpus.TOOLS[1]  # record_expense: five parameters, an optional, a docstring
-    reg = toolreg.ToolRegistry()
-    for tool in corpus.TOOLS:
-        reg.register_tool(corpus.fresh(tool))
-    args = corpus.CALLS[fn.__name__]
-    register = peers.registration_paths([])[0][0].register
-    n = 300 if cfg["quick"] else 3000
-    return {
-        "registration": measure.profile_top(lambda: register(corpus.fresh(fn)), n=n, top=15),
-        "dispatch": measure.profile_top(
-            lambda: reg.dispatch_tool(fn.__name__, args), n=n * 3, top=15
-        ),
-    }
 
 
 def configure(args: argparse.Namespace) -> dict[str, Any]:
@@ -250,9 +111,9 @@ def configure(args: argparse.Namespace) -> dict[str, Any]:
     cfg = {
         "quick": quick,
         "clock": args.clock,
-        "rounds": args.rounds or (5 if quick else 25),
+        "rounds": args.rounds or (5 if quick else 15),
         "target": 0.001 if quick else 0.004,
-        "import_reps": 2 if quick else 7,
+        "import_reps": 2 if quick else 4,
         "concurrency_runs": 1 if quick else 5,
         "scale_n": 500 if quick else 10_000,
         "export_reps": 2 if quick else 5,
@@ -278,9 +139,9 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
     for section in cfg["sections"]:
         took[section] = time.perf_counter()
         if section == "concurrency":
-            results[section] = concurrency(cfg)
+            results[section] = scenarios.concurrency(cfg)
         elif section == "scale":
-            results[section] = scale(cfg)
+            results[section] = scenarios.scale(cfg)
         elif section in ("registration", "dispatch", "import"):
             fn = {"registration": registration, "dispatch": dispatch, "import": imports}
             results[section] = fn[section](cfg["peers"], cfg)
@@ -288,14 +149,14 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
             raise SystemExit(f"unknown section {section!r}; choose from {', '.join(SECTIONS)}")
         took[section] = round(time.perf_counter() - took[section], 1)
     if cfg.get("profile"):
-        results["profile"] = profiles(cfg)
+        results["profile"] = scenarios.profiles(cfg)
     results["targets"] = report.targets(results, cfg["clock"])
     results["meta"] = {
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
         "versions": peers.versions(cfg["peers"]),
-        "config": {k: v for k, v in cfg.items() if k != "sections"} | {"sections": list(cfg["sections"])},
+        "config": {**cfg, "sections": list(cfg["sections"])},
         "seconds": round(time.perf_counter() - started, 1),
         "section_seconds": took,
     }  # fmt: skip
@@ -317,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
     cfg = configure(args)
     cfg["profile"] = args.profile
     results = run(cfg)
-    print(json.dumps(results, indent=2, ensure_ascii=False) if args.json else report.markdown(results))
+    print(
+        json.dumps(results, indent=2, ensure_ascii=False) if args.json else report.markdown(results)
+    )
     return 0
 
 

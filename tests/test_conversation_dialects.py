@@ -114,11 +114,21 @@ def test_functions_dialect_tool_calls_are_not_its_calls(registry: ToolRegistry) 
     [
         pytest.param(function_call("get_weather", city="Paris"), id="function_call"),
         pytest.param(
-            raw({"role": "assistant", "content": '{"name": "get_weather", "parameters": {"city": "Paris"}}'}),
+            raw(
+                {
+                    "role": "assistant",
+                    "content": '{"name": "get_weather", "parameters": {"city": "Paris"}}',
+                }
+            ),
             id="json-content-parameters",
         ),
         pytest.param(
-            raw({"role": "assistant", "content": '{"name": "get_weather", "arguments": {"city": "Paris"}}'}),
+            raw(
+                {
+                    "role": "assistant",
+                    "content": '{"name": "get_weather", "arguments": {"city": "Paris"}}',
+                }
+            ),
             id="json-content-arguments",
         ),
         pytest.param(tool_call("get_weather", city="Paris"), id="tool_calls"),
@@ -149,6 +159,14 @@ def test_chatglm3_plain_json_that_is_no_call_is_an_answer(registry: ToolRegistry
     answer = json.dumps({"temp": 18})
     with ScriptedServer([text(answer)]) as server:
         reply = converse(server, registry, dialect="chatglm3").send("go")
+    assert reply.text == answer
+    assert reply.tool_results == []
+
+
+def test_chatglm3_json_with_a_name_but_no_arguments_is_an_answer(registry: ToolRegistry) -> None:
+    answer = '{"name": "Ann", "age": 31}'
+    with ScriptedServer([text(answer)]) as server:
+        reply = converse(server, registry, dialect="chatglm3").send("Who?")
     assert reply.text == answer
     assert reply.tool_results == []
 

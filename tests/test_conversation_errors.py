@@ -124,7 +124,7 @@ def garbage() -> Iterator[tuple[openai.OpenAI, list[tuple[str, bytes]]]]:
     answers: list[tuple[str, bytes]] = []
     handler = type("Handler", (_Garbage,), {"answers": answers})
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
     try:

@@ -50,7 +50,9 @@ def recording_hooks(events: list[tuple[str, Any]], **overrides: Any) -> Hooks:
 def test_all_four_hooks_receive_their_events_in_order(registry: ToolRegistry) -> None:
     events: list[tuple[str, Any]] = []
     with ScriptedServer([tool_call("get_weather", city="Paris"), text("Sunny.")]) as server:
-        conv = Conversation(server.client(), MODEL, registry=registry, hooks=recording_hooks(events))
+        conv = Conversation(
+            server.client(), MODEL, registry=registry, hooks=recording_hooks(events)
+        )
         reply = conv.send("Weather?")
     assert [name for name, _ in events] == [
         "before_model_call",

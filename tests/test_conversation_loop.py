@@ -33,8 +33,7 @@ def conversation(server: ScriptedServer, registry: ToolRegistry, **options: Any)
 
 def assistant_calls(message: dict[str, Any]) -> list[tuple[str, str, str]]:
     return [
-        (c["id"], c["function"]["name"], c["function"]["arguments"])
-        for c in message["tool_calls"]
+        (c["id"], c["function"]["name"], c["function"]["arguments"]) for c in message["tool_calls"]
     ]
 
 
@@ -108,6 +107,13 @@ def test_run_leaves_its_input_and_the_conversation_alone(registry: ToolRegistry)
     assert len(reply.messages) == 4
 
 
+@pytest.mark.parametrize("reason", ["length", "content_filter"])
+def test_finish_reasons_become_stop_reasons(registry: ToolRegistry, reason: str) -> None:
+    with ScriptedServer([text("Cut off mid", finish_reason=reason)]) as server:
+        reply = conversation(server, registry).send("Tell me everything.")
+    assert (reply.text, reply.stop_reason) == ("Cut off mid", reason)
+
+
 def test_answer_without_tools(registry: ToolRegistry) -> None:
     with ScriptedServer([text("Hello!")]) as server:
         reply = conversation(server, registry).send("Hi")
@@ -177,7 +183,9 @@ def test_tool_errors_are_fed_back_and_the_loop_continues() -> None:
         return a / b
 
     script = [
-        tool_calls(call("divide", a=1, b=0), call("divide", '{"a": 1, "b": '), call("divide", a=6, b=3)),
+        tool_calls(
+            call("divide", a=1, b=0), call("divide", '{"a": 1, "b": '), call("divide", a=6, b=3)
+        ),
         text("6 / 3 = 2; the others failed."),
     ]
     with ScriptedServer(script) as server:
@@ -303,10 +311,16 @@ def test_bad_options_fail_at_construction(registry: ToolRegistry) -> None:
         Conversation(object(), MODEL, registry=registry, final_call="none")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="assistant_content"):
         Conversation(object(), MODEL, registry=registry, assistant_content="")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="get_wether"):
+        Conversation(object(), MODEL, registry=registry, tool_choice="get_wether")
+    with pytest.raises(ValueError, match="get_weather"):
+        Conversation(object(), MODEL, registry=registry, tools=[], tool_choice="get_weather")
     with pytest.raises(ValueError, match="output_retries"):
         Conversation(object(), MODEL, registry=registry, output_retries=-1)
     with pytest.raises(ValueError, match="required"):
-        Conversation(object(), MODEL, registry=registry, dialect="functions", tool_choice="required")
+        Conversation(
+            object(), MODEL, registry=registry, dialect="functions", tool_choice="required"
+        )
 
 
 # -- tool_choice -------------------------------------------------------------------------------
@@ -378,7 +392,11 @@ def test_return_direct_ends_without_another_model_call() -> None:
     assert reply.stop_reason == "return_direct"
     assert reply.text == "value of k1"
     assert reply.rounds == 1
-    assert reply.messages[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "value of k1"}
+    assert reply.messages[-1] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": "value of k1",
+    }
 
 
 def test_return_direct_needs_every_call_of_the_round(registry: ToolRegistry) -> None:
@@ -524,7 +542,7 @@ def test_a_destructive_tool_runs_when_confirm_approves() -> None:
 
     def confirm(tool: Any, arguments: dict[str, Any]) -> bool:
         asked.append((tool.name, arguments))
-        return arguments["path"].startswith("/tmp/")
+        return str(arguments["path"]).startswith("/tmp/")
 
     script = [
         tool_calls(call("delete_file", path="/tmp/x"), call("delete_file", path="/etc/passwd")),
@@ -575,3 +593,11 @@ def test_run_conversation_one_shot(registry: ToolRegistry) -> None:
     assert reply.text == "Sunny."
     assert reply.messages[0] == {"role": "system", "content": "S"}
     assert again.text == "Again."
+
+
+def test_run_conversation_puts_system_before_a_message_list(registry: ToolRegistry) -> None:
+    with ScriptedServer([text("ok")]) as server:
+        messages = [{"role": "user", "content": "hi"}]
+        run_conversation(server.client(), MODEL, messages, registry=registry, system="S")
+        body = server.assert_request(0, message_count=2)
+    assert body["messages"] == [{"role": "system", "content": "S"}, *messages]

@@ -72,7 +72,11 @@ def test_invalid_answer_is_corrected_and_converted() -> None:
         (list[int], '{"result": [1, 2]}', [1, 2]),
         (Mood, '{"result": "sad"}', Mood.SAD),
         (Person, '{"name": "Ann", "age": 31}', Person(name="Ann", age=31)),
-        (Forecast, '```json\n{"city": "Oslo", "temp": -3, "rain": true}\n```', Forecast("Oslo", -3, True)),
+        (
+            Forecast,
+            '```json\n{"city": "Oslo", "temp": -3, "rain": true}\n```',
+            Forecast("Oslo", -3, True),
+        ),
     ],
 )
 def test_output_types(output_type: Any, answer: str, expected: Any) -> None:

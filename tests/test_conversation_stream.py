@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from toolreg import Conversation, Reply, ToolRegistry
+from toolreg import Conversation, ConversationError, Reply, ToolRegistry
+from toolreg._stream import StreamAssembler
 from toolreg.testing import ScriptedServer, TurnLike, call, function_call, text, tool_calls
 
 MODEL = "scripted-model"
@@ -102,3 +103,48 @@ def test_on_text_errors_propagate_and_leave_the_history_alone(registry: ToolRegi
         with pytest.raises(RuntimeError, match="display broke"):
             conv.send("hi")
     assert conv.messages == []
+
+
+# -- the assembler on its own, for chunk shapes ScriptedServer does not send ---------------------
+
+
+def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+
+
+def fragment(**fields: Any) -> dict[str, Any]:
+    return chunk({"tool_calls": [fields]})
+
+
+def test_assembler_without_indexes_follows_ids() -> None:
+    assembler = StreamAssembler()
+    for piece in [
+        fragment(id="a", function={"name": "f", "arguments": '{"x"'}),
+        fragment(function={"arguments": ": 1}"}),
+        fragment(id="b", function={"name": "g", "arguments": ""}),
+        fragment(function={"arguments": "{}"}),
+        chunk({}, "tool_calls"),
+    ]:
+        assembler.feed(piece)
+    message = assembler.result()["message"]
+    assert [
+        (c["id"], c["function"]["name"], c["function"]["arguments"]) for c in message["tool_calls"]
+    ] == [
+        ("a", "f", '{"x": 1}'),
+        ("b", "g", "{}"),
+    ]
+
+
+def test_assembler_keeps_the_first_id_and_name_and_ignores_other_choices() -> None:
+    assembler = StreamAssembler()
+    assembler.feed(fragment(index=0, id="a", function={"name": "f", "arguments": "{"}))
+    assembler.feed(fragment(index=0, id="a", function={"name": "f", "arguments": "}"}))
+    assembler.feed({"choices": [{"index": 1, "delta": {"content": "other choice"}}]})
+    message = assembler.result()["message"]
+    assert message["tool_calls"][0]["function"] == {"name": "f", "arguments": "{}"}
+    assert message["content"] is None
+
+
+def test_assembler_refuses_an_empty_stream() -> None:
+    with pytest.raises(ConversationError, match="no chunks"):
+        StreamAssembler().result()

@@ -53,7 +53,7 @@ def make_registry(**settings: Any) -> ToolRegistry:
         if kind == "value":
             raise ValueError("bad value")
         if kind == "multiline":
-            raise ValueError("line one\n  line two\n\tFile \"/srv/app/secret.py\", line 3")
+            raise ValueError('line one\n  line two\n\tFile "/srv/app/secret.py", line 3')
         if kind == "long":
             raise ValueError("x" * 2000)
         if kind == "empty":
@@ -410,3 +410,18 @@ def test_a_failing_tool_does_not_break_the_next_call() -> None:
     reg = make_registry()
     assert not reg.dispatch_tool("boom", {"kind": "value"}).ok
     assert reg.dispatch_tool("boom", {"kind": "none"}).content == "fine"
+
+
+def test_tool_raising_a_call_error_reports_that_kind_under_its_own_name() -> None:
+    from toolreg import InvalidArgumentsError
+
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def outer(q: str) -> str:
+        raise InvalidArgumentsError("q must name a known city.", tool_name="inner")
+
+    result = reg.dispatch_tool("outer", {"q": "x"})
+    assert result.error_kind == "invalid_arguments"
+    assert result.content == "q must name a known city."
+    assert result.tool_name == "outer"

@@ -606,3 +606,26 @@ def test_constraints_inside_annotated_classes_are_validated_before_conversion() 
     assert result.content == (
         "Invalid arguments for tool 'take':\n- r.lo: must be >= 0\n- r.hi: must be <= 100"
     )
+
+
+class UserId(int):
+    pass
+
+
+class Score(float):
+    pass
+
+
+def test_scalar_subclasses_are_built_from_the_json_value() -> None:
+    reg = ToolRegistry()
+    seen: list[Any] = []
+
+    @reg.register_tool
+    def take(user: UserId, score: Score = Score(0.0)) -> str:
+        seen.append((user, score))
+        return "ok"
+
+    assert reg.dispatch_tool("take", {"user": 3.0, "score": 2}).ok
+    assert reg.dispatch_tool("take", {"user": "7"}).ok
+    assert seen == [(3, 2.0), (7, 0.0)]
+    assert [type(v) for pair in seen for v in pair] == [UserId, Score, UserId, Score]

@@ -129,7 +129,7 @@ def test_failing_callback_denies_and_keeps_the_exception() -> None:
 
 
 def test_callback_is_not_asked_for_tools_that_need_no_confirmation() -> None:
-    reg, ran = make_registry()
+    reg, _ = make_registry()
     confirm = Recorder(False)
     assert reg.dispatch_tool("harmless", {"n": 2}, confirm=confirm).value == 2
     assert confirm.asked == []
@@ -226,7 +226,7 @@ def test_failing_async_callback_denies() -> None:
 
 
 def test_dispatch_many_asks_for_each_call() -> None:
-    reg, ran = make_registry()
+    reg, _ = make_registry()
     confirm = Recorder(True)
     results = reg.dispatch_many(
         [("delete_file", {"path": "/a"}), ("harmless", {}), ("delete_file", {"path": "/b"})],

@@ -219,9 +219,7 @@ def test_payload_size_limit_default_is_one_mebibyte() -> None:
     too_big = body[:-2] + 'x"}'
     result = reg.dispatch_tool("echo", too_big)
     assert result.error_kind == "invalid_arguments"
-    assert result.content == (
-        "Arguments are too large: 1048577 bytes, the limit is 1048576 bytes."
-    )
+    assert result.content == ("Arguments are too large: 1048577 bytes, the limit is 1048576 bytes.")
     assert len(seen) == 1
 
 

@@ -35,9 +35,18 @@ CALLS: list[tuple[str, dict[str, Any]]] = []
 VIOLATIONS: list[tuple[str, dict[str, Any], str]] = []
 
 
+CHECKERS: dict[str, Any] = {}
+
+
+def checker_for(name: str) -> Any:
+    if name not in CHECKERS:
+        CHECKERS[name] = jsonschema.Draft202012Validator(REG[name].parameters)
+    return CHECKERS[name]
+
+
 def record(name: str, arguments: dict[str, Any]) -> None:
     """Called by every tool: is what it received valid under its own schema?"""
-    checker = jsonschema.Draft202012Validator(REG[name].parameters)
+    checker = checker_for(name)
     error = jsonschema.exceptions.best_match(checker.iter_errors(arguments))
     with _lock:
         CALLS.append((name, arguments))
@@ -126,15 +135,49 @@ json_values = st.recursive(
     max_leaves=15,
 )
 objects = st.dictionaries(st.sampled_from(KEYS), json_values, max_size=5)
+
+
+def sometimes_text(values: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """Values, or the same values as a model might send them: as (JSON) text."""
+    return st.one_of(values, values.map(json.dumps), values.map(str), json_values)
+
+
 items = st.fixed_dictionaries(
-    {"name": st.text(max_size=4), "qty": st.one_of(st.integers(-2, 120), st.text(max_size=3))}
+    {"name": st.text(max_size=4), "qty": sometimes_text(st.integers(-2, 120))}
 )
-plausible = st.one_of(
-    st.fixed_dictionaries({"query": st.text(max_size=25)}, optional={"limit": json_values}),
-    st.fixed_dictionaries({"value": json_values}, optional={"unit": json_values}),
-    st.fixed_dictionaries({"entries": st.lists(items, max_size=3)}),
-    st.fixed_dictionaries({"n": st.one_of(st.integers(-10, 10), st.text(max_size=3))}),
-)
+PLAUSIBLE: dict[str, st.SearchStrategy[dict[str, Any]]] = {
+    "search": st.fixed_dictionaries(
+        {"query": st.one_of(st.text(max_size=25), st.text(min_size=1, max_size=9), json_values)},
+        optional={
+            "limit": sometimes_text(st.one_of(st.integers(0, 60), st.none())),
+            "mode": st.sampled_from(["fast", "exact", "slow", None]),
+            "tags": sometimes_text(st.one_of(st.none(), st.lists(st.text(max_size=3)))),
+        },
+    ),
+    "measure": st.fixed_dictionaries(
+        {"value": sometimes_text(st.one_of(finite, st.integers()))},
+        optional={
+            "unit": st.sampled_from(["m", "cm", "km", None]),
+            "flags": sometimes_text(st.dictionaries(st.text(max_size=3), st.booleans())),
+            "precise": sometimes_text(st.booleans()),
+        },
+    ),
+    "order": st.fixed_dictionaries(
+        {"entries": sometimes_text(st.lists(items, max_size=3))},
+        optional={"note": st.one_of(st.none(), st.text(max_size=5), json_values)},
+    ),
+    "anything": st.dictionaries(st.text(max_size=5), json_values, max_size=4),
+    "later": st.fixed_dictionaries(
+        {},
+        optional={
+            "x": sometimes_text(st.one_of(st.none(), st.integers())),
+            "y": st.one_of(st.text(max_size=3), json_values),
+        },
+    ),
+    "with_context": st.fixed_dictionaries({"n": sometimes_text(st.integers(-10, 10))}),
+}
+plausible = st.one_of(*PLAUSIBLE.values())
+plausible_calls = st.one_of(*(st.tuples(st.just(name), args) for name, args in PLAUSIBLE.items()))
 
 
 @st.composite
@@ -160,7 +203,13 @@ arguments = st.one_of(
     st.dictionaries(st.text(max_size=5), st.floats(), max_size=3),  # NaN / inf in a dict
     st.none(),
 )
-names = st.one_of(st.sampled_from(TOOLS), st.text(max_size=10), st.sampled_from([None, 1, b"x"]))
+names = st.integers(0, 9).flatmap(
+    lambda k: (
+        st.sampled_from(TOOLS)
+        if k < 8
+        else st.one_of(st.text(max_size=10), st.sampled_from([None, 1, b"x", "searc", "Search"]))
+    )
+)
 
 
 def clean_json(value: Any) -> bool:
@@ -190,14 +239,13 @@ def check(name: Any, args: Any, result: ToolResult, calls_before: int) -> None:
         assert result.error_kind not in {"execution_error", "timeout", "denied"}
         if result.error_kind == "unknown_tool":
             assert result.content.isprintable()
-    if isinstance(args, dict) and name in TOOLS and clean_json(args):
-        schema = REG[name].parameters
-        if jsonschema.Draft202012Validator(schema).is_valid(args):
-            assert result.ok, (args, result.content)
+    valid = isinstance(args, dict) and name in TOOLS and clean_json(args)
+    if valid and checker_for(name).is_valid(args):
+        assert result.ok, (args, result.content)
 
 
 @settings(
-    max_examples=300,
+    max_examples=200,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -209,19 +257,24 @@ def test_dispatch_never_raises_and_never_runs_invalid_calls(name: Any, args: Any
 
 
 @settings(
-    max_examples=200,
+    max_examples=150,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(name=st.sampled_from(TOOLS), args=st.one_of(objects, plausible))
-def test_schema_valid_dicts_always_run(name: str, args: dict[str, Any]) -> None:
+@given(call=plausible_calls, as_text=st.booleans())
+def test_plausible_calls(call: tuple[str, dict[str, Any]], as_text: bool) -> None:
+    name, args = call
     before = len(CALLS)
+    if as_text:
+        result = REG.dispatch_tool(name, json.dumps(args), context="deps")
+        check(name, json.loads(json.dumps(args)), result, before)
+        return
     result = REG.dispatch_tool(name, args, context="deps")
     check(name, args, result, before)
 
 
 @settings(
-    max_examples=60,
+    max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -276,9 +276,7 @@ def test_unregistered_tool_becomes_unknown() -> None:
     reg = make_registry()
     reg.unregister("now")
     result = reg.dispatch_tool("now", "{}")
-    assert result.content == (
-        "Unknown tool 'now'. Available: get_weather, delete_account."
-    )
+    assert result.content == ("Unknown tool 'now'. Available: get_weather, delete_account.")
 
 
 def test_registries_are_independent() -> None:
@@ -303,3 +301,19 @@ def test_module_level_dispatch_uses_the_default_registry() -> None:
     finally:
         toolreg.default_registry.unregister(name)
     assert toolreg.dispatch_tool(name, '{"text": "hi"}').error_kind == "unknown_tool"
+
+
+def test_long_registered_names_are_kept_whole_in_results() -> None:
+    reg = ToolRegistry()
+    name = "mcp." + "n" * 100  # MCP accepts up to 128 characters
+
+    @reg.register_tool(name=name)
+    def long_named(x: int) -> int:
+        return x
+
+    assert reg.dispatch_tool(name, {"x": 1}).tool_name == name
+    failed = reg.dispatch_tool(name, {"x": "a"})
+    assert failed.tool_name == name
+    assert failed.content == (
+        f"Invalid arguments for tool '{name}': x: expected integer, got string."
+    )

@@ -130,7 +130,11 @@ def test_call_forms_tool_call_tuple_dict_and_openai_entry() -> None:
         ("nap",),
         {"name": "nap", "arguments": '{"i": 5, "seconds": 0}', "call_id": "e"},
         {"name": "nap", "arguments": {"i": 6, "seconds": 0}, "id": "f"},
-        {"id": "g", "type": "function", "function": {"name": "nap", "arguments": '{"i": 7, "seconds": 0}'}},
+        {
+            "id": "g",
+            "type": "function",
+            "function": {"name": "nap", "arguments": '{"i": 7, "seconds": 0}'},
+        },
         {"name": "nap"},
     ]
     for results in (reg.dispatch_many(calls), asyncio.run(reg.adispatch_many(calls))):

@@ -72,8 +72,10 @@ def registry_returning(value: Any, **options: Any) -> ToolRegistry:
         (True, "true"),
         ([1, "二", None], '[1, "二", null]'),
         ({"city": "北京", "temp": 18}, '{"city": "北京", "temp": 18}'),
-        (City("上海", 24_870_000, dt.date(1291, 1, 1)),
-         '{"name": "上海", "population": 24870000, "founded": "1291-01-01"}'),
+        (
+            City("上海", 24_870_000, dt.date(1291, 1, 1)),
+            '{"name": "上海", "population": 24870000, "founded": "1291-01-01"}',
+        ),
         (Weather(city="北京", temp=18.5), '{"city": "北京", "temp": 18.5}'),
         (Person(name="李白", born=dt.date(701, 2, 28)), '{"name": "李白", "born": "0701-02-28"}'),
         (Color.RED, '"red"'),
@@ -87,8 +89,10 @@ def registry_returning(value: Any, **options: Any) -> ToolRegistry:
         (Path("/tmp/报告.txt"), '"/tmp/报告.txt"'),
         ({3, 1, 2}, "[1, 2, 3]"),
         (Point(1, 2), "[1, 2]"),
-        ({"nested": [City("x", 1, dt.date(2000, 1, 1))]},
-         '{"nested": [{"name": "x", "population": 1, "founded": "2000-01-01"}]}'),
+        (
+            {"nested": [City("x", 1, dt.date(2000, 1, 1))]},
+            '{"nested": [{"name": "x", "population": 1, "founded": "2000-01-01"}]}',
+        ),
     ],
     ids=lambda v: type(v).__name__,
 )
@@ -131,6 +135,7 @@ def test_str_subclass_results_are_sent_as_text_but_str_enums_as_json() -> None:
         ({"x": float("inf")}, "dict"),
         (b"bytes", "bytes"),
         ({(1, 2): "tuple key"}, "dict"),
+        pytest.param(10**5000, "int", id="huge-int"),
     ],
 )
 def test_results_that_cannot_be_json_are_an_execution_error(value: Any, kind: str) -> None:
@@ -138,7 +143,7 @@ def test_results_that_cannot_be_json_are_an_execution_error(value: Any, kind: st
     assert not result.ok
     assert result.error_kind == "execution_error"
     assert result.content == (
-        f"Tool 'give' failed: it returned a {kind}, which cannot be written as JSON."
+        f"Tool 'give' failed: its result (of type {kind}) cannot be written as JSON."
     )
     assert result.exception is not None
 
@@ -147,7 +152,9 @@ def test_self_referencing_result_is_an_error_not_a_crash() -> None:
     loop: list[Any] = []
     loop.append(loop)
     result = registry_returning(loop).dispatch_tool("give")
-    assert result.content == "Tool 'give' failed: it returned a list, which cannot be written as JSON."
+    assert (
+        result.content == "Tool 'give' failed: its result (of type list) cannot be written as JSON."
+    )
 
 
 # -- result_filter ------------------------------------------------------------------------

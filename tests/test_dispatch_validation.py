@@ -105,8 +105,10 @@ def test_every_missing_required_is_listed() -> None:
         ({"city": "ab", "n": [1]}, "n: expected integer, got array"),
         ({"city": "ab", "n": {}}, "n: expected integer, got object"),
         ({"city": "ab", "n": 1, "ratio": "half"}, "ratio: expected number, got string"),
-        ({"city": "ab", "n": 1, "items": {"name": "x"}}, "items: does not match any allowed type "
-         "(expected array or null)"),
+        (
+            {"city": "ab", "n": 1, "items": {"name": "x"}},
+            "items: does not match any allowed type (expected array or null)",
+        ),
     ],
 )
 def test_wrong_types(arguments: dict[str, Any], line: str) -> None:
@@ -273,3 +275,24 @@ def test_invalid_arguments_never_call_the_function_even_with_coercion_off() -> N
     for bad in ({"city": "ab", "n": "3"}, {"city": "ab"}, {"city": "ab", "n": 1, "x": 1}):
         assert reg.dispatch_tool("order", bad).error_kind == "invalid_arguments"
     assert calls == []
+
+
+def test_chatglm3_not_required_parameter_without_default_gets_none() -> None:
+    reg = ToolRegistry()
+    seen: list[Any] = []
+
+    @reg.register_tool
+    def weather(
+        city: Annotated[str, "The city", True],
+        unit: Annotated[str, "c or f", False],
+    ) -> str:
+        seen.append((city, unit))
+        return "ok"
+
+    assert reg["weather"].parameters["required"] == ["city"]
+    assert reg.dispatch_tool("weather", {"city": "x"}).ok
+    assert reg.dispatch_tool("weather", {"city": "x", "unit": "f"}).ok
+    assert seen == [("x", None), ("x", "f")]
+    assert reg.dispatch_tool("weather", {"unit": "f"}).content == (
+        "Invalid arguments for tool 'weather': missing required property 'city'."
+    )

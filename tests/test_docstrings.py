@@ -7,6 +7,8 @@ import sys
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolreg import _docstrings
 from toolreg._docstrings import EMPTY_DOC, DocInfo, parse_docstring
@@ -220,6 +222,19 @@ CASES: list[tuple[str, str | None, str, dict[str, str], str | None, str]] = [
         "",
         {"city": "The city."},
         None,
+        "google",
+    ),
+    (
+        "google-header-on-opening-line",
+        """Args:
+            city: The city.
+
+        Returns:
+            The weather.
+        """,
+        "",
+        {"city": "The city."},
+        "The weather.",
         "google",
     ),
     (
@@ -473,21 +488,50 @@ def test_odd_input_never_raises(doc: str) -> None:
     assert isinstance(parse_docstring(doc), DocInfo)
 
 
+_PIECES = st.sampled_from(
+    ["Args:", "Returns:", "    x: X", "    x (int): y", "Parameters", "----------", "x : int",
+     "    desc", ":param x: y", ":returns: z", "@param x: y", "@return: r", "", "  ", "\t",
+     "prose", "city：城市", ":", "--", "\r\n", "*", "(", ")", "    *args:", "  (a(b)):"]
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_PIECES, st.text(max_size=6)), max_size=16))
+def test_any_text_never_raises(parts: list[str]) -> None:
+    info = parse_docstring("\n".join(parts))
+    assert info.style in {"google", "numpy", "rest", "epydoc", "plain"}
+    assert all(name.isidentifier() and desc for name, desc in info.params.items())
+
+
 def test_not_a_string_gives_empty_doc() -> None:
     assert parse_docstring(42) is EMPTY_DOC  # type: ignore[arg-type]
 
 
-def test_parser_failure_degrades_to_plain(monkeypatch: pytest.MonkeyPatch) -> None:
-    def boom(*args: Any) -> Any:
-        raise RuntimeError("bug")
-
-    monkeypatch.setattr(_docstrings, "_parse_google", boom)
-    doc = """Run.
+DOC_FOR_FALLBACK = """Run.
 
     Args:
         x: X.
     """
-    assert parse_docstring(doc) == DocInfo("Run.\n\nArgs:\n    x: X.", {}, None, "plain")
+
+
+def test_parser_failure_falls_back_to_docstring_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*args: Any) -> Any:
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(_docstrings, "_parse_google", boom)
+    assert parse_docstring(DOC_FOR_FALLBACK) == DocInfo("Run.", {"x": "X."}, None, "plain")
+
+
+def test_fallback_failure_degrades_to_plain(monkeypatch: pytest.MonkeyPatch) -> None:
+    import docstring_parser
+
+    def boom(*args: Any) -> Any:
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(_docstrings, "_parse_google", boom)
+    monkeypatch.setattr(docstring_parser, "parse", boom)
+    expected = DocInfo("Run.\n\nArgs:\n    x: X.", {}, None, "plain")
+    assert parse_docstring(DOC_FOR_FALLBACK) == expected
 
 
 def _modules_after(code: str) -> str:

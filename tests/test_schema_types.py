@@ -22,7 +22,7 @@ import typing
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
-from typing import Annotated, Any, Literal, NamedTuple, NewType, Optional, TypeVar, Union
+from typing import Annotated, Any, Literal, NamedTuple, NewType, Optional, Union
 
 import _future_tools
 import annotated_types as at
@@ -137,7 +137,11 @@ TYPES = [
     pytest.param(Literal[1, 2, 3], {"type": "integer", "enum": [1, 2, 3]}, id="Literal-int"),
     pytest.param(Literal[True], {"type": "boolean", "enum": [True]}, id="Literal-bool"),
     pytest.param(Literal["a", 1, True, None], {"enum": ["a", 1, True, None]}, id="Literal-mixed"),
-    pytest.param(Literal["a", Literal["b", "c"]], {"type": "string", "enum": ["a", "b", "c"]}, id="Literal-nested"),  # fmt: skip
+    pytest.param(
+        Literal["a", Literal["b", "c"]],  # noqa: RUF041
+        {"type": "string", "enum": ["a", "b", "c"]},
+        id="Literal-nested",
+    ),
     pytest.param(Literal[Color.RED], {"type": "string", "enum": ["red"]}, id="Literal-enum-member"),
     # --- Enum
     pytest.param(Color, {"type": "string", "enum": ["red", "green"]}, id="Enum"),
@@ -150,30 +154,64 @@ TYPES = [
     pytest.param(int | None, {"anyOf": [INTEGER, NULL]}, id="X|None"),
     pytest.param(Union[int, str], {"anyOf": [INTEGER, STRING]}, id="Union"),
     pytest.param(int | str | None, {"anyOf": [INTEGER, STRING, NULL]}, id="X|Y|None"),
-    pytest.param(Union[int, Optional[str]], {"anyOf": [INTEGER, STRING, NULL]}, id="Union-flattened"),  # fmt: skip
-    pytest.param(Optional[Literal["a"]], {"anyOf": [{"type": "string", "enum": ["a"]}, NULL]}, id="Optional-Literal"),  # fmt: skip
-    pytest.param(Optional[Color], {"anyOf": [{"type": "string", "enum": ["red", "green"]}, NULL]}, id="Optional-Enum"),  # fmt: skip
+    pytest.param(
+        Union[int, Optional[str]], {"anyOf": [INTEGER, STRING, NULL]}, id="Union-flattened"
+    ),
+    pytest.param(
+        Optional[Literal["a"]],
+        {"anyOf": [{"type": "string", "enum": ["a"]}, NULL]},
+        id="Optional-Literal",
+    ),
+    pytest.param(
+        Optional[Color],
+        {"anyOf": [{"type": "string", "enum": ["red", "green"]}, NULL]},
+        id="Optional-Enum",
+    ),
     pytest.param(Optional[Any], {}, id="Optional-Any-is-Any"),
-    pytest.param(Optional[list[int]], {"anyOf": [{"type": "array", "items": INTEGER}, NULL]}, id="Optional-list"),  # fmt: skip
+    pytest.param(
+        Optional[list[int]],
+        {"anyOf": [{"type": "array", "items": INTEGER}, NULL]},
+        id="Optional-list",
+    ),
     # --- sequences
     pytest.param(list[int], {"type": "array", "items": INTEGER}, id="list"),
     pytest.param(typing.List[str], {"type": "array", "items": STRING}, id="typing.List"),  # noqa: UP006
     pytest.param(Sequence[str], {"type": "array", "items": STRING}, id="Sequence"),
-    pytest.param(abc.MutableSequence[int], {"type": "array", "items": INTEGER}, id="MutableSequence"),  # fmt: skip
+    pytest.param(
+        abc.MutableSequence[int], {"type": "array", "items": INTEGER}, id="MutableSequence"
+    ),
     pytest.param(abc.Iterable[int], {"type": "array", "items": INTEGER}, id="Iterable"),
     pytest.param(list, {"type": "array"}, id="bare-list"),
     pytest.param(list[Any], {"type": "array", "items": {}}, id="list-Any"),
-    pytest.param(list[list[int]], {"type": "array", "items": {"type": "array", "items": INTEGER}}, id="list-list"),  # fmt: skip
-    pytest.param(list[int | None], {"type": "array", "items": {"anyOf": [INTEGER, NULL]}}, id="list-Optional"),  # fmt: skip
+    pytest.param(
+        list[list[int]],
+        {"type": "array", "items": {"type": "array", "items": INTEGER}},
+        id="list-list",
+    ),
+    pytest.param(
+        list[int | None], {"type": "array", "items": {"anyOf": [INTEGER, NULL]}}, id="list-Optional"
+    ),
     # --- tuples: fixed ones with prefixItems
     pytest.param(
         tuple[int, str],
-        {"type": "array", "prefixItems": [INTEGER, STRING], "items": False, "minItems": 2, "maxItems": 2},  # fmt: skip
+        {
+            "type": "array",
+            "prefixItems": [INTEGER, STRING],
+            "items": False,
+            "minItems": 2,
+            "maxItems": 2,
+        },
         id="tuple-fixed",
     ),
     pytest.param(
         typing.Tuple[float, float, float],  # noqa: UP006
-        {"type": "array", "prefixItems": [NUMBER, NUMBER, NUMBER], "items": False, "minItems": 3, "maxItems": 3},  # fmt: skip
+        {
+            "type": "array",
+            "prefixItems": [NUMBER, NUMBER, NUMBER],
+            "items": False,
+            "minItems": 3,
+            "maxItems": 3,
+        },
         id="typing.Tuple-fixed",
     ),
     pytest.param(tuple[int, ...], {"type": "array", "items": INTEGER}, id="tuple-variadic"),
@@ -182,16 +220,32 @@ TYPES = [
     pytest.param(tuple, {"type": "array"}, id="bare-tuple"),
     # --- sets: uniqueItems
     pytest.param(set[str], {"type": "array", "items": STRING, "uniqueItems": True}, id="set"),
-    pytest.param(frozenset[int], {"type": "array", "items": INTEGER, "uniqueItems": True}, id="frozenset"),  # fmt: skip
-    pytest.param(abc.Set[str], {"type": "array", "items": STRING, "uniqueItems": True}, id="abc.Set"),  # fmt: skip
+    pytest.param(
+        frozenset[int], {"type": "array", "items": INTEGER, "uniqueItems": True}, id="frozenset"
+    ),
+    pytest.param(
+        abc.Set[str], {"type": "array", "items": STRING, "uniqueItems": True}, id="abc.Set"
+    ),
     pytest.param(set, {"type": "array", "uniqueItems": True}, id="bare-set"),
     pytest.param(frozenset, {"type": "array", "uniqueItems": True}, id="bare-frozenset"),
     # --- mappings: string keys only
     pytest.param(dict[str, int], {"type": "object", "additionalProperties": INTEGER}, id="dict"),
-    pytest.param(Mapping[str, float], {"type": "object", "additionalProperties": NUMBER}, id="Mapping"),  # fmt: skip
-    pytest.param(typing.Dict[str, Any], {"type": "object", "additionalProperties": {}}, id="typing.Dict"),  # noqa: UP006
-    pytest.param(dict[UserName, int], {"type": "object", "additionalProperties": INTEGER}, id="dict-str-subclass-key"),  # fmt: skip
-    pytest.param(dict[Email, int], {"type": "object", "additionalProperties": INTEGER}, id="dict-NewType-key"),  # fmt: skip
+    pytest.param(
+        Mapping[str, float], {"type": "object", "additionalProperties": NUMBER}, id="Mapping"
+    ),
+    pytest.param(
+        typing.Dict[str, Any],  # noqa: UP006
+        {"type": "object", "additionalProperties": {}},
+        id="typing.Dict",
+    ),
+    pytest.param(
+        dict[UserName, int],
+        {"type": "object", "additionalProperties": INTEGER},
+        id="dict-str-subclass-key",
+    ),
+    pytest.param(
+        dict[Email, int], {"type": "object", "additionalProperties": INTEGER}, id="dict-NewType-key"
+    ),
     pytest.param(
         dict[str, list[str]],
         {"type": "object", "additionalProperties": {"type": "array", "items": STRING}},
@@ -205,7 +259,9 @@ TYPES = [
     pytest.param(dt.time, {"type": "string", "format": "time"}, id="time"),
     pytest.param(dt.timedelta, {"type": "string", "format": "duration"}, id="timedelta"),
     pytest.param(uuid.UUID, {"type": "string", "format": "uuid"}, id="UUID"),
-    pytest.param(Decimal, {"anyOf": [NUMBER, {"type": "string", "pattern": DECIMAL_PATTERN}]}, id="Decimal"),  # fmt: skip
+    pytest.param(
+        Decimal, {"anyOf": [NUMBER, {"type": "string", "pattern": DECIMAL_PATTERN}]}, id="Decimal"
+    ),
     pytest.param(pathlib.Path, {"type": "string", "format": "path"}, id="Path"),
     pytest.param(pathlib.PurePosixPath, {"type": "string", "format": "path"}, id="PurePosixPath"),
     # --- NewType, subclasses of scalars, aliases
@@ -216,7 +272,11 @@ TYPES = [
     pytest.param(Tags, {"type": "array", "items": STRING}, id="TypeAlias"),
     pytest.param(Scores, {"type": "object", "additionalProperties": NUMBER}, id="TypeAliasType"),
     pytest.param(City, {"type": "string", "description": "A city name"}, id="Annotated-alias"),
-    pytest.param(list[City], {"type": "array", "items": {"type": "string", "description": "A city name"}}, id="list-of-Annotated-alias"),  # fmt: skip
+    pytest.param(
+        list[City],
+        {"type": "array", "items": {"type": "string", "description": "A city name"}},
+        id="list-of-Annotated-alias",
+    ),
 ]
 
 
@@ -236,13 +296,21 @@ def test_null_is_never_openapi_nullable() -> None:
 # Constraints: Param and annotated_types, applied to the non-null branch of an Optional
 
 CONSTRAINTS = [
-    pytest.param(Annotated[int, Param(ge=1, le=10)], {"type": "integer", "minimum": 1, "maximum": 10}, id="Param-ge-le"),  # fmt: skip
+    pytest.param(
+        Annotated[int, Param(ge=1, le=10)],
+        {"type": "integer", "minimum": 1, "maximum": 10},
+        id="Param-ge-le",
+    ),
     pytest.param(
         Annotated[float, Param(gt=0, lt=1)],
         {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
         id="Param-gt-lt",
     ),
-    pytest.param(Annotated[float, Param(multiple_of=0.5)], {"type": "number", "multipleOf": 0.5}, id="Param-multiple_of"),  # fmt: skip
+    pytest.param(
+        Annotated[float, Param(multiple_of=0.5)],
+        {"type": "number", "multipleOf": 0.5},
+        id="Param-multiple_of",
+    ),
     pytest.param(
         Annotated[str, Param(min_length=1, max_length=20)],
         {"type": "string", "minLength": 1, "maxLength": 20},
@@ -258,8 +326,16 @@ CONSTRAINTS = [
         {"type": "object", "additionalProperties": INTEGER, "maxProperties": 5},
         id="Param-length-dict",
     ),
-    pytest.param(Annotated[str, Param(pattern=r"^\d{6}$")], {"type": "string", "pattern": r"^\d{6}$"}, id="Param-pattern"),  # fmt: skip
-    pytest.param(Annotated[str, Param(format="email")], {"type": "string", "format": "email"}, id="Param-format"),  # fmt: skip
+    pytest.param(
+        Annotated[str, Param(pattern=r"^\d{6}$")],
+        {"type": "string", "pattern": r"^\d{6}$"},
+        id="Param-pattern",
+    ),
+    pytest.param(
+        Annotated[str, Param(format="email")],
+        {"type": "string", "format": "email"},
+        id="Param-format",
+    ),
     pytest.param(
         Annotated[str, Param(examples=["Beijing", "Paris"])],
         {"type": "string", "examples": ["Beijing", "Paris"]},
@@ -275,18 +351,36 @@ CONSTRAINTS = [
         {"type": "integer", "minimum": 0, "description": "How many"},
         id="Param-description-and-constraint",
     ),
-    pytest.param(Annotated[int, Param(ge=1), Param(le=9)], {"type": "integer", "minimum": 1, "maximum": 9}, id="Param-merged"),  # fmt: skip
-    pytest.param(Annotated[int, Param(ge=1), Param(ge=5)], {"type": "integer", "minimum": 5}, id="Param-later-wins"),  # fmt: skip
+    pytest.param(
+        Annotated[int, Param(ge=1), Param(le=9)],
+        {"type": "integer", "minimum": 1, "maximum": 9},
+        id="Param-merged",
+    ),
+    pytest.param(
+        Annotated[int, Param(ge=1), Param(ge=5)],
+        {"type": "integer", "minimum": 5},
+        id="Param-later-wins",
+    ),
     # --- annotated_types
     pytest.param(Annotated[int, at.Gt(0)], {"type": "integer", "exclusiveMinimum": 0}, id="at.Gt"),
     pytest.param(Annotated[int, at.Ge(0)], {"type": "integer", "minimum": 0}, id="at.Ge"),
     pytest.param(Annotated[float, at.Lt(1)], {"type": "number", "exclusiveMaximum": 1}, id="at.Lt"),
     pytest.param(Annotated[float, at.Le(1)], {"type": "number", "maximum": 1}, id="at.Le"),
-    pytest.param(Annotated[int, at.MultipleOf(3)], {"type": "integer", "multipleOf": 3}, id="at.MultipleOf"),  # fmt: skip
+    pytest.param(
+        Annotated[int, at.MultipleOf(3)], {"type": "integer", "multipleOf": 3}, id="at.MultipleOf"
+    ),
     pytest.param(Annotated[str, at.MinLen(2)], {"type": "string", "minLength": 2}, id="at.MinLen"),
     pytest.param(Annotated[str, at.MaxLen(8)], {"type": "string", "maxLength": 8}, id="at.MaxLen"),
-    pytest.param(Annotated[str, at.Len(2, 8)], {"type": "string", "minLength": 2, "maxLength": 8}, id="at.Len"),  # fmt: skip
-    pytest.param(Annotated[list[str], at.Len(1)], {"type": "array", "items": STRING, "minItems": 1}, id="at.Len-list-min-only"),  # fmt: skip
+    pytest.param(
+        Annotated[str, at.Len(2, 8)],
+        {"type": "string", "minLength": 2, "maxLength": 8},
+        id="at.Len",
+    ),
+    pytest.param(
+        Annotated[list[str], at.Len(1)],
+        {"type": "array", "items": STRING, "minItems": 1},
+        id="at.Len-list-min-only",
+    ),
     pytest.param(
         Annotated[float, at.Interval(ge=0, lt=1)],
         {"type": "number", "minimum": 0, "exclusiveMaximum": 1},
@@ -297,7 +391,11 @@ CONSTRAINTS = [
         {"type": "integer", "exclusiveMinimum": 0, "maximum": 100},
         id="at.Interval-gt-le",
     ),
-    pytest.param(Annotated[int, at.Ge(1), at.Le(5)], {"type": "integer", "minimum": 1, "maximum": 5}, id="at-several"),  # fmt: skip
+    pytest.param(
+        Annotated[int, at.Ge(1), at.Le(5)],
+        {"type": "integer", "minimum": 1, "maximum": 5},
+        id="at-several",
+    ),
     # --- Optional: constraints on the non-null branch, annotations outside
     pytest.param(
         Annotated[Optional[int], Param(ge=1, description="Page")],
@@ -725,7 +823,10 @@ NAMED = [
         t_typeddicts,
         {
             "type": "object",
-            "properties": {"movie": {"$ref": "#/$defs/Movie"}, "draft": {"$ref": "#/$defs/MovieDraft"}},  # fmt: skip
+            "properties": {
+                "movie": {"$ref": "#/$defs/Movie"},
+                "draft": {"$ref": "#/$defs/MovieDraft"},
+            },
             "required": ["movie", "draft"],
             "additionalProperties": False,
             "$defs": {
@@ -783,7 +884,8 @@ NAMED = [
             "properties": {
                 "box": {"$ref": "#/$defs/Box"},
                 "pair": {"$ref": "#/$defs/Pair"},
-                "start": {"$ref": "#/$defs/Point", "default": {"x": 1.0, "y": 2.0, "tags": [], "cache": {}}},  # fmt: skip
+                # a dataclass default is shown as the model would send it: __init__ fields only
+                "start": {"$ref": "#/$defs/Point", "default": {"x": 1.0, "y": 2.0, "tags": []}},
             },
             "required": ["box", "pair"],
             "additionalProperties": False,
@@ -794,7 +896,11 @@ NAMED = [
                     "properties": {
                         "low": {"$ref": "#/$defs/Point"},
                         "high": {"$ref": "#/$defs/Point"},
-                        "label": {"type": "string", "description": "Shown on the map", "default": ""},  # fmt: skip
+                        "label": {
+                            "type": "string",
+                            "description": "Shown on the map",
+                            "default": "",
+                        },
                     },
                     "required": ["low", "high"],
                     "additionalProperties": False,
@@ -1110,24 +1216,28 @@ def test_pydantic_recursive_model() -> None:
     }
 
 
-def test_pydantic_model_and_dataclass_with_the_same_name() -> None:
+def _pydantic_money() -> Any:
+    """A pydantic model named `Money`, like the dataclass below (pydantic keys $defs by name)."""
     pydantic = pytest.importorskip("pydantic")
+
+    class Money(pydantic.BaseModel):
+        currency: str
+
+    class Wallet(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(extra="allow")
+        balance: Money
+
+    return Wallet
+
+
+def test_pydantic_model_and_dataclass_with_the_same_name() -> None:
+    wallet_model = _pydantic_money()
 
     @dataclasses.dataclass
     class Money:
         cents: int
 
-    class Wallet(pydantic.BaseModel):
-        model_config = pydantic.ConfigDict(extra="allow")
-        balance: "PydanticMoney"
-
-    class PydanticMoney(pydantic.BaseModel):
-        currency: str
-
-    PydanticMoney.__name__ = PydanticMoney.__qualname__ = "Money"
-    Wallet.model_rebuild(_types_namespace={"PydanticMoney": PydanticMoney})
-
-    def f(cash: Money, wallet: Wallet) -> None:
+    def f(cash: Money, wallet: wallet_model) -> None:  # type: ignore[valid-type]
         raise NotImplementedError
 
     assert schema_of(f) == {

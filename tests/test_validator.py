@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from toolreg._validator import Problem, Validator
 
-WEATHER = {
+WEATHER: dict[str, Any] = {
     "type": "object",
     "properties": {
         "city": {"type": "string", "description": "City name"},
@@ -349,6 +349,41 @@ def test_unsupported_keywords_fall_back_to_jsonschema() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("schema", "instance", "message"),
+    [
+        ({"type": ["string", "null"]}, 1, "expected string or null, got integer"),
+        ({"enum": ["c", "f"]}, "x", "'x' is not one of 'c', 'f'"),
+        ({"const": 1}, True, "must be 1"),
+        ({"exclusiveMaximum": 10}, 10, "must be < 10"),
+        ({"multipleOf": 5}, 7, "must be a multiple of 5"),
+        ({"maxLength": 2}, "abc", "must have at most 2 characters"),
+        ({"pattern": "^a"}, "b", "must match pattern '^a'"),
+        ({"minItems": 1}, [], "must have at least 1 item"),
+        ({"prefixItems": [{}], "items": False}, [1, 2], "must have at most 1 item"),
+        ({"uniqueItems": True}, [1, 1], "items must be unique"),
+        ({"contains": {"type": "null"}, "minContains": 2}, [None], "must contain 2 matching items"),
+        ({"maxProperties": 0}, {"a": 1}, "must have at most 0 properties"),
+        (
+            {"properties": {"a": {}}, "additionalProperties": False},
+            {"a": 1, "b": 2},
+            "unexpected property 'b'",
+        ),
+        ({"required": ["a", "b"]}, {}, "missing required property 'a'"),
+        ({"not": {}}, 1, "value is not allowed"),
+        (False, 1, "no value is allowed here"),
+        ({"anyOf": [{"type": "null"}]}, 1, "does not match any of the allowed alternatives"),
+        ({"oneOf": [{}, {}]}, 1, "matches more than one alternative"),
+        ({"dependentRequired": {"a": ["b"]}}, {"a": 1}, "'b' is a dependency of 'a'"),
+        ({"dependentRequired": {"a": ["b" * 200]}}, {"a": 1}, "'" + "b" * 96 + "..."),
+    ],
+)
+def test_fallback_messages(schema: Any, instance: Any, message: str) -> None:
+    """Through jsonschema, the messages are ours wherever we have one."""
+    found = problems({"if": True, "then": schema}, instance)
+    assert found[0] == ("(root)", message)
+
+
 def test_import_stays_light() -> None:
     code = (
         "import sys; from toolreg._validator import Validator; "
@@ -504,7 +539,7 @@ COERCE_SCHEMA = {
 }
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 @given(value=json_values)
 def test_coerce_never_raises_never_mutates_and_keeps_valid_values(value: Any) -> None:
     validator = Validator(COERCE_SCHEMA)

@@ -140,9 +140,13 @@ def _jsonschema_is_valid(schema: Any, instance: Any) -> bool:
         return bool(jsonschema.Draft202012Validator(schema).is_valid(instance))
     except RecursionError:  # a $ref loop that never descends: undefined, skip it
         reject()
+    except BaseException as error:  # the same, seen through referencing's Rust core
+        if type(error).__name__ != "PanicException":
+            raise
+        reject()
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 @given(schema=documents, instances=st.lists(json_values, min_size=1, max_size=4))
 def test_agrees_with_jsonschema(schema: dict[str, Any], instances: list[Any]) -> None:
     validator = Validator(schema)
@@ -156,7 +160,7 @@ def test_agrees_with_jsonschema(schema: dict[str, Any], instances: list[Any]) ->
         assert (validator.validate(instance) == []) == expected, (schema, instance)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(schema=documents, instance=json_values)
 def test_fallback_agrees_with_jsonschema(schema: dict[str, Any], instance: Any) -> None:
     """The same schemas with an uncompiled keyword go through jsonschema, same answers."""

@@ -16,6 +16,7 @@ that awaitable awaited, under the same time limit.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import inspect
 import threading
@@ -28,6 +29,7 @@ from .tool import Tool
 __all__ = ["acall", "call", "run_coroutine"]
 
 T = TypeVar("T")
+_PLAIN = frozenset({str, int, float, bool, dict, list, tuple, type(None)})  # never awaitable
 
 
 def _timeout_error(tool: Tool, timeout: float) -> ToolTimeoutError:
@@ -51,9 +53,7 @@ class _Deadline(Exception):
 
 def _start(target: Callable[[], None]) -> None:
     context = contextvars.copy_context()
-    thread = threading.Thread(
-        target=context.run, args=(target,), name="toolreg-call", daemon=True
-    )
+    thread = threading.Thread(target=context.run, args=(target,), name="toolreg-call", daemon=True)
     thread.start()
 
 
@@ -103,10 +103,8 @@ def _thread_future(fn: Callable[[], T]) -> asyncio.Future[T]:
             error.__cause__ = exc
         except BaseException as exc:
             error = exc
-        try:
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
             loop.call_soon_threadsafe(_settle, future, value, error)
-        except RuntimeError:  # the loop is closed: nobody is waiting any more
-            pass
 
     _start(target)
     return future
@@ -124,7 +122,7 @@ def call(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
             value = _in_thread(lambda: fn(*args, **kwargs), timeout)
         except _Deadline:
             raise _timeout_error(tool, timeout) from None
-    if inspect.isawaitable(value):
+    if type(value) not in _PLAIN and inspect.isawaitable(value):
         return run_coroutine(_with_deadline(tool, value))
     return value
 
@@ -135,7 +133,7 @@ async def acall(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
     if tool.is_async:
         return await _with_deadline(tool, fn(*args, **kwargs))
     value = await _with_deadline(tool, _thread_future(lambda: fn(*args, **kwargs)))
-    if inspect.isawaitable(value):
+    if type(value) not in _PLAIN and inspect.isawaitable(value):
         return await _with_deadline(tool, value)
     return value
 

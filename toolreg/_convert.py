@@ -259,7 +259,10 @@ class _Builder:
 
 def _scalar_subclass(cls: type) -> Converter | None:
     """`class UserId(str)` and friends: built from the validated base value."""
-    if issubclass(cls, (int, float, str, Decimal, uuid.UUID)):
+    if issubclass(cls, int):
+        wrapped = _wrap(cls, f"a valid {cls.__name__}")
+        return lambda v: wrapped(_int(v))  # 3.0 -> UserId(3), not UserId("3.0")
+    if issubclass(cls, (float, str, Decimal, uuid.UUID)):
         return _wrap(cls, f"a valid {cls.__name__}")
     if issubclass(cls, (dt.date, dt.time)):
         return _iso(cls.__name__, cls.fromisoformat, "2024-05-01T09:30:00")

@@ -119,6 +119,8 @@ def check_limits(value: object, max_depth: int, *, python: bool = False) -> None
     With `python=True` (a value built in Python rather than decoded from JSON text) also
     refuse what JSON cannot hold: non-finite floats and non-string object keys.
     """
+    if type(value) is dict and all(type(k) is str and type(v) in _FLAT for k, v in value.items()):
+        return  # the usual case: one level of strings, integers, booleans and nulls
     stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         node, depth = stack.pop()
@@ -135,6 +137,9 @@ def check_limits(value: object, max_depth: int, *, python: bool = False) -> None
         elif isinstance(node, float) and not math.isfinite(node):
             token = "NaN" if math.isnan(node) else ("-Infinity" if node < 0 else "Infinity")
             raise _invalid_json(f"Arguments are not valid JSON: {token} is not a valid number.")
+
+
+_FLAT = frozenset({str, int, bool, type(None)})
 
 
 def _needs_check(value: object, python: bool) -> bool:

@@ -43,21 +43,16 @@ class DocInfo:
 EMPTY_DOC = DocInfo(summary="", params=MappingProxyType({}), returns=None, style="plain")
 
 # Section titles shared by the Google and NumPy styles (matched case-insensitively).
-_PARAM_TITLES = frozenset(
-    {
-        "args", "arguments", "params", "parameters", "keyword args", "keyword arguments",
-        "other args", "other arguments", "other parameters",
-    }
-)  # fmt: skip
+_PARAM_TITLES = frozenset({
+    "args", "arguments", "params", "parameters", "keyword args", "keyword arguments",
+    "other args", "other arguments", "other parameters",
+})  # fmt: skip
 _RETURN_TITLES = frozenset({"return", "returns"})
-_OTHER_TITLES = frozenset(
-    {
-        "raise", "raises", "yield", "yields", "receive", "receives", "example", "examples",
-        "note", "notes", "warning", "warnings", "warn", "warns", "see also", "todo",
-        "references", "attributes", "methods", "attention", "caution", "danger", "error",
-        "hint", "important", "tip",
-    }
-)  # fmt: skip
+_OTHER_TITLES = frozenset({
+    "raise", "raises", "yield", "yields", "receive", "receives", "example", "examples", "note",
+    "notes", "warning", "warnings", "warn", "warns", "see also", "todo", "references",
+    "attributes", "methods", "attention", "caution", "danger", "error", "hint", "important", "tip",
+})  # fmt: skip
 _ALL_TITLES = _PARAM_TITLES | _RETURN_TITLES | _OTHER_TITLES
 _FIELD_NAMES = (
     r"param|parameter|arg|argument|key|keyword|kwarg|kwtype|type|returns?|rtype|raises?|except"
@@ -80,7 +75,6 @@ _MARKERS = re.compile(
 _GOOGLE_ARG = re.compile(r"(\*{0,2}[^\W\d]\w*)(?:\s*\(.*?\))?\s*[:：]\s*(.*)")
 # A leading "type:" in a Google Returns block: "dict: ...", "Dict[str, int]: ...".
 _RETURN_TYPE = re.compile(r"(?:[^:\s]+|[^:\n]*\]):\s+(?=\S)")
-_IDENTIFIER = re.compile(r"[^\W\d]\w*")
 _REST_PARAM_FIELDS = frozenset({"param", "parameter", "arg", "argument", "key", "keyword"})
 _FIELD_PARAMS = {"rest": _REST_PARAM_FIELDS, "epydoc": _REST_PARAM_FIELDS | {"kwarg"}}
 
@@ -95,9 +89,7 @@ def parse_docstring(doc: str | None) -> DocInfo:
         return EMPTY_DOC
     text = doc
     try:
-        if "\r" in text:
-            text = text.replace("\r\n", "\n").replace("\r", "\n")
-        text = inspect.cleandoc(text) if "\n" in text else text.strip()
+        text = _clean(doc)
         if ":" not in text and "--" not in text:  # no marker possible: plain prose
             return _plain(text)
         body = "\n" + text
@@ -114,8 +106,42 @@ def parse_docstring(doc: str | None) -> DocInfo:
             params, returns = _parse_fields(chunks, _FIELD_PARAMS[style])
         summary = _tidy(body[: markers[0][3].start()])
         return DocInfo(summary, MappingProxyType(params), returns, style)
-    except Exception:  # a malformed docstring degrades to plain prose
+    except Exception:  # a docstring the fast parser cannot read: ask docstring-parser
+        return _fallback(text)
+
+
+def _fallback(text: str) -> DocInfo:
+    """docstring-parser's auto-detection (imported only here, ~4x slower); else plain prose."""
+    try:
+        import docstring_parser  # lazy by design: `import toolreg` stays light
+
+        parsed = docstring_parser.parse(text)
+        params = {
+            p.arg_name.lstrip("*"): " ".join(p.description.split())
+            for p in parsed.params
+            if p.description
+        }
+        parts = (parsed.short_description, parsed.long_description)
+        summary = "\n\n".join(part.strip() for part in parts if part)
+        returns = parsed.returns.description if parsed.returns else None
+        return DocInfo(summary, MappingProxyType(params), returns, "plain")
+    except Exception:  # still unreadable: the whole text is the summary
         return _plain(text)
+
+
+def _clean(doc: str) -> str:
+    """`inspect.cleandoc`, keeping the block under a section header on the opening line."""
+    if "\r" in doc:
+        doc = doc.replace("\r\n", "\n").replace("\r", "\n")
+    if "\n" not in doc:
+        return doc.strip()
+    first, rest = doc.split("\n", 1)
+    head = first.strip()
+    if head.endswith(":") and " ".join(head[:-1].lower().split()) in _ALL_TITLES:
+        closing = rest[rest.rfind("\n") + 1 :]  # the closing quotes' line: the base indentation
+        if not closing.strip():
+            doc = f"\n{closing}{head}\n{rest}"
+    return inspect.cleandoc(doc)
 
 
 def _plain(text: str) -> DocInfo:
@@ -151,7 +177,7 @@ def _parse_numpy(chunks: _Chunks) -> tuple[_Params, str | None]:
         if title in _PARAM_TITLES:
             for entry in _entries(chunk, block=False):  # "x : int" / "x, y : int", description
                 names = [name.strip().lstrip("*") for name in entry[0].split(":", 1)[0].split(",")]
-                if all(_IDENTIFIER.fullmatch(name) for name in names):  # else: not an entry
+                if all(name.isidentifier() for name in names):  # else: not an entry
                     _add(params, ((name, _join(entry[1:])) for name in names))
         elif title in _RETURN_TITLES and returns is None:
             # "type" (or "name : type") lines, each followed by an indented description.
@@ -226,7 +252,7 @@ def _entries(chunk: str, *, block: bool) -> list[list[str]]:
 def _add(params: _Params, items: Iterable[tuple[str, str]]) -> None:
     """Record each (name, description) whose name is an identifier; the first one wins."""
     for name, desc in items:
-        if desc and name not in params and _IDENTIFIER.fullmatch(name):
+        if desc and name not in params and name.isidentifier():
             params[name] = desc
 
 

@@ -33,7 +33,10 @@ def _size(unit: list[Message]) -> int:
     total = 0
     for message in unit:
         content = message.get("content")
-        total += len(content) if isinstance(content, str) else len(json.dumps(content or ""))
+        if isinstance(content, str):
+            total += len(content)
+        elif content is not None:  # a list of content parts
+            total += len(json.dumps(content, ensure_ascii=False))
         for key in ("tool_calls", "function_call"):
             if message.get(key):
                 total += len(json.dumps(message[key], ensure_ascii=False))
@@ -45,7 +48,11 @@ def trim_history(
     max_messages: int | None = None,
     max_chars: int | None = None,
 ) -> list[Message]:
-    """The newest messages that fit `max_messages` and `max_chars` (content characters).
+    """The newest messages that fit `max_messages` and `max_chars`.
+
+    Both limits count the whole result, system messages included. Characters are those of
+    each message's content (a list of content parts counts as its JSON) plus the JSON of
+    its `tool_calls` / `function_call`.
 
     Leading system messages are always kept. An assistant message with tool calls and the
     tool messages that answer it are kept or dropped together, and the history never starts

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -122,7 +123,10 @@ def resolve_hints(
     """
     try:
         source = _hint_source(obj) if callable_ else obj
-        return typing.get_type_hints(source, include_extras=True)
+        hints = typing.get_type_hints(source, include_extras=True)
+        if sys.version_info < (3, 11):  # 3.10 leaves the "Node" of list["Node"] a string
+            hints = {k: _resolve_nested(v, *_namespaces(source)) for k, v in hints.items()}
+        return hints
     except NameError as exc:
         name = getattr(exc, "name", None) or str(exc)
         field = _annotation_mentioning(obj, name)
@@ -143,6 +147,37 @@ def resolve_hints(
         ) from exc
 
 
+def _namespaces(obj: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The globals (and locals) `get_type_hints` evaluates `obj`'s annotations in."""
+    if isinstance(obj, type):
+        module = sys.modules.get(obj.__module__)
+        return dict(vars(module)) if module else {}, dict(vars(obj))
+    return getattr(obj, "__globals__", {}), None
+
+
+def _resolve_nested(tp: Any, globalns: dict[str, Any], localns: dict[str, Any] | None) -> Any:
+    """Python 3.10: evaluate the strings left inside builtin generics, e.g. `list["Node"]`."""
+    if isinstance(tp, str):
+        holder = types.SimpleNamespace(__annotations__={"_": tp})
+        return typing.get_type_hints(holder, globalns, localns, include_extras=True)["_"]
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if not args or origin in (typing.Literal, typing_extensions.Literal):
+        return tp
+    if _is_annotated(tp):
+        inner = _resolve_nested(args[0], globalns, localns)
+        params = (inner, *tp.__metadata__)
+        return tp if inner is args[0] else typing.Annotated[params]
+    new = tuple(a if a is Ellipsis else _resolve_nested(a, globalns, localns) for a in args)
+    if all(a is b for a, b in zip(new, args)):
+        return tp
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[new]
+    if isinstance(tp, types.GenericAlias):
+        return types.GenericAlias(origin, new)
+    copy_with = getattr(tp, "copy_with", None)  # typing.List[...], NotRequired[...], ...
+    return copy_with(new) if copy_with is not None else tp
+
+
 def _annotation_mentioning(obj: Any, name: str) -> str | None:
     """The first annotated name whose (string) annotation mentions `name`."""
     word = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
@@ -153,8 +188,8 @@ def _annotation_mentioning(obj: Any, name: str) -> str | None:
     if not isinstance(annotations, dict):
         return None
     for key, value in annotations.items():
-        text = value if isinstance(value, str) else getattr(value, "__forward_arg__", "")
-        if isinstance(text, str) and word.search(text):
+        text = value if isinstance(value, str) else repr(value)  # list['Node'] on 3.10
+        if word.search(text):
             return str(key)
     return None
 

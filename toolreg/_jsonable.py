@@ -66,7 +66,11 @@ def json_default(obj: Any) -> Any:
 
 
 def to_jsonable(value: Any, _depth: int = 0) -> Any:
-    """A JSON-compatible copy of `value`, or `NOT_JSONABLE`."""
+    """A JSON-compatible copy of `value` (a default or an example in a schema), or `NOT_JSONABLE`.
+
+    Values are written as a model would send them: a dataclass as its `__init__` fields, an
+    Enum as its value, a set as a sorted list, a datetime in ISO 8601.
+    """
     if _depth > 64:
         return NOT_JSONABLE
     if value is None or isinstance(value, (bool, int, str)):
@@ -80,6 +84,10 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
             return NOT_JSONABLE
         items = {k: to_jsonable(v, _depth + 1) for k, v in value.items()}
         return NOT_JSONABLE if NOT_JSONABLE in items.values() else items
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # As the model would send it to build the value: the fields __init__ takes.
+        fields = dataclasses.fields(value)
+        return to_jsonable({f.name: getattr(value, f.name) for f in fields if f.init}, _depth + 1)
     try:
         step = json_default(value)
     except TypeError:

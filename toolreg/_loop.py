@@ -117,7 +117,7 @@ def _request(s: LoopSettings, state: _State) -> dict[str, Any]:
 
 
 def _tool_choice(s: LoopSettings, state: _State) -> str:
-    """"none" for the final call; a forced choice (a name, "required") only on the first call."""
+    """The choice to send: "none" when final; a forced one (name, "required") on call 1 only."""
     if state.final:
         return "none"
     if state.calls_made > 0 and s.tool_choice not in ("auto", "none"):

@@ -26,6 +26,7 @@ from .tool import Tool
 __all__ = ["CallPlan", "invalid_arguments", "plan_for"]
 
 _MAX_WALK = 200
+_ABSENT: Any = object()
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,10 +44,9 @@ class CallPlan:
         self, tool: Tool, args: dict[str, Any], coerce: bool, max_depth: int = 64
     ) -> dict[str, Any]:
         """Validate (and coerce) `args`, then convert them; raise InvalidArgumentsError."""
-        if self.null_means_default and not self.null_means_default.isdisjoint(args):
-            args = {
-                k: v for k, v in args.items() if v is not None or k not in self.null_means_default
-            }
+        nulls = self.null_means_default
+        if nulls and any(args.get(k, _ABSENT) is None for k in nulls):
+            args = {k: v for k, v in args.items() if v is not None or k not in nulls}
         problems = self.validator.validate(args)
         if problems:
             args, problems = self._repair(args, problems, coerce, max_depth)
@@ -77,11 +77,16 @@ class CallPlan:
         return args, problems
 
     def _convert(self, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
-        out = dict(args)
+        out = args  # copied on the first change only: `args` may be the caller's dict
         for name, conv in self.converters:
-            if name in out:
+            if name in args:
+                value = args[name]
                 try:
-                    out[name] = conv(out[name])
+                    new = conv(value)
+                    if new is not value:
+                        if out is args:
+                            out = dict(args)
+                        out[name] = new
                 except ConversionError as exc:
                     raise invalid_arguments(
                         tool.name, [Problem((name, *exc.path), exc.message)]

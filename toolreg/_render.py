@@ -46,8 +46,8 @@ def _to_json(tool: Tool, value: Any) -> str:
         return _encoder.encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise ToolExecutionError(
-            f"Tool '{tool.name}' failed: it returned a {type(value).__name__}, "
-            "which cannot be written as JSON.",
+            f"Tool '{tool.name}' failed: its result (of type {type(value).__name__}) "
+            "cannot be written as JSON.",
             tool_name=tool.name,
         ) from exc
 

@@ -51,6 +51,10 @@ class Reply:
     result in order, `rounds` the number of model calls, `stop_reason` one of "answer",
     "return_direct", "max_rounds", "length", "content_filter"; `output` the converted value
     when an `output_type` was asked for.
+
+    "max_rounds" also ends a loop stopped by a call repeated three rounds in a row (its
+    last call forbids tools, like the one after `max_rounds`). After "return_direct" the
+    history ends with the tool messages; `text` is their content.
     """
 
     text: str
@@ -97,7 +101,12 @@ class ToolResultEvent:
 
 @dataclass(frozen=True, slots=True)
 class Hooks:
-    """Optional callables run by the conversation loop, each with one event."""
+    """Optional callables run by the conversation loop, each with one event.
+
+    A hook's exception is not caught: it ends the `send` / `run` (the conversation's
+    history stays as it was), since a broken hook is a bug in the application.
+    `before_tool_call` may veto a call by returning False or a message for the model.
+    """
 
     before_model_call: Callable[[ModelCallEvent], Any] | None = None
     after_model_call: Callable[[ModelResponseEvent], Any] | None = None

@@ -92,7 +92,10 @@ class StreamAssembler:
             self.function_call = current
 
     def _tool_fragment(self, fragment: dict[str, Any]) -> None:
-        index = fragment.get("index", len(self.calls))
+        index = fragment.get("index")
+        if index is None:  # a server that numbers nothing: an id starts a call, the rest follow it
+            last = max(self.calls, default=-1)
+            index = last + 1 if fragment.get("id") or last < 0 else last
         call = self.calls.setdefault(
             index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
         )

@@ -343,7 +343,7 @@ class _Compiler:
                 sub = get(key)
                 found = None if sub is None else sub(item)
                 for regex, node in patterns:
-                    if regex.search(key):
+                    if isinstance(key, str) and regex.search(key):
                         sub = node
                         more = node(item)
                         found = found if more is None else _join(found, more)
@@ -496,12 +496,17 @@ class _Jsonschema:
 def _translate(error: Any) -> list[str]:
     """Our messages for a jsonschema error, at the error's own path."""
     keyword, value, schema = error.validator, error.validator_value, error.schema
-    if keyword in ("anyOf", "oneOf", "not", None):
-        if keyword == "not" or keyword is None:
-            return ["value is not allowed" if keyword else _NOT_ALLOWED.message]
-        many = "valid under each" in error.message
-        return ["matches more than one alternative" if many else "does not match any alternative"]
+    if keyword is None:  # the `false` schema
+        return [_NOT_ALLOWED.message]
+    if keyword == "not":
+        return ["value is not allowed"]
+    if keyword in ("anyOf", "oneOf"):
+        if "valid under each" in error.message:
+            return ["matches more than one alternative"]
+        return ["does not match any of the allowed alternatives"]
     local = {keyword: value}
+    if keyword in ("contains", "minContains", "maxContains"):
+        local = {k: schema[k] for k in ("contains", "minContains", "maxContains") if k in schema}
     if value is False:  # additionalProperties / items: what the siblings already cover
         for key in ("properties", "patternProperties", "prefixItems"):
             if key in schema:

@@ -77,6 +77,11 @@ class _Base:
         self.stream = stream
         self.on_text = on_text
         self.messages: list[Message] = [{"role": "system", "content": system}] if system else []
+        if tool_choice not in ("auto", "none", "required", *self.offered_names()):
+            raise ValueError(
+                f"tool_choice={tool_choice!r} is neither auto, none, required nor a tool offered "
+                f"to the model ({', '.join(self.offered_names()) or 'none offered'})"
+            )
         self._settings = LoopSettings(
             model=model,
             dialect=DIALECTS[dialect],
@@ -130,7 +135,9 @@ def _check_options(
     if output_retries < 0:
         raise ValueError("output_retries must be >= 0")
     if final_call not in ("tool_choice_none", "drop_tools"):
-        raise ValueError(f'final_call must be "tool_choice_none" or "drop_tools", not {final_call!r}')
+        raise ValueError(
+            f'final_call must be "tool_choice_none" or "drop_tools", not {final_call!r}'
+        )
     if assistant_content not in ("empty", "null", "omit"):
         raise ValueError(
             f'assistant_content must be "empty", "null" or "omit", not {assistant_content!r}'
@@ -297,9 +304,12 @@ def run_conversation(
     prompt: str | Sequence[Message],
     **options: Any,
 ) -> Reply:
-    """One-shot: a `Conversation` with `options`, run on a prompt or a message list."""
+    """One-shot: a `Conversation` with `options`, run on a prompt or a message list.
+
+    `system=` goes first in either case (give it only when the list has no system message).
+    """
     output_type = options.pop("output_type", None)
     conversation = Conversation(client, model, **options)
     if isinstance(prompt, str):
         return conversation.send(prompt, output_type=output_type)
-    return conversation.run(prompt, output_type=output_type)
+    return conversation.run([*conversation.messages, *prompt], output_type=output_type)

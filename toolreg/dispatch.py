@@ -277,8 +277,14 @@ class DispatchMixin:
 
 
 def _failure(name: object, call_id: str | None, err: ToolCallError, start: float) -> ToolResult:
+    # past the lookup, `name` is exactly a registered name: keep it whole, whatever the error
+    # says (a ToolCallError raised inside the tool may name some other tool)
+    if isinstance(name, str) and not isinstance(err, UnknownToolError):
+        tool_name = name
+    else:
+        tool_name = err.tool_name or _safe_name(name)
     return ToolResult(
-        tool_name=err.tool_name or _safe_name(name),
+        tool_name=tool_name,
         call_id=call_id,
         ok=False,
         content=err.message,

@@ -201,10 +201,9 @@ class SchemaBuilder:
         if not args:
             return {"type": "object"}
         key, value = args
-        key_bare = split_annotated(key)[0]
-        if key_bare is not str and not hasattr(key_bare, "__supertype__"):
+        if self.build(split_annotated(key)[0]) != {"type": "string"}:  # str, NewType of str...
             raise self.unsupported(
-                tp, "JSON object keys are always strings", "use dict[str, ...] as the type"
+                tp, "JSON object keys are always plain strings", "use dict[str, ...] as the type"
             )
         return {"type": "object", "additionalProperties": self.build(value)}
 

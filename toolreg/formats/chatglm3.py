@@ -43,7 +43,10 @@ def _calls_in_text(content: Any) -> list[ToolCall]:
         return []
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
         return []
+    # Both keys, or it is an answer that happens to have a "name" (e.g. structured output).
     arguments = data.get("parameters", data.get("arguments"))
+    if not isinstance(arguments, (dict, str)):
+        return []
     return [ToolCall(data["name"], arguments_text(arguments))]
 
 
