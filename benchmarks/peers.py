@@ -51,7 +51,10 @@ IMPORTS = {
 
 
 def installed(dist: str) -> bool:
-    return importlib.util.find_spec(PEERS[dist]) is not None
+    try:
+        return importlib.util.find_spec(PEERS[dist]) is not None
+    except (ImportError, ValueError):  # e.g. a module blocked with sys.modules[name] = None
+        return False
 
 
 def versions(dists: Sequence[str]) -> dict[str, str]:
@@ -237,7 +240,8 @@ def dispatch_paths(
     for dist in peers:
         factory = _DISPATCH[dist]
         if factory is None:
-            skipped[dist] = "no dispatch path (schemas only)"
+            reason = "no dispatch path (schemas only)" if installed(dist) else "not installed"
+            skipped[dist] = reason
             continue
         found = _load(dist, lambda f=factory: f(fns, loop), skipped)
         if found is not None:

@@ -8,6 +8,7 @@ __all__ = ["markdown", "means", "targets"]
 
 DOC_FLOOR = "floor: docstring (Google)"
 DISPATCH_FLOOR = "floor: json.loads + fn"
+TEXT_FLOOR = "floor: json.loads + fn + render"
 
 
 def _stats(path: dict[str, Any], tool: str) -> dict[str, Any] | None:
@@ -105,7 +106,7 @@ def _skipped(section: dict[str, Any]) -> list[str]:
 
 
 def _timed_section(
-    title: str, section: dict[str, Any], floor: str, unit: str, clock: str
+    title: str, section: dict[str, Any], floors: list[str], unit: str, clock: str
 ) -> list[str]:
     other = "wall" if clock == "cpu" else "cpu"
     tools, mean = means(section, clock)
@@ -113,11 +114,12 @@ def _timed_section(
     lines = [f"### {title}", "", f"Mean over the common tools: {', '.join(tools)}.", ""]
     rows = [
         [p["label"], _num(mean.get(p["label"])), _num(other_mean.get(p["label"])),
-         _ratio(mean.get(p["label"]), mean.get(floor)),
+         *(_ratio(mean.get(p["label"]), mean.get(f)) for f in floors),
          _ratio(mean.get(p["label"]), mean.get("toolreg")), p["note"]]
         for p in section["paths"]
     ]  # fmt: skip
-    header = ["path", f"{unit} ({clock})", f"{unit} ({other})", f"× {floor}", "× toolreg"]
+    header = ["path", f"{unit} ({clock})", f"{unit} ({other})", *(f"× {f}" for f in floors)]
+    header.append("× toolreg")
     lines += _table([*header, "what runs"], rows)
     names = [fn.__name__ for fn in corpus.TOOLS]
     per_tool = [
@@ -217,12 +219,12 @@ def markdown(results: dict[str, Any]) -> str:
     if "registration" in results:
         lines += _timed_section(
             "1. Registration (function → OpenAI tool definition, µs per tool)",
-            results["registration"], DOC_FLOOR, "µs/tool", clock,
+            results["registration"], [DOC_FLOOR], "µs/tool", clock,
         )  # fmt: skip
     if "dispatch" in results:
         lines += _timed_section(
             "2. Dispatch ((name, JSON) → validated call → text, µs per call)",
-            results["dispatch"], DISPATCH_FLOOR, "µs/call", clock,
+            results["dispatch"], [DISPATCH_FLOOR, TEXT_FLOOR], "µs/call", clock,
         )  # fmt: skip
     if "import" in results:
         lines += _imports(results["import"], clock)

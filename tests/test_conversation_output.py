@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pydantic
@@ -21,6 +21,12 @@ class Forecast:
     city: str
     temp: int
     rain: bool = False
+
+
+@dataclass
+class Node:
+    name: str
+    children: list[Node] = field(default_factory=list)
 
 
 class Mood(enum.Enum):
@@ -85,6 +91,18 @@ def test_output_types(output_type: Any, answer: str, expected: Any) -> None:
         schema = server.requests[0]["response_format"]["json_schema"]["schema"]
     assert reply.output == expected
     assert schema["type"] == "object"
+
+
+def test_a_recursive_type_has_an_object_at_the_root_and_its_defs() -> None:
+    answer = '{"name": "a", "children": [{"name": "b"}]}'
+    with ScriptedServer([text(answer)]) as server:
+        reply = converse(server).send("tree", output_type=Node)
+        schema = server.requests[0]["response_format"]["json_schema"]["schema"]
+    assert reply.output == Node("a", [Node("b")])
+    assert schema["type"] == "object"
+    assert "$ref" not in schema
+    assert schema["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    assert "Node" in schema["$defs"]
 
 
 def test_not_json_is_retried() -> None:

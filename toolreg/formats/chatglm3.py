@@ -43,7 +43,7 @@ def _calls_in_text(content: Any) -> list[ToolCall]:
         return []
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
         return []
-    # Both keys, or it is an answer that happens to have a "name" (e.g. structured output).
+    # A call names its arguments too; JSON with only a "name" is an answer (structured output).
     arguments = data.get("parameters", data.get("arguments"))
     if not isinstance(arguments, (dict, str)):
         return []
