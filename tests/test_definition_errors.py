@@ -654,3 +654,13 @@ def test_from_schema_name_is_checked_too() -> None:
     schema = {"type": "object", "properties": {}}
     with pytest.raises(ToolDefinitionError, match="accepted by no provider"):
         Tool.from_schema("bad name", schema, handler)
+
+
+def test_explicit_schema_that_cannot_be_compiled_fails_at_registration() -> None:
+    reg = ToolRegistry()
+    schema = {"type": "object", "properties": {"code": {"$ref": "#/$defs/Missing"}}}
+    with pytest.raises(ToolDefinitionError) as info:
+        reg.register_schema("lookup", schema, lambda code: code)
+    assert info.value.problem.startswith("the parameters schema cannot be validated: ")
+    assert "Missing" in info.value.problem
+    assert "lookup" not in reg

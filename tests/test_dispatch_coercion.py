@@ -203,9 +203,11 @@ def test_coerced_json_strings_cannot_smuggle_infinity() -> None:
         return "ok"
 
     result = reg.dispatch_tool("take", {"xs": "[1e400]"})
-    assert result.error_kind == "invalid_json"
-    assert result.content == "Arguments are not valid JSON: Infinity is not a valid number."
+    assert result.error_kind == "invalid_arguments"  # coercion refuses; the type error stands
+    assert result.content == "Invalid arguments for tool 'take': xs: expected array, got string."
     assert seen == []
+    assert reg.dispatch_tool("take", {"xs": "[1.5, 2]"}).ok
+    assert seen == [[1.5, 2.0]]
 
 
 # -- null -> default ----------------------------------------------------------------------
@@ -629,3 +631,16 @@ def test_scalar_subclasses_are_built_from_the_json_value() -> None:
     assert reg.dispatch_tool("take", {"user": "7"}).ok
     assert seen == [(3, 2.0), (7, 0.0)]
     assert [type(v) for pair in seen for v in pair] == [UserId, Score, UserId, Score]
+
+
+def test_bare_containers_reach_the_function_as_their_own_type() -> None:
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def kinds(a: set, b: tuple, c: frozenset) -> str:  # type: ignore[type-arg]
+        """Report the types."""
+        return " ".join(type(x).__name__ for x in (a, b, c))
+
+    assert reg.dispatch_tool("kinds", '{"a": [1], "b": [1, 2], "c": ["x"]}').content == (
+        "set tuple frozenset"
+    )

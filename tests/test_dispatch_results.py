@@ -88,7 +88,7 @@ def registry_returning(value: Any, **options: Any) -> ToolRegistry:
         (uuid.UUID(int=1), '"00000000-0000-0000-0000-000000000001"'),
         (Path("/tmp/报告.txt"), '"/tmp/报告.txt"'),
         ({3, 1, 2}, "[1, 2, 3]"),
-        (Point(1, 2), "[1, 2]"),
+        (Point(1, 2), '{"x": 1, "y": 2}'),  # an object, as in its schema
         (
             {"nested": [City("x", 1, dt.date(2000, 1, 1))]},
             '{"nested": [{"name": "x", "population": 1, "founded": "2000-01-01"}]}',

@@ -547,3 +547,20 @@ def test_annotated_description_reaches_the_tool(reg: ToolRegistry) -> None:
         return city
 
     assert reg["weather"].parameters["properties"]["city"]["description"] == "City name"
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"max_payload_bytes": 0},
+        {"max_depth": -1},
+        {"max_concurrency": 0},
+        {"max_result_chars": 0},
+        {"max_depth": True},
+        {"max_concurrency": 2.5},
+    ],
+)
+def test_registry_settings_are_checked(settings: dict[str, Any]) -> None:
+    (key,) = settings
+    with pytest.raises(ValueError, match=rf"ToolRegistry\({key}=.*must be a whole number >= 1"):
+        ToolRegistry(**settings)

@@ -13,6 +13,7 @@ import enum
 import re
 import typing
 import uuid
+from collections import abc
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path, PurePath
@@ -124,6 +125,10 @@ _SCALARS: dict[Any, Converter | None] = {
 }
 
 
+# Bare `tuple`, `set` and `frozenset` still need their Python type (JSON only has lists).
+_BARE_CONTAINERS = (tuple, set, frozenset, abc.Set, abc.MutableSet)
+
+
 class _Builder:
     """Builds converters for one tool; classes are converted once even when recursive."""
 
@@ -135,7 +140,7 @@ class _Builder:
         if tp in _SCALARS:
             return _SCALARS[tp]
         tp = split_annotated(tp)[0]
-        origin = typing.get_origin(tp)
+        origin = typing.get_origin(tp) or (tp if tp in _BARE_CONTAINERS else None)
         if origin is not None:
             return self._generic(tp, origin, typing.get_args(tp))
         if hasattr(tp, "__supertype__"):

@@ -151,6 +151,13 @@ def _build(tool: Tool) -> CallPlan:
             null_default.add(p.name)
         if p.default is MISSING and not p.required:
             absent.append(p.name)
+    if not tool.params:  # an explicit schema: its optional properties take null as "absent"
+        required = set(tool.parameters.get("required", ()))
+        null_default = {
+            name
+            for name, schema in properties.items()
+            if name not in required and not Validator({**schema, "$defs": defs}).is_valid(None)
+        }
     return CallPlan(
         validator=Validator(tool.parameters),
         converters=tuple(converters),

@@ -35,6 +35,8 @@ def render_result(tool: Tool, value: Any, limit: int | None) -> str:
         text = str.__str__(value)  # a str subclass is text too; a str Enum member is JSON
     elif value is None:
         text = NONE_CONTENT
+    elif isinstance(value, tuple) and hasattr(value, "_asdict"):
+        text = _to_json(tool, value._asdict())  # a NamedTuple is an object, as in schemas
     else:
         text = _to_json(tool, value)
     cut = tool.max_result_chars or limit

@@ -8,6 +8,7 @@ strict: the model could send keys or values the schema does not describe.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from .errors import ToolDefinitionError
@@ -72,13 +73,23 @@ def _node(schema: Any, path: tuple[str, ...]) -> Any:
             out[key] = [_node(v, (*path, key, str(i))) for i, v in enumerate(value)]
         elif key in ("items", "not"):
             out[key] = _node(value, (*path, key))
+        elif key == "default":  # strict schemas may not carry `default`: say it in words
+            out["description"] = _with_default(schema.get("description"), value)
         elif key != "$defs":
-            out[key] = value
+            out.setdefault(key, value)
     if _is_object(out):
         _close_object(out, schema, path)
     if out.get("type") == "array" and "items" not in out and "prefixItems" not in out:
         raise _NotStrict(path, "an array of Any", "give the items a type, e.g. list[str]")
     return out
+
+
+def _with_default(description: str | None, default: Any) -> str:
+    note = f"Default: {json.dumps(default, ensure_ascii=False)} (send null for the default)."
+    if not description:
+        return note
+    text = description.rstrip()
+    return f"{text} {note}" if text.endswith((".", "!", "?", "。")) else f"{text}. {note}"
 
 
 def _is_object(schema: JsonSchema) -> bool:

@@ -40,6 +40,7 @@ class ToolRegistry(DispatchMixin):
         max_concurrency: int = 8,
         max_result_chars: int | None = None,
     ) -> None:
+        _check_settings(max_payload_bytes, max_depth, max_concurrency, max_result_chars)
         self.settings = DispatchSettings(
             coerce=coerce,
             mask_errors=mask_errors,
@@ -220,6 +221,20 @@ def _tag_set(tags: Iterable[str] | None) -> frozenset[str] | None:
     if tags is None:
         return None
     return frozenset([tags] if isinstance(tags, str) else tags)
+
+
+def _check_settings(payload: int, depth: int, concurrency: int, result_chars: int | None) -> None:
+    limits = {
+        "max_payload_bytes": payload,
+        "max_depth": depth,
+        "max_concurrency": concurrency,
+        "max_result_chars": result_chars,
+    }
+    for key, value in limits.items():
+        if value is None and key == "max_result_chars":
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"ToolRegistry({key}={value!r}): must be a whole number >= 1")
 
 
 def _owner(tool: Tool) -> str:

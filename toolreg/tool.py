@@ -13,6 +13,7 @@ from ._docstrings import EMPTY_DOC, parse_docstring
 from ._introspect import ParamRecord, describe_callable, qualified_name
 from ._names import NAME_RULES, accepting_formats
 from ._strict import make_strict
+from ._validator import Validator
 from .errors import ToolDefinitionError
 from .schema import JsonSchema, SchemaBuilder
 
@@ -219,7 +220,16 @@ def _checked_schema(parameters: Mapping[str, Any], owner: str) -> JsonSchema:
             function=owner,
             fix="correct the schema (Draft 2020-12)",
         ) from None
-    return copy.deepcopy(dict(parameters))  # the caller's dicts stay theirs
+    schema = copy.deepcopy(dict(parameters))  # the caller's dicts stay theirs
+    try:
+        Validator(schema)  # compiles what dispatch will run: e.g. every regex
+    except ValueError as exc:
+        raise ToolDefinitionError(
+            f"the parameters schema cannot be validated: {exc}",
+            function=owner,
+            fix="correct the schema (e.g. a $ref to a definition that does not exist)",
+        ) from None
+    return schema
 
 
 _POSITIVE: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
