@@ -7,12 +7,11 @@ value, which `render` turns into text exactly like the floor does (str as is, an
 `json.dumps`), so every row pays the same for it.
 """
 
-import asyncio
 import inspect
 import json
 import typing
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
@@ -56,7 +55,6 @@ class DispatchPath:
     call: Call | None = None  # sync: (name, json) -> str
     acall: Callable[[str, str], Any] | None = None  # async: awaitable of str
     note: str = ""
-    loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
 
 
 def toolreg_registration() -> list[RegistrationPath]:
@@ -104,7 +102,7 @@ def floor_registration() -> list[RegistrationPath]:
     ]
 
 
-def toolreg_dispatch(fns: Sequence[Fn], loop: Any) -> DispatchPath:
+def toolreg_dispatch(fns: Sequence[Fn]) -> DispatchPath:
     import toolreg
 
     reg = toolreg.ToolRegistry()

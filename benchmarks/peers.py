@@ -5,7 +5,6 @@ as expected is skipped with the error. Nothing is ever faked. The rows every run
 (toolreg, the floors) live in `baselines`.
 """
 
-import asyncio
 import importlib.metadata
 import importlib.util
 import json
@@ -148,7 +147,7 @@ def _load(dist: str, loader: Callable[[], Any], skipped: dict[str, str]) -> Any:
 
 
 # -- dispatch -----------------------------------------------------------------------------
-def _langchain_dispatch(fns: Sequence[Fn], loop: Any) -> DispatchPath:
+def _langchain_dispatch(fns: Sequence[Fn]) -> DispatchPath:
     from langchain_core.tools import StructuredTool
 
     tools = {fn.__name__: StructuredTool.from_function(fn, parse_docstring=True) for fn in fns}
@@ -160,7 +159,7 @@ def _langchain_dispatch(fns: Sequence[Fn], loop: Any) -> DispatchPath:
     )
 
 
-def _agents_dispatch(fns: Sequence[Fn], loop: Any) -> DispatchPath:
+def _agents_dispatch(fns: Sequence[Fn]) -> DispatchPath:
     from agents import function_tool
     from agents.tool_context import ToolContext
 
@@ -171,11 +170,11 @@ def _agents_dispatch(fns: Sequence[Fn], loop: Any) -> DispatchPath:
         return render(await tools[name].on_invoke_tool(ctx, args))
 
     return DispatchPath(
-        "openai-agents", "peer", acall=acall, loop=loop, note="await on_invoke_tool(ctx, json)"
+        "openai-agents", "peer", acall=acall, note="await on_invoke_tool(ctx, json)"
     )
 
 
-def _pydantic_ai_dispatch(fns: Sequence[Fn], loop: Any) -> list[DispatchPath]:
+def _pydantic_ai_dispatch(fns: Sequence[Fn]) -> list[DispatchPath]:
     from pydantic_ai.tools import Tool
 
     schemas = {fn.__name__: Tool(fn).function_schema for fn in fns}
@@ -196,13 +195,12 @@ def _pydantic_ai_dispatch(fns: Sequence[Fn], loop: Any) -> list[DispatchPath]:
             "pydantic-ai-slim (call)",
             "peer",
             acall=acall,
-            loop=loop,
             note="validate_json + await FunctionSchema.call (sync fn in a worker thread)",
         ),
     ]
 
 
-def _mcp_dispatch(fns: Sequence[Fn], loop: Any) -> DispatchPath:
+def _mcp_dispatch(fns: Sequence[Fn]) -> DispatchPath:
     from mcp.server.mcpserver import MCPServer
 
     root = logging.getLogger()
@@ -217,12 +215,10 @@ def _mcp_dispatch(fns: Sequence[Fn], loop: Any) -> DispatchPath:
         result = await server.call_tool(name, json.loads(args))
         return "".join(getattr(block, "text", "") for block in result.content)
 
-    return DispatchPath(
-        "mcp", "peer", acall=acall, loop=loop, note="await MCPServer.call_tool (tool manager)"
-    )
+    return DispatchPath("mcp", "peer", acall=acall, note="await MCPServer.call_tool (tool manager)")
 
 
-_DISPATCH: dict[str, Callable[[Sequence[Fn], Any], Any] | None] = {
+_DISPATCH: dict[str, Callable[[Sequence[Fn]], Any] | None] = {
     "langchain-core": _langchain_dispatch,
     "openai-agents": _agents_dispatch,
     "pydantic-ai-slim": _pydantic_ai_dispatch,
@@ -232,10 +228,10 @@ _DISPATCH: dict[str, Callable[[Sequence[Fn], Any], Any] | None] = {
 
 
 def dispatch_paths(
-    fns: Sequence[Fn], peers: Sequence[str], loop: asyncio.AbstractEventLoop
+    fns: Sequence[Fn], peers: Sequence[str]
 ) -> tuple[list[DispatchPath], dict[str, str]]:
     """toolreg's dispatch, the floors, each selected peer's path; skipped peers with why."""
-    paths = [toolreg_dispatch(fns, loop), *floor_dispatch(fns)]
+    paths = [toolreg_dispatch(fns), *floor_dispatch(fns)]
     skipped: dict[str, str] = {}
     for dist in peers:
         factory = _DISPATCH[dist]
@@ -243,7 +239,7 @@ def dispatch_paths(
             reason = "no dispatch path (schemas only)" if installed(dist) else "not installed"
             skipped[dist] = reason
             continue
-        found = _load(dist, lambda f=factory: f(fns, loop), skipped)
+        found = _load(dist, lambda f=factory: f(fns), skipped)
         if found is not None:
             paths.extend(found if isinstance(found, list) else [found])
     return paths, skipped

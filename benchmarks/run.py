@@ -69,7 +69,7 @@ def registration(selected: list[str], cfg: dict[str, Any]) -> dict[str, Any]:
 def dispatch(selected: list[str], cfg: dict[str, Any]) -> dict[str, Any]:
     loop = asyncio.new_event_loop()
     fns = [corpus.fresh(fn) for fn in corpus.TOOLS]
-    paths, skipped = peers.dispatch_paths(fns, selected, loop)
+    paths, skipped = peers.dispatch_paths(fns, selected)
     cases, errors, notes = [], {}, {}
     for path in paths:
         for fn in fns:
@@ -122,6 +122,8 @@ def configure(args: argparse.Namespace) -> dict[str, Any]:
         cfg["peers"] = [] if quick else list(peers.PEERS)
     elif args.peers.strip() in ("", "none"):
         cfg["peers"] = []
+    elif args.peers.strip() == "all":
+        cfg["peers"] = list(peers.PEERS)
     else:
         cfg["peers"] = [p.strip() for p in args.peers.split(",") if p.strip()]
         unknown = set(cfg["peers"]) - set(peers.PEERS)
@@ -167,7 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a smoke run of a few seconds")
     parser.add_argument("--json", action="store_true", help="print JSON instead of markdown")
-    parser.add_argument("--peers", help="comma-separated peers, or 'none' (default: all)")
+    parser.add_argument(
+        "--peers", help="comma-separated peers, 'all' or 'none' (default: all; none if --quick)"
+    )
     parser.add_argument("--sections", help=f"comma-separated, from {', '.join(SECTIONS)}")
     parser.add_argument("--rounds", type=int, help="interleaved rounds per timed case")
     parser.add_argument("--profile", action="store_true", help="add cProfile hot spots")
