@@ -7,17 +7,9 @@
 
 from __future__ import annotations
 
-from ._history import trim_history
-from ._reply import (
-    Hooks,
-    ModelCallEvent,
-    ModelResponseEvent,
-    Reply,
-    ToolCallEvent,
-    ToolResultEvent,
-    Usage,
-)
-from .conversation import AsyncConversation, Conversation, run_conversation
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .errors import (
     ConversationError,
     DuplicateToolError,
@@ -37,6 +29,49 @@ from .params import Injected, Param, ToolContext
 from .registry import ToolRegistry, default_registry
 from .result import ToolCall, ToolResult
 from .tool import Tool
+
+if TYPE_CHECKING:
+    from ._history import trim_history
+    from ._reply import (
+        Hooks,
+        ModelCallEvent,
+        ModelResponseEvent,
+        Reply,
+        ToolCallEvent,
+        ToolResultEvent,
+        Usage,
+    )
+    from .conversation import AsyncConversation, Conversation, run_conversation
+
+# The conversation driver loads on first use (PEP 562): `import toolreg` stays light for
+# applications that only register and dispatch.
+_LAZY = {
+    "AsyncConversation": "conversation",
+    "Conversation": "conversation",
+    "run_conversation": "conversation",
+    "trim_history": "_history",
+    "Hooks": "_reply",
+    "ModelCallEvent": "_reply",
+    "ModelResponseEvent": "_reply",
+    "Reply": "_reply",
+    "ToolCallEvent": "_reply",
+    "ToolResultEvent": "_reply",
+    "Usage": "_reply",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolreg' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __version__ = "0.1.0"
 

@@ -15,16 +15,18 @@ that awaitable awaited, under the same time limit.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import ToolTimeoutError
 from .tool import Tool
+
+if TYPE_CHECKING:  # asyncio costs ~20 ms to import: loaded only when something is async
+    import asyncio
 
 __all__ = ["acall", "call", "run_coroutine"]
 
@@ -40,6 +42,8 @@ def _timeout_error(tool: Tool, timeout: float) -> ToolTimeoutError:
 
 def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine to completion from sync code, even under a running event loop."""
+    import asyncio  # lazy: see the module's imports
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -90,6 +94,8 @@ def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None
 
 def _thread_future(fn: Callable[[], T]) -> asyncio.Future[T]:
     """A future of the running loop, resolved when `fn` finishes in a fresh thread."""
+    import asyncio  # lazy: see the module's imports
+
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
 
@@ -141,6 +147,8 @@ async def acall(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
 async def _with_deadline(tool: Tool, awaitable: Awaitable[T]) -> T:
     if tool.timeout is None:
         return await awaitable
+    import asyncio  # lazy: see the module's imports
+
     task = asyncio.ensure_future(awaitable)
     try:
         done, _ = await asyncio.wait({task}, timeout=tool.timeout)

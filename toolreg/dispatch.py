@@ -7,16 +7,13 @@ confirm -> call (sync/async, time limit) -> render. Each step's failure becomes 
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import dataclasses
-import difflib
 import inspect
-import logging
-import time
+import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from time import perf_counter as _clock
 from typing import Any, Union
 
 from ._calling import acall, call, run_coroutine
@@ -37,7 +34,6 @@ from .tool import Tool
 
 __all__ = ["CallLike", "ConfirmCallback", "DispatchMixin", "DispatchSettings"]
 
-logger = logging.getLogger("toolreg")
 
 ConfirmCallback = Callable[[Tool, dict[str, Any]], Union[bool, Awaitable[bool]]]
 CallLike = Union[ToolCall, tuple[Any, ...], Mapping[str, Any]]
@@ -58,21 +54,17 @@ class DispatchSettings:
     max_result_chars: int | None = None
 
 
-@dataclass(slots=True)
-class _Prepared:
-    tool: Tool
-    args: dict[str, Any]
-    call_args: tuple[Any, ...]
-    call_kwargs: dict[str, Any]
+# What `_prepare` hands on: the tool, the validated arguments (what `confirm` and the
+# result show), and the positional and keyword arguments of the call. A plain tuple: this
+# is the hot path, and a tuple costs a fraction of an object.
+_Prepared = tuple[Tool, dict[str, Any], tuple[Any, ...], dict[str, Any]]
 
 
 class DispatchMixin:
     """The dispatch verbs of `ToolRegistry`."""
 
     settings: DispatchSettings
-
-    def _lookup(self, name: str) -> Tool | None:
-        raise NotImplementedError
+    _tools: dict[str, Tool]
 
     def names(self) -> list[str]:
         raise NotImplementedError
@@ -89,16 +81,23 @@ class DispatchMixin:
         confirm: ConfirmCallback | None = None,
     ) -> ToolResult:
         """Run one call from a model. Never raises for the model's mistakes or the tool's."""
-        start = time.perf_counter()
+        start = _clock()
         try:
-            prepared = self._prepare(name, arguments, context, allowed, call_id)
-            tool = prepared.tool
-            if tool.needs_confirmation:
-                _sync_confirm(confirm, tool, prepared)
-            value = self._guard(tool, call, prepared)
-            return self._success(prepared, value, call_id, start)
+            tool, args, positional, kwargs = self._prepare(
+                name, arguments, context, allowed, call_id
+            )
+            if tool.destructive or tool.requires_confirmation:
+                _sync_confirm(confirm, tool, args)
+            try:
+                value = call(tool, positional, kwargs)
+            except ToolCallError:
+                raise
+            except Exception as exc:
+                raise self._execution_error(tool, exc) from exc
+            content = render_result(tool, value, self.settings.max_result_chars)
         except ToolCallError as err:
             return _failure(name, call_id, err, start)
+        return _success(tool, call_id, content, value, args, start)
 
     def dispatch_many(
         self,
@@ -126,6 +125,8 @@ class DispatchMixin:
             return [run(c) for c in batch]
         workers = max(1, min(len(batch), self.settings.max_concurrency))
         contexts = [contextvars.copy_context() for _ in batch]  # each call sees the caller's
+        from concurrent.futures import ThreadPoolExecutor  # lazy: ~10 ms, for batches only
+
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolreg") as pool:
             return list(pool.map(lambda c, ctx: ctx.run(run, c), batch, contexts))
 
@@ -141,16 +142,23 @@ class DispatchMixin:
         confirm: ConfirmCallback | None = None,
     ) -> ToolResult:
         """`dispatch_tool` for async code: async tools are awaited, sync ones run in a thread."""
-        start = time.perf_counter()
+        start = _clock()
         try:
-            prepared = self._prepare(name, arguments, context, allowed, call_id)
-            tool = prepared.tool
-            if tool.needs_confirmation:
-                await _async_confirm(confirm, tool, prepared)
-            value = await self._aguard(tool, prepared)
-            return self._success(prepared, value, call_id, start)
+            tool, args, positional, kwargs = self._prepare(
+                name, arguments, context, allowed, call_id
+            )
+            if tool.destructive or tool.requires_confirmation:
+                await _async_confirm(confirm, tool, args)
+            try:
+                value = await acall(tool, positional, kwargs)
+            except ToolCallError:
+                raise
+            except Exception as exc:
+                raise self._execution_error(tool, exc) from exc
+            content = render_result(tool, value, self.settings.max_result_chars)
         except ToolCallError as err:
             return _failure(name, call_id, err, start)
+        return _success(tool, call_id, content, value, args, start)
 
     async def adispatch_many(
         self,
@@ -163,6 +171,8 @@ class DispatchMixin:
         """Run several calls concurrently (tasks), at most `max_concurrency` at a time."""
         batch = [_as_call(c) for c in calls]
         allowed_set = _allowed_set(allowed)
+        import asyncio  # lazy: already loaded by the running event loop
+
         gate = asyncio.Semaphore(max(1, self.settings.max_concurrency))
 
         async def run(c: ToolCall) -> ToolResult:
@@ -187,9 +197,11 @@ class DispatchMixin:
         allowed: Iterable[str] | None,
         call_id: str | None,
     ) -> _Prepared:
-        allowed_set = _allowed_set(allowed)
-        tool = self._lookup(name) if type(name) is str else None
-        if tool is None or (allowed_set is not None and name not in allowed_set):
+        tool = self._tools.get(name) if type(name) is str else None
+        allowed_set = None if allowed is None else _allowed_set(allowed)
+        if tool is not None and allowed_set is not None and name not in allowed_set:
+            tool = None  # not allowed: answered exactly like an unknown name
+        if tool is None:
             raise self._unknown(name, allowed_set)
         settings = self.settings
         try:
@@ -204,8 +216,8 @@ class DispatchMixin:
         if plan.absent_is_none:
             kwargs = {**dict.fromkeys(plan.absent_is_none), **kwargs}
         if plan.positional:
-            return _Prepared(tool, args, *_split_positional(plan, kwargs))
-        return _Prepared(tool, args, (), kwargs)
+            return (tool, args, *_split_positional(plan, kwargs))
+        return tool, args, (), kwargs
 
     def _unknown(self, name: object, allowed: frozenset[str] | None) -> UnknownToolError:
         shown = _safe_name(name)
@@ -225,29 +237,8 @@ class DispatchMixin:
             message += " No tools are available."
         return UnknownToolError(message, tool_name=shown, suggestions=matches)
 
-    def _guard(
-        self,
-        tool: Tool,
-        runner: Callable[[Tool, tuple[Any, ...], dict[str, Any]], Any],
-        prepared: _Prepared,
-    ) -> Any:
-        try:
-            return runner(tool, prepared.call_args, prepared.call_kwargs)
-        except ToolCallError:
-            raise
-        except Exception as exc:
-            raise self._execution_error(tool, exc) from exc
-
-    async def _aguard(self, tool: Tool, prepared: _Prepared) -> Any:
-        try:
-            return await acall(tool, prepared.call_args, prepared.call_kwargs)
-        except ToolCallError:
-            raise
-        except Exception as exc:
-            raise self._execution_error(tool, exc) from exc
-
     def _execution_error(self, tool: Tool, exc: Exception) -> ToolExecutionError:
-        logger.debug("tool %r raised", tool.name, exc_info=exc)
+        _debug("tool %r raised", tool.name, exc_info=exc)
         if isinstance(exc, ToolError):
             message = str(exc.message)
         elif self.settings.mask_errors:
@@ -259,21 +250,28 @@ class DispatchMixin:
             )
         return ToolExecutionError(message, tool_name=tool.name)
 
-    def _success(
-        self, prepared: _Prepared, value: Any, call_id: str | None, start: float
-    ) -> ToolResult:
-        tool = prepared.tool
-        content = render_result(tool, value, self.settings.max_result_chars)
-        return ToolResult(
-            tool_name=tool.name,
-            call_id=call_id,
-            ok=True,
-            content=content,
-            value=value,
-            return_direct=tool.return_direct,
-            elapsed=time.perf_counter() - start,
-            arguments=prepared.args,
-        )
+
+def _debug(message: str, *args: Any, exc_info: BaseException | None = None) -> None:
+    """Log to the "toolreg" logger at DEBUG. If the application never imported `logging`,
+    nothing is configured to show the record, so the import (~5 ms) is skipped."""
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        logging.getLogger("toolreg").debug(message, *args, exc_info=exc_info)
+
+
+def _success(
+    tool: Tool,
+    call_id: str | None,
+    content: str,
+    value: Any,
+    args: dict[str, Any],
+    start: float,
+) -> ToolResult:
+    # positional: the hot path; the order is ToolResult's field order
+    elapsed = _clock() - start
+    return ToolResult(
+        tool.name, call_id, True, content, value, None, None, tool.return_direct, elapsed, args
+    )
 
 
 def _failure(name: object, call_id: str | None, err: ToolCallError, start: float) -> ToolResult:
@@ -290,12 +288,14 @@ def _failure(name: object, call_id: str | None, err: ToolCallError, start: float
         content=err.message,
         error=err,
         exception=err.__cause__,
-        elapsed=time.perf_counter() - start,
+        elapsed=_clock() - start,
     )
 
 
 def _close_matches(word: str, names: list[str]) -> list[str]:
     """Up to 3 names like `word` (difflib's ratio >= 0.6), best first, ties in registry order."""
+    import difflib  # lazy: only an unknown tool name needs it
+
     matcher = difflib.SequenceMatcher()
     matcher.set_seq2(word)
     scored = []
@@ -369,12 +369,12 @@ def _inject(
     return kwargs
 
 
-def _sync_confirm(confirm: ConfirmCallback | None, tool: Tool, prepared: _Prepared) -> None:
+def _sync_confirm(confirm: ConfirmCallback | None, tool: Tool, args: dict[str, Any]) -> None:
     """Ask `confirm` about this exact call; anything but True denies it."""
     if confirm is None:
         raise _denied(tool, "it needs the user's confirmation and none was asked for")
     try:
-        answer = confirm(tool, dict(prepared.args))
+        answer = confirm(tool, dict(args))
         if inspect.isawaitable(answer):
             answer = run_coroutine(_awaited(answer))
     except Exception as exc:
@@ -383,11 +383,11 @@ def _sync_confirm(confirm: ConfirmCallback | None, tool: Tool, prepared: _Prepar
         raise _denied(tool, "the user declined")
 
 
-async def _async_confirm(confirm: ConfirmCallback | None, tool: Tool, prepared: _Prepared) -> None:
+async def _async_confirm(confirm: ConfirmCallback | None, tool: Tool, args: dict[str, Any]) -> None:
     if confirm is None:
         raise _denied(tool, "it needs the user's confirmation and none was asked for")
     try:
-        answer = confirm(tool, dict(prepared.args))
+        answer = confirm(tool, dict(args))
         if inspect.isawaitable(answer):
             answer = await answer
     except Exception as exc:

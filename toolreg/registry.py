@@ -207,9 +207,6 @@ class ToolRegistry(DispatchMixin):
             exports[key] = cached
         return list(cached)
 
-    def _lookup(self, name: str) -> Tool | None:
-        return self._tools.get(name)
-
 
 def _name_list(names: Sequence[str]) -> list[str]:
     if isinstance(names, str):

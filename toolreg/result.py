@@ -19,7 +19,7 @@ class ToolCall:
     call_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolResult:
     """The outcome of one dispatched call.
 
@@ -28,6 +28,8 @@ class ToolResult:
     one of `unknown_tool`, `invalid_json`, `invalid_arguments`, `denied`, `timeout`,
     `execution_error`; `error.message` equals `content`). `exception` keeps the tool's
     original exception for logging: it never reaches `content`.
+
+    Not frozen, so that building one stays cheap on the hot path; treat it as read-only.
     """
 
     tool_name: str
