@@ -61,6 +61,15 @@ _decoder = json.JSONDecoder(
 )
 
 
+def _parse(text: str) -> Any:
+    """`_decoder.decode(text)`, skipping its white-space regexes for the usual `{...}`."""
+    if text[0] == "{" and text[-1] == "}":
+        value, end = _decoder.raw_decode(text)
+        if end == len(text):
+            return value
+    return _decoder.decode(text)  # white space around, or trailing data: the full check
+
+
 def _invalid_json(message: str) -> InvalidArgumentsError:
     return InvalidArgumentsError(message, kind="invalid_json")
 
@@ -91,13 +100,14 @@ def decode_arguments(arguments: object, max_bytes: int, max_depth: int) -> dict[
 
 
 def _decode_text(text: str, max_bytes: int, max_depth: int) -> dict[str, Any]:
-    size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
-    if size > max_bytes:
-        raise _too_large(size, max_bytes)
+    if len(text) * 4 > max_bytes:  # else even 4-byte UTF-8 characters cannot exceed it
+        size = len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+        if size > max_bytes:
+            raise _too_large(size, max_bytes)
     if not text or text.isspace():
         return {}
     try:
-        value = _decoder.decode(text)
+        value = _parse(text)
     except json.JSONDecodeError as exc:
         raise _invalid_json(
             f"Arguments are not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."

@@ -16,6 +16,24 @@ NONE_CONTENT = "null"
 """What the model reads when a tool returns None (the JSON for None)."""
 
 _encoder = json.JSONEncoder(ensure_ascii=False, default=json_default, allow_nan=False)
+_make_c_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
+# `JSONEncoder.encode` builds the C encoder anew on every call; build it once. No circular
+# check (markers=None): a circular result hits the recursion limit, reported like any
+# other value JSON cannot hold.
+_c_encode: Any = (
+    None
+    if _make_c_encoder is None
+    else _make_c_encoder(
+        None, json_default, json.encoder.encode_basestring, None, ": ", ", ", False, False, False
+    )
+)
+
+
+def to_json(value: Any) -> str:
+    """`value` as JSON text, `ensure_ascii=False`; TypeError/ValueError if it cannot be."""
+    if _c_encode is None:  # pragma: no cover - Python builds without the C accelerator
+        return _encoder.encode(value)
+    return "".join(_c_encode(value, 0))
 
 
 def render_result(tool: Tool, value: Any, limit: int | None) -> str:
@@ -45,7 +63,7 @@ def render_result(tool: Tool, value: Any, limit: int | None) -> str:
 
 def _to_json(tool: Tool, value: Any) -> str:
     try:
-        return _encoder.encode(value)
+        return to_json(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise ToolExecutionError(
             f"Tool '{tool.name}' failed: its result (of type {type(value).__name__}) "

@@ -323,6 +323,8 @@ class _Compiler:
             props or missing or other is not _accept or patterns or names or lo or hi is not None
         ):
             return _accept
+        if not patterns and names is None and not lo and hi is None:
+            return _plain_object(props, missing, closed, other)
         get = props.get
 
         def check(v: Any) -> Errors:
@@ -357,6 +359,34 @@ class _Compiler:
             return errors
 
         return check
+
+
+def _plain_object(
+    props: dict[str, Node], missing: dict[str, Problem], closed: bool, other: Node
+) -> Node:
+    """The usual object (properties, required, additionalProperties): one pass, and the
+    required keys checked as a set, in C."""
+    get, required = props.get, frozenset(missing)
+
+    def check(v: Any) -> Errors:
+        if not isinstance(v, dict):
+            return None
+        errors: Errors = None
+        if not required <= v.keys():
+            errors = [problem for key, problem in missing.items() if key not in v]
+        for key, item in v.items():
+            sub = get(key)
+            if sub is None:
+                if closed:
+                    errors = _join(errors, _say(f"unexpected property {render(key)}"))
+                    continue
+                sub = other
+            found = sub(item)
+            if found is not None:
+                errors = _join(errors, _under(key, found))
+        return errors
+
+    return check
 
 
 def _all(checks: list[Node]) -> Node:
