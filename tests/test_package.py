@@ -121,19 +121,42 @@ def test_every_public_name_is_in_all() -> None:
 
 
 def test_init_only_reexports() -> None:
-    """`__init__` holds imports, the default registry's verbs, `__version__` and `__all__`."""
+    """`__init__` holds imports, the default registry's verbs, `__version__` and `__all__`,
+    and the PEP 562 hooks that load the conversation driver on first use."""
     tree = ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8"))
     for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            assert node.name in ("__getattr__", "__dir__"), node.name
+            continue
+        if isinstance(node, ast.If):  # `if TYPE_CHECKING:` imports for type checkers
+            assert ast.unparse(node.test) == "_typing.TYPE_CHECKING"
+            assert all(isinstance(n, ast.ImportFrom) for n in node.body)
+            continue
         assert isinstance(node, (ast.Expr, ast.ImportFrom, ast.Import, ast.Assign)), ast.dump(node)
         if isinstance(node, ast.Assign):
             (target,) = node.targets
             assert isinstance(target, ast.Name)
             value = node.value
-            plain = isinstance(value, (ast.Constant, ast.List))
+            plain = isinstance(value, (ast.Constant, ast.List, ast.Dict))
             bound = isinstance(value, ast.Attribute) and ast.unparse(value).startswith(
                 "default_registry."
             )
             assert plain or bound, ast.unparse(node)
+
+
+def test_conversation_driver_loads_on_first_use() -> None:
+    code = (
+        "import sys, toolreg\n"
+        "assert 'toolreg.conversation' not in sys.modules\n"
+        "assert 'asyncio' not in sys.modules\n"
+        "assert toolreg.Conversation.__name__ == 'Conversation'\n"
+        "assert 'toolreg.conversation' in sys.modules\n"
+        "assert all(hasattr(toolreg, name) for name in toolreg.__all__)\n"
+        "assert set(toolreg.__all__) <= set(dir(toolreg))\n"
+        "print('ok')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "ok", done.stderr
 
 
 # -- layering --------------------------------------------------------------------------------

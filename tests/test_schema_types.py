@@ -1284,7 +1284,10 @@ def test_pydantic_model_can_be_strict() -> None:
     assert exported["function"]["parameters"]["$defs"]["Query"] == {
         "properties": {
             "text": {"type": "string"},
-            "limit": {"default": 10, "anyOf": [{"type": "integer"}, NULL]},
+            "limit": {
+                "description": "Default: 10 (send null for the default).",
+                "anyOf": [{"type": "integer"}, NULL],
+            },
         },
         "required": ["text", "limit"],
         "type": "object",

@@ -7,8 +7,8 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+import importlib as _importlib
+import typing as _typing
 
 from .errors import (
     ConversationError,
@@ -30,7 +30,7 @@ from .registry import ToolRegistry, default_registry
 from .result import ToolCall, ToolResult
 from .tool import Tool
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from ._history import trim_history
     from ._reply import (
         Hooks,
@@ -60,11 +60,11 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'toolreg' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    value = getattr(_importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import datetime as dt
 import enum
@@ -13,7 +14,7 @@ from decimal import Decimal
 from pathlib import PurePath
 from typing import Any
 
-__all__ = ["NOT_JSONABLE", "json_default", "timedelta_iso", "to_jsonable"]
+__all__ = ["NOT_JSONABLE", "copy_json", "json_default", "timedelta_iso", "to_jsonable"]
 
 
 class _NotJsonable:
@@ -24,6 +25,24 @@ class _NotJsonable:
 
 
 NOT_JSONABLE: Any = _NotJsonable()
+
+
+_LEAVES = (str, int, float, bool, type(None))
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (schemas): every mapping becomes a dict and every
+    tuple a list; immutable leaves are shared. Several times faster than `copy.deepcopy`."""
+    kind = type(value)
+    if kind is dict:
+        return {k: copy_json(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [copy_json(v) for v in value]
+    if isinstance(value, _LEAVES):
+        return value
+    if isinstance(value, Mapping):
+        return {k: copy_json(v) for k, v in value.items()}
+    return copy.deepcopy(value)
 
 
 def timedelta_iso(value: dt.timedelta) -> str:

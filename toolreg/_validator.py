@@ -20,7 +20,6 @@ have no effect. An invalid schema (unknown type, bad regex, dangling `$ref`...) 
 
 from __future__ import annotations
 
-import copy
 import importlib
 import json
 import operator
@@ -31,7 +30,8 @@ from fractions import Fraction
 from typing import Any, TypeAlias
 from urllib.parse import unquote
 
-from toolreg._coerce import coerce_value, equal, is_type, kind, unique
+from ._coerce import coerce_value, equal, is_type, kind, unique
+from ._jsonable import copy_json
 
 __all__ = ["Problem", "Validator"]
 
@@ -555,22 +555,13 @@ def _translate(error: Any) -> list[str]:
     return [text if len(text) <= 100 else text[:97] + "..."]
 
 
-def _plain(value: Any) -> Any:
-    """A private copy of a schema, with every mapping a dict and every tuple a list."""
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return copy.deepcopy(value)
-
-
 class Validator:
     """A JSON Schema compiled once, then used to check and coerce many instances."""
 
     __slots__ = ("_compiler", "_fallback", "_node", "_schema")
 
     def __init__(self, schema: Mapping[str, Any] | bool) -> None:
-        self._schema: Any = _plain(schema)
+        self._schema: Any = copy_json(schema)  # a private copy: dicts and lists only
         self._compiler = _Compiler(self._schema)
         self._fallback: _Jsonschema | None = None
         try:

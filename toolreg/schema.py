@@ -415,15 +415,29 @@ _PY_OF_JSON: dict[str, type | tuple[type, ...]] = {
 }
 
 
+_ANNOTATION_KEYS = frozenset({"description", "title", "examples", "default"})
+
+
 def _obviously_valid(schema: JsonSchema, value: Any) -> bool:
-    """Cheap pre-check: a bare scalar schema and a value of exactly that type."""
-    if len(schema) > 2 or not schema.keys() <= {"type", "description"}:
+    """Cheap pre-check for a default: True only when it surely matches `schema` (a bare
+    type, an enum, or a union of those); False means "ask the validator"."""
+    keys = schema.keys() - _ANNOTATION_KEYS
+    if keys == {"anyOf"}:
+        return any(_obviously_valid(option, value) for option in schema["anyOf"])
+    if not keys <= {"type", "enum"}:
         return False
-    expected = _PY_OF_JSON.get(schema.get("type", ""))
+    if "enum" in keys and not any(type(v) is type(value) and v == value for v in schema["enum"]):
+        return False
+    kind = schema.get("type")
+    if kind is None:
+        return "enum" in keys
+    if kind == "null":
+        return value is None
+    expected = _PY_OF_JSON.get(kind) if isinstance(kind, str) else None
     return (
         expected is not None
         and isinstance(value, expected)
-        and not (isinstance(value, bool) and schema["type"] != "boolean")
+        and not (isinstance(value, bool) and kind != "boolean")
     )
 
 

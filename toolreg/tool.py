@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import inspect
 import math
 from collections.abc import Callable, Iterable, Mapping
@@ -11,6 +10,7 @@ from typing import Any
 
 from ._docstrings import EMPTY_DOC, parse_docstring
 from ._introspect import ParamRecord, describe_callable, qualified_name
+from ._jsonable import copy_json
 from ._names import NAME_RULES, accepting_formats
 from ._strict import make_strict
 from ._validator import Validator
@@ -220,7 +220,7 @@ def _checked_schema(parameters: Mapping[str, Any], owner: str) -> JsonSchema:
             function=owner,
             fix="correct the schema (Draft 2020-12)",
         ) from None
-    schema = copy.deepcopy(dict(parameters))  # the caller's dicts stay theirs
+    schema: JsonSchema = copy_json(parameters)  # the caller's dicts stay theirs
     try:
         Validator(schema)  # compiles what dispatch will run: e.g. every regex
     except ValueError as exc:

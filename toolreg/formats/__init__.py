@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .._jsonable import copy_json
 from .._names import check_name
 from .._strict import make_strict
 from ..errors import ToolDefinitionError
@@ -70,5 +70,5 @@ def export_tools(
                 raise ValueError("advertise_required=False cannot be combined with strict")
             parameters = {k: v for k, v in parameters.items() if k != "required"}
         # A copy: whoever edits an exported dict must not change what dispatch validates.
-        out.append(definition(tool, copy.deepcopy(parameters), use_strict))
+        out.append(definition(tool, copy_json(parameters), use_strict))
     return out
