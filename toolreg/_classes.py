@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import sys
 import typing
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+import weakref
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import typing_extensions
 
@@ -43,8 +44,7 @@ _NOT_REQUIRED = {typing_extensions.NotRequired, getattr(typing, "NotRequired", N
 _ANNOTATED = {typing.Annotated, typing_extensions.Annotated}
 
 
-@dataclass(frozen=True, slots=True)
-class FieldRecord:
+class FieldRecord(NamedTuple):
     """One field of a class, shaped like a parameter record."""
 
     name: str
@@ -102,8 +102,26 @@ def _typeddict_required(tp: Any, default: bool) -> bool:
         return default
 
 
+_FIELDS: weakref.WeakKeyDictionary[type, tuple[FieldRecord, ...]] = weakref.WeakKeyDictionary()
+
+
 def class_fields(cls: type, owner: str, parameter: str | None = None) -> tuple[FieldRecord, ...]:
-    """The fields a model must send to build `cls` (TypedDict, dataclass or NamedTuple)."""
+    """The fields a model must send to build `cls` (TypedDict, dataclass or NamedTuple).
+
+    Remembered per class: many tools share a TypedDict or dataclass, and its hints need
+    resolving only once (a failure is not remembered, so its error names each function).
+    """
+    try:
+        return _FIELDS[cls]
+    except (KeyError, TypeError):
+        pass
+    fields = _read_fields(cls, owner, parameter)
+    with contextlib.suppress(TypeError):  # not weakly referenceable: not remembered
+        _FIELDS[cls] = fields
+    return fields
+
+
+def _read_fields(cls: type, owner: str, parameter: str | None) -> tuple[FieldRecord, ...]:
     kind = kind_of(cls)
     hints = resolve_hints(cls, owner, parameter)
     if kind == "typeddict":

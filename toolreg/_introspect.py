@@ -8,8 +8,7 @@ import sys
 import types
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import typing_extensions
 
@@ -27,9 +26,8 @@ _Doc: Any = getattr(typing_extensions, "Doc", None)
 _P = inspect.Parameter
 
 
-@dataclass(frozen=True, slots=True)
-class ParamRecord:
-    """One parameter as toolreg sees it."""
+class ParamRecord(NamedTuple):
+    """One parameter as toolreg sees it (a NamedTuple: immutable and cheap to build)."""
 
     name: str
     annotation: Any  # the bare type, outer Annotated removed
@@ -41,8 +39,7 @@ class ParamRecord:
     inject: InjectKind | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Signature:
+class Signature(NamedTuple):
     """Everything `Tool.from_function` needs from a callable."""
 
     qualname: str

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["NAME_RULES", "accepting_formats", "check_name"]
+__all__ = ["NAME_RULES", "accepted_somewhere", "accepting_formats", "check_name"]
 
 NAME_RULES: dict[str, tuple[re.Pattern[str], str]] = {
     "openai": (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "1-64 of a-z A-Z 0-9 _ -"),
@@ -35,6 +35,11 @@ NAME_RULES: dict[str, tuple[re.Pattern[str], str]] = {
 def accepting_formats(name: str) -> list[str]:
     """The formats whose rule `name` satisfies."""
     return [fmt for fmt, (rule, _) in NAME_RULES.items() if rule.fullmatch(name)]
+
+
+def accepted_somewhere(name: str) -> bool:
+    """Whether any provider accepts `name` (stops at the first that does)."""
+    return any(rule.fullmatch(name) for rule, _ in NAME_RULES.values())
 
 
 def check_name(name: str, fmt: str) -> str | None:

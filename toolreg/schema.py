@@ -27,7 +27,7 @@ from ._introspect import MISSING, split_annotated
 from ._jsonable import NOT_JSONABLE, to_jsonable
 from ._validator import Validator
 from .errors import ToolDefinitionError, UnsupportedTypeError
-from .params import Param
+from .params import EMPTY_PARAM, Param
 
 __all__ = [
     "LITERAL_ORIGINS",
@@ -113,7 +113,7 @@ class SchemaBuilder:
     def field(self, tp: Any, param: Param) -> JsonSchema:
         """Schema of a parameter or field type with its outer metadata applied."""
         schema = self.build(tp)
-        return self.apply(schema, param) if param is not _EMPTY else schema
+        return self.apply(schema, param) if param is not EMPTY_PARAM else schema
 
     def build(self, tp: Any) -> JsonSchema:
         """Schema of one type (`Annotated` metadata inside it is applied too)."""
@@ -385,7 +385,6 @@ class SchemaBuilder:
         return result
 
 
-_EMPTY = Param()
 _FIX_TYPES = (
     "use str, int, float, bool, Literal, an Enum, list/dict/tuple of those, a TypedDict, "
     "a dataclass, a NamedTuple or a pydantic model; or register an explicit JSON schema"

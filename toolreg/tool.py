@@ -11,7 +11,7 @@ from typing import Any
 from ._docstrings import EMPTY_DOC, parse_docstring
 from ._introspect import ParamRecord, describe_callable, qualified_name
 from ._jsonable import copy_json
-from ._names import NAME_RULES, accepting_formats
+from ._names import NAME_RULES, accepted_somewhere
 from ._strict import make_strict
 from ._validator import Validator
 from .errors import ToolDefinitionError
@@ -182,7 +182,7 @@ def _check_description(description: object, owner: str) -> None:
 
 
 def _check_name(name: str, owner: str) -> str:
-    if not isinstance(name, str) or not accepting_formats(name):
+    if not isinstance(name, str) or not accepted_somewhere(name):
         rules = "; ".join(f"{fmt}: {text}" for fmt, (_, text) in NAME_RULES.items())
         raise ToolDefinitionError(
             f"the tool name {name!r} is accepted by no provider ({rules})",
