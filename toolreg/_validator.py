@@ -21,77 +21,39 @@ have no effect. An invalid schema (unknown type, bad regex, dangling `$ref`...) 
 from __future__ import annotations
 
 import importlib
-import json
-import operator
 import re
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from fractions import Fraction
-from typing import Any, TypeAlias
+from collections.abc import Iterator, Mapping
+from typing import Any
 from urllib.parse import unquote
 
 from ._coerce import coerce_value, equal, is_type, kind, unique
 from ._jsonable import copy_json
+from ._keywords import (
+    NOT_ALLOWED,
+    Errors,
+    Node,
+    Problem,
+    accept,
+    all_of,
+    any_of,
+    count,
+    either,
+    enum_node,
+    join,
+    not_one_of,
+    number_keyword,
+    numeric_node,
+    one_of,
+    reject,
+    render,
+    say,
+    string_node,
+    under,
+)
 
 __all__ = ["Problem", "Validator"]
 
-_PLAIN_KEY = re.compile(r"[^\s.\[\]'\"]+")
 
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """One reason an instance is invalid: where (`path`) and why (`message`)."""
-
-    path: tuple[str | int, ...]
-    message: str
-
-    def location(self) -> str:
-        """The path as text: `city`, `items[0].name`, `['a b']`, `(root)` for the root."""
-        text = ""
-        for step in self.path:
-            if isinstance(step, int):
-                text += f"[{step}]"
-            elif _PLAIN_KEY.fullmatch(step):
-                text += f".{step}" if text else step
-            else:
-                text += f"[{render(step)}]"
-        return text or "(root)"
-
-
-def render(value: object, limit: int = 60) -> str:
-    """`value` as short text for a message: a string in single quotes, the rest as JSON."""
-    if isinstance(value, str):
-        body = json.dumps(value[:limit], ensure_ascii=False)[1:-1]
-        body = body.replace('\\"', '"').replace("'", "\\'")
-        return f"'{body}...'" if len(value) > limit else f"'{body}'"
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        text = kind(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _count(n: object, noun: str) -> str:
-    if n != 1:
-        noun = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
-    return f"{render(n)} {noun}"
-
-
-def _either(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
-
-
-def _not_one_of(values: list[Any], value: object, is_const: bool) -> str:
-    if is_const:
-        return f"must be {render(values[0])}"
-    shown = ", ".join(render(x) for x in values[:10]) + (", ..." if len(values) > 10 else "")
-    return f"{render(value)} is not one of {shown}"
-
-
-Errors: TypeAlias = "list[Problem] | None"
-Node: TypeAlias = Callable[[Any], Errors]
-
-_NOT_ALLOWED = Problem((), "no value is allowed here")
 _EXACT: dict[str, tuple[type, ...]] = {
     "null": (type(None),),
     "boolean": (bool,),
@@ -106,57 +68,10 @@ _UNSUPPORTED = frozenset(
     | {"$vocabulary", "dependentRequired", "dependentSchemas", "if", "then", "else"}
     | {"unevaluatedItems", "unevaluatedProperties"}
 )
-_BOUNDS = (
-    ("minimum", ">=", operator.lt),
-    ("exclusiveMinimum", ">", operator.le),
-    ("maximum", "<=", operator.gt),
-    ("exclusiveMaximum", "<", operator.ge),
-)
 
 
 class _Fallback(Exception):
     """The schema needs a keyword this module does not compile."""
-
-
-def _accept(value: object) -> Errors:
-    return None
-
-
-def _reject(value: object) -> Errors:
-    return [_NOT_ALLOWED]
-
-
-def _say(message: str) -> list[Problem]:
-    return [Problem((), message)]
-
-
-def _under(step: str | int, errors: list[Problem]) -> list[Problem]:
-    return [Problem((step, *p.path), p.message) for p in errors]
-
-
-def _join(errors: Errors, more: list[Problem]) -> list[Problem]:
-    return more if errors is None else errors + more
-
-
-def _number(s: Mapping[str, Any], key: str, default: Any = None) -> Any:
-    value = s.get(key, default)
-    if value is not None and kind(value) not in ("integer", "number"):
-        raise ValueError(f"{key} must be a number, not {value!r}")
-    return value
-
-
-def _multiple_failed(value: int | float, step: int | float) -> bool:
-    """jsonschema's `multipleOf` test, exact with fractions where floats overflow."""
-    try:
-        if isinstance(step, float):
-            quotient = value / step
-            return int(quotient) != quotient
-        return bool(value % step)
-    except (OverflowError, ValueError):
-        try:
-            return (Fraction(value) / Fraction(step)).denominator != 1
-        except (OverflowError, ValueError):
-            return True
 
 
 class _Compiler:
@@ -190,7 +105,7 @@ class _Compiler:
 
     def compile(self, schema: Any) -> Node:
         if schema is True or schema is False:
-            return _accept if schema else _reject
+            return accept if schema else reject
         if not isinstance(schema, dict):
             raise ValueError(f"a schema must be an object or a boolean, not {schema!r}")
         node = self.memo.get(id(schema))
@@ -201,8 +116,8 @@ class _Compiler:
     def _node(self, s: dict[str, Any]) -> Node:
         if _UNSUPPORTED.intersection(s) or ("$id" in s and s is not self.root):
             raise _Fallback
-        checks = [check for check in self._checks(s) if check is not _accept]
-        rest = _accept if not checks else checks[0] if len(checks) == 1 else _all(checks)
+        checks = [check for check in self._checks(s) if check is not accept]
+        rest = accept if not checks else checks[0] if len(checks) == 1 else all_of(checks)
         if "type" not in s:
             return rest
         names = [s["type"]] if isinstance(s["type"], str) else list(s["type"])
@@ -213,8 +128,8 @@ class _Compiler:
 
         def wrong(v: object) -> list[Problem]:
             if values is not None and not any(equal(v, x) for x in values):
-                return _say(_not_one_of(values, v, "const" in s))
-            return _say(f"expected {_either(names)}, got {kind(v)}")
+                return say(not_one_of(values, v, "const" in s))
+            return say(f"expected {either(names)}, got {kind(v)}")
 
         def typed(v: Any) -> Errors:
             return None if type(v) in exact or is_type(want, v) else wrong(v)
@@ -222,13 +137,13 @@ class _Compiler:
         def node(v: Any) -> Errors:
             return rest(v) if type(v) in exact or is_type(want, v) else wrong(v)
 
-        return typed if rest is _accept else node
+        return typed if rest is accept else node
 
     def _checks(self, s: dict[str, Any]) -> Iterator[Node]:
         if "const" in s or "enum" in s:
-            yield _enum(s)
-        yield _string(s)
-        yield _numeric(s)
+            yield enum_node(s)
+        yield string_node(s)
+        yield numeric_node(s)
         yield self._array(s)
         yield self._object(s)
         for sub in s.get("allOf", ()):
@@ -239,13 +154,13 @@ class _Compiler:
                 if not alts:
                     raise ValueError(f"{key} must not be empty")
                 sigs = [self._types_of(sub) for sub in s[key]]
-                yield (_one_of if key == "oneOf" else _any_of)(alts, sigs)
+                yield (one_of if key == "oneOf" else any_of)(alts, sigs)
         if "not" in s:
             inner = self.compile(s["not"])
-            yield lambda v: None if inner(v) is not None else _say("value is not allowed")
+            yield lambda v: None if inner(v) is not None else say("value is not allowed")
         if "$ref" in s:
             self.resolve(s["$ref"])
-            box = self.boxes.setdefault(s["$ref"], [_accept])
+            box = self.boxes.setdefault(s["$ref"], [accept])
             yield lambda v: box[0](v)
 
     def _types_of(self, s: Any) -> list[str] | None:
@@ -268,38 +183,38 @@ class _Compiler:
         if isinstance(s.get("items"), list):
             raise _Fallback  # the pre-2020 tuple form
         items, closed = self.compile(s.get("items", True)), s.get("items") is False
-        lo, hi = _number(s, "minItems", 0), _number(s, "maxItems")
+        lo, hi = number_keyword(s, "minItems", 0), number_keyword(s, "maxItems")
         uniq = s.get("uniqueItems") is True
         has = self.compile(s["contains"]) if "contains" in s else None
-        least, most = _number(s, "minContains", 1), _number(s, "maxContains")
-        if not (prefix or items is not _accept or lo or hi is not None or uniq or has):
-            return _accept
+        least, most = number_keyword(s, "minContains", 1), number_keyword(s, "maxContains")
+        if not (prefix or items is not accept or lo or hi is not None or uniq or has):
+            return accept
         if closed:  # `items: false` just caps the length
-            hi, items = len(prefix) if hi is None else min(hi, len(prefix)), _accept
+            hi, items = len(prefix) if hi is None else min(hi, len(prefix)), accept
 
         def check(v: Any) -> Errors:
             if not isinstance(v, list):
                 return None
             errors: Errors = None
             if len(v) < lo:
-                errors = _say(f"must have at least {_count(lo, 'item')}")
+                errors = say(f"must have at least {count(lo, 'item')}")
             if hi is not None and len(v) > hi:
-                errors = _say(f"must have at most {_count(hi, 'item')}")
+                errors = say(f"must have at most {count(hi, 'item')}")
             for i, item in enumerate(v):
-                if i >= len(prefix) and items is _accept:
+                if i >= len(prefix) and items is accept:
                     break
                 found = (prefix[i] if i < len(prefix) else items)(item)
                 if found is not None:
-                    errors = _join(errors, _under(i, found))
+                    errors = join(errors, under(i, found))
             if uniq and not unique(v):
-                errors = _join(errors, _say("items must be unique"))
+                errors = join(errors, say("items must be unique"))
             if has is not None:
                 n = sum(1 for item in v if has(item) is None)
                 if n < least:
-                    errors = _join(errors, _say(f"must contain {_count(least, 'matching item')}"))
+                    errors = join(errors, say(f"must contain {count(least, 'matching item')}"))
                 if most is not None and n > most:
-                    text = f"must contain at most {_count(most, 'matching item')}"
-                    errors = _join(errors, _say(text))
+                    text = f"must contain at most {count(most, 'matching item')}"
+                    errors = join(errors, say(text))
             return errors
 
         return check
@@ -318,11 +233,11 @@ class _Compiler:
             (re.compile(p), self.compile(sub)) for p, sub in s.get("patternProperties", {}).items()
         ]
         names = self.compile(s["propertyNames"]) if "propertyNames" in s else None
-        lo, hi = _number(s, "minProperties", 0), _number(s, "maxProperties")
+        lo, hi = number_keyword(s, "minProperties", 0), number_keyword(s, "maxProperties")
         if not (
-            props or missing or other is not _accept or patterns or names or lo or hi is not None
+            props or missing or other is not accept or patterns or names or lo or hi is not None
         ):
-            return _accept
+            return accept
         if not patterns and names is None and not lo and hi is None:
             return _plain_object(props, missing, closed, other)
         get = props.get
@@ -332,30 +247,30 @@ class _Compiler:
                 return None
             errors: Errors = None
             if len(v) < lo:
-                errors = _say(f"must have at least {_count(lo, 'property')}")
+                errors = say(f"must have at least {count(lo, 'property')}")
             if hi is not None and len(v) > hi:
-                errors = _say(f"must have at most {_count(hi, 'property')}")
+                errors = say(f"must have at most {count(hi, 'property')}")
             for key in missing:
                 if key not in v:
-                    errors = _join(errors, [missing[key]])
+                    errors = join(errors, [missing[key]])
             for key, item in v.items():
                 if names is not None and (bad := names(key)) is not None:
                     text = f"invalid property name {render(key)}: {bad[0].message}"
-                    errors = _join(errors, _say(text))
+                    errors = join(errors, say(text))
                 sub = get(key)
                 found = None if sub is None else sub(item)
                 for regex, node in patterns:
                     if isinstance(key, str) and regex.search(key):
                         sub = node
                         more = node(item)
-                        found = found if more is None else _join(found, more)
+                        found = found if more is None else join(found, more)
                 if sub is None:
                     if closed:
-                        errors = _join(errors, _say(f"unexpected property {render(key)}"))
+                        errors = join(errors, say(f"unexpected property {render(key)}"))
                         continue
                     found = other(item)
                 if found is not None:
-                    errors = _join(errors, _under(key, found))
+                    errors = join(errors, under(key, found))
             return errors
 
         return check
@@ -378,125 +293,13 @@ def _plain_object(
             sub = get(key)
             if sub is None:
                 if closed:
-                    errors = _join(errors, _say(f"unexpected property {render(key)}"))
+                    errors = join(errors, say(f"unexpected property {render(key)}"))
                     continue
                 sub = other
             found = sub(item)
             if found is not None:
-                errors = _join(errors, _under(key, found))
+                errors = join(errors, under(key, found))
         return errors
-
-    return check
-
-
-def _all(checks: list[Node]) -> Node:
-    def node(v: Any) -> Errors:
-        errors: Errors = None
-        for check in checks:
-            found = check(v)
-            if found is not None:
-                errors = _join(errors, found)
-        return errors
-
-    return node
-
-
-def _enum(s: dict[str, Any]) -> Node:
-    is_const = "const" in s
-    values = [s["const"]] if is_const else s["enum"]
-    if not isinstance(values, list):
-        raise ValueError(f"enum must be a list, not {values!r}")
-    strings = frozenset(x for x in values if isinstance(x, str))
-    numbers = frozenset(x for x in values if kind(x) in ("integer", "number"))
-    others = [x for x in values if kind(x) not in ("integer", "number", "string")]
-
-    def check(v: Any) -> Errors:
-        if isinstance(v, str):
-            if v in strings:
-                return None
-        elif kind(v) in ("integer", "number"):
-            if v in numbers:
-                return None
-        elif any(equal(v, x) for x in others):
-            return None
-        return _say(_not_one_of(values, v, is_const))
-
-    return check
-
-
-def _string(s: dict[str, Any]) -> Node:
-    lo, hi, pattern = _number(s, "minLength", 0), _number(s, "maxLength"), s.get("pattern")
-    if not (lo or hi is not None or pattern is not None):
-        return _accept
-    regex = None if pattern is None else re.compile(pattern)
-
-    def check(v: Any) -> Errors:
-        if not isinstance(v, str):
-            return None
-        errors: Errors = None
-        if len(v) < lo:
-            errors = _say(f"must have at least {_count(lo, 'character')}")
-        if hi is not None and len(v) > hi:
-            errors = _say(f"must have at most {_count(hi, 'character')}")
-        if regex is not None and regex.search(v) is None:
-            errors = _join(errors, _say(f"must match pattern {render(pattern)}"))
-        return errors
-
-    return check
-
-
-def _numeric(s: dict[str, Any]) -> Node:
-    bounds = [
-        (fails, _number(s, key), f"must be {op} {render(s[key])}")
-        for key, op, fails in _BOUNDS
-        if key in s
-    ]
-    step = _number(s, "multipleOf")
-    if step is not None and not step > 0:
-        raise ValueError(f"multipleOf must be > 0, not {step!r}")
-    if not bounds and step is None:
-        return _accept
-
-    def check(v: Any) -> Errors:
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            return None
-        failed = [Problem((), text) for fails, bound, text in bounds if fails(v, bound)]
-        if step is not None and _multiple_failed(v, step):
-            failed.append(Problem((), f"must be a multiple of {render(step)}"))
-        return failed or None
-
-    return check
-
-
-def _no_match(alts: list[Node], sigs: list[list[str] | None], v: object) -> list[Problem]:
-    """One helpful problem when no alternative matched `v`."""
-    fits = [i for i, sig in enumerate(sigs) if sig is None or is_type(frozenset(sig), v)]
-    if len(fits) == 1:  # one alternative has the right type: its own problems say most
-        return alts[fits[0]](v) or _say("does not match the allowed alternative")
-    if not fits:
-        names = list(dict.fromkeys(name for sig in sigs if sig for name in sig))
-        return _say(f"does not match any allowed type (expected {_either(names)})")
-    return _say("does not match any of the allowed alternatives")
-
-
-def _any_of(alts: list[Node], sigs: list[list[str] | None]) -> Node:
-    def check(v: Any) -> Errors:
-        for alt in alts:
-            if alt(v) is None:
-                return None
-        return _no_match(alts, sigs, v)
-
-    return check
-
-
-def _one_of(alts: list[Node], sigs: list[list[str] | None]) -> Node:
-    def check(v: Any) -> Errors:
-        matched = sum(1 for alt in alts if alt(v) is None)
-        if matched == 1:
-            return None
-        if matched > 1:
-            return _say("matches more than one alternative")
-        return _no_match(alts, sigs, v)
 
     return check
 
@@ -516,7 +319,7 @@ class _Jsonschema:
                 for text in _translate(error)
             }
         except Exception:  # e.g. a $ref jsonschema cannot resolve
-            return _say("value could not be checked against the schema")
+            return say("value could not be checked against the schema")
         return list(found) or None
 
     def is_valid_under(self, schema: Any, value: object) -> bool:
@@ -527,7 +330,7 @@ def _translate(error: Any) -> list[str]:
     """Our messages for a jsonschema error, at the error's own path."""
     keyword, value, schema = error.validator, error.validator_value, error.schema
     if keyword is None:  # the `false` schema
-        return [_NOT_ALLOWED.message]
+        return [NOT_ALLOWED.message]
     if keyword == "not":
         return ["value is not allowed"]
     if keyword in ("anyOf", "oneOf"):
@@ -577,7 +380,7 @@ class Validator:
         try:
             return self._node(instance) or []
         except RecursionError:
-            return _say("value is nested too deeply")
+            return say("value is nested too deeply")
 
     def is_valid(self, instance: object) -> bool:
         """Whether `instance` is valid."""
