@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import typing_extensions
 
 from ._docstrings import parse_docstring
-from ._introspect import MISSING, resolve_hints, split_annotated
+from ._introspect import MISSING, WRAPPER_ORIGINS, resolve_hints, split_annotated
 from .params import Param
 
 if TYPE_CHECKING:
@@ -31,14 +31,6 @@ __all__ = [
 
 ClassKind = Literal["typeddict", "dataclass", "namedtuple", "pydantic"]
 
-_WRAPPERS = {
-    typing_extensions.Required,
-    typing_extensions.NotRequired,
-    typing_extensions.ReadOnly,
-    getattr(typing, "Required", None),
-    getattr(typing, "NotRequired", None),
-    getattr(typing, "ReadOnly", None),
-} - {None}
 _REQUIRED = {typing_extensions.Required, getattr(typing, "Required", None)} - {None}
 _NOT_REQUIRED = {typing_extensions.NotRequired, getattr(typing, "NotRequired", None)} - {None}
 _ANNOTATED = {typing.Annotated, typing_extensions.Annotated}
@@ -75,10 +67,10 @@ def kind_of(cls: Any) -> ClassKind | None:
 
 def _peel(tp: Any) -> tuple[Any, Param]:
     """Strip Required/NotRequired/ReadOnly and Annotated, in either order."""
-    while typing.get_origin(tp) in _WRAPPERS:
+    while typing.get_origin(tp) in WRAPPER_ORIGINS:
         tp = typing.get_args(tp)[0]
     bare, param = split_annotated(tp)
-    while typing.get_origin(bare) in _WRAPPERS:
+    while typing.get_origin(bare) in WRAPPER_ORIGINS:
         bare = typing.get_args(bare)[0]
     return bare, param
 
@@ -96,7 +88,7 @@ def _typeddict_required(tp: Any, default: bool) -> bool:
             return True
         if origin in _NOT_REQUIRED:
             return False
-        if origin in _WRAPPERS or origin in _ANNOTATED:  # ReadOnly[...], Annotated[...]
+        if origin in WRAPPER_ORIGINS or origin in _ANNOTATED:  # ReadOnly[...], Annotated[...]
             tp = typing.get_args(tp)[0]
             continue
         return default

@@ -21,6 +21,17 @@ MISSING: Any = inspect.Parameter.empty
 
 InjectKind = Literal["context", "raw"]
 
+# `Required[...]`, `NotRequired[...]` and `ReadOnly[...]` (TypedDict fields): peeled off to
+# reach the field's type, from typing or typing_extensions.
+WRAPPER_ORIGINS = {
+    typing_extensions.Required,
+    typing_extensions.NotRequired,
+    typing_extensions.ReadOnly,
+    getattr(typing, "Required", None),
+    getattr(typing, "NotRequired", None),
+    getattr(typing, "ReadOnly", None),
+} - {None}
+
 _ANNOTATED_ORIGINS = {typing.Annotated, typing_extensions.Annotated}
 _Doc: Any = getattr(typing_extensions, "Doc", None)
 _P = inspect.Parameter

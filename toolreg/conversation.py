@@ -15,9 +15,10 @@ module level: `import toolreg` stays light.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._loop import LoopSettings, Step, run_loop
@@ -172,6 +173,19 @@ def _endpoint_error(exc: Exception) -> ConversationError:
 _TRANSPORT_MODULES = ("openai", "httpx", "httpcore")  # httpx2 too
 
 
+@contextlib.contextmanager
+def _endpoint_errors() -> Iterator[None]:
+    """Failures of the endpoint (the SDK's errors) become `ConversationError`s."""
+    try:
+        yield
+    except ConversationError:
+        raise
+    except Exception as exc:
+        if _is_sdk_error(exc):
+            raise _endpoint_error(exc) from exc
+        raise
+
+
 def _is_sdk_error(exc: Exception) -> bool:
     """Raised by the SDK or its transport, or a body that is not JSON (a malformed answer).
 
@@ -213,7 +227,7 @@ class Conversation(_Base):
                 return reply
 
     def _model(self, request: dict[str, Any]) -> dict[str, Any]:
-        try:
+        with _endpoint_errors():
             response = self.client.chat.completions.create(**request, **self._stream_kwargs())
             if not self.stream:
                 return normalize_completion(response)
@@ -224,12 +238,6 @@ class Conversation(_Base):
             finally:
                 response.close()  # also when on_text raised: release the connection
             return assembler.result()
-        except ConversationError:
-            raise
-        except Exception as exc:
-            if _is_sdk_error(exc):
-                raise _endpoint_error(exc) from exc
-            raise
 
     def _tools(self, calls: list[ToolCall]) -> list[ToolResult]:
         allowed = self.offered_names()
@@ -269,7 +277,7 @@ class AsyncConversation(_Base):
                 return reply
 
     async def _model(self, request: dict[str, Any]) -> dict[str, Any]:
-        try:
+        with _endpoint_errors():
             response = await self.client.chat.completions.create(**request, **self._stream_kwargs())
             if not self.stream:
                 return normalize_completion(response)
@@ -280,12 +288,6 @@ class AsyncConversation(_Base):
             finally:
                 await response.close()
             return assembler.result()
-        except ConversationError:
-            raise
-        except Exception as exc:
-            if _is_sdk_error(exc):
-                raise _endpoint_error(exc) from exc
-            raise
 
     async def _tools(self, calls: list[ToolCall]) -> list[ToolResult]:
         allowed = self.offered_names()

@@ -24,7 +24,7 @@ import typing_extensions
 
 from . import _classes
 from ._constraints import MetadataMixin
-from ._introspect import MISSING, split_annotated
+from ._introspect import MISSING, WRAPPER_ORIGINS, split_annotated
 from ._jsonable import NOT_JSONABLE, to_jsonable
 from ._validator import Validator
 from .errors import ToolDefinitionError, UnsupportedTypeError
@@ -65,14 +65,6 @@ _SUBCLASSABLE = (int, float, str, dt.datetime, dt.date, dt.time, dt.timedelta, u
 _ANY = (typing.Any, typing_extensions.Any, object)
 UNION_ORIGINS: set[Any] = {typing.Union, types.UnionType}
 LITERAL_ORIGINS = {typing.Literal, typing_extensions.Literal}
-WRAPPER_ORIGINS = {
-    typing_extensions.Required,
-    typing_extensions.NotRequired,
-    typing_extensions.ReadOnly,
-    getattr(typing, "Required", None),
-    getattr(typing, "NotRequired", None),
-    getattr(typing, "ReadOnly", None),
-} - {None}
 SEQUENCE_ORIGINS = {list, abc.Sequence, abc.MutableSequence, abc.Iterable, abc.Collection}
 SET_ORIGINS = {set, frozenset, abc.Set, abc.MutableSet}
 MAPPING_ORIGINS = {dict, abc.Mapping, abc.MutableMapping}
