@@ -14,18 +14,6 @@ MODEL = "scripted-model"
 WEATHER = '{"city": "Paris", "temp": 18}'
 
 
-@pytest.fixture
-def registry() -> ToolRegistry:
-    reg = ToolRegistry()
-
-    @reg.register_tool
-    def get_weather(city: str) -> dict[str, Any]:
-        """Current weather of a city."""
-        return {"city": city, "temp": 18}
-
-    return reg
-
-
 def converse(server: ScriptedServer, registry: ToolRegistry, **options: Any) -> Conversation:
     return Conversation(server.client(), MODEL, registry=registry, **options)
 

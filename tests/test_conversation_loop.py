@@ -15,18 +15,6 @@ from toolreg.testing import ScriptedServer, call, empty, text, tool_call, tool_c
 MODEL = "scripted-model"
 
 
-@pytest.fixture
-def registry() -> ToolRegistry:
-    reg = ToolRegistry()
-
-    @reg.register_tool
-    def get_weather(city: str) -> dict[str, Any]:
-        """Current weather of a city."""
-        return {"city": city, "temp": 18}
-
-    return reg
-
-
 def conversation(server: ScriptedServer, registry: ToolRegistry, **options: Any) -> Conversation:
     return Conversation(server.client(), MODEL, registry=registry, **options)
 
