@@ -288,6 +288,12 @@ def test_streaming_legacy_function_call() -> None:
 # -- Responses API ---------------------------------------------------------------------------
 
 
+needs_responses_api = pytest.mark.skipif(
+    not hasattr(openai.OpenAI, "responses"), reason="this openai SDK has no Responses API"
+)
+
+
+@needs_responses_api
 def test_responses_api_text_and_function_call() -> None:
     with ScriptedServer([tool_call("get_weather", city="Paris"), text("Sunny")]) as server:
         client = server.client()
@@ -319,6 +325,7 @@ def test_responses_api_text_and_function_call() -> None:
     assert server.paths == ["/v1/responses", "/v1/responses"]
 
 
+@needs_responses_api
 def test_responses_api_streaming() -> None:
     with ScriptedServer([text("Sunny and warm today"), tool_call("f", x=1)]) as server:
         client = server.client()
@@ -336,6 +343,7 @@ def test_responses_api_streaming() -> None:
     ]
 
 
+@needs_responses_api
 def test_responses_api_incomplete_on_length() -> None:
     with ScriptedServer([text("cut", finish_reason="length")]) as server:
         resp = server.client().responses.create(model="m", input="hi")
