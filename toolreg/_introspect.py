@@ -225,6 +225,18 @@ def _hint_source(fn: Any) -> Any:
     return source
 
 
+def _hides_injection(tp: Any, depth: int = 0) -> bool:
+    """Whether an injection marker or `ToolContext` appears inside `tp` (not on its outside)."""
+    if depth > 20:
+        return False
+    for arg in typing.get_args(tp):
+        if _is_context_type(arg) or (_is_annotated(arg) and split_annotated(arg)[1].injected):
+            return True
+        if _hides_injection(arg, depth + 1):
+            return True
+    return False
+
+
 def _is_context_type(tp: object) -> bool:
     return tp is ToolContext or typing.get_origin(tp) is ToolContext
 
@@ -324,6 +336,14 @@ def _record(
             fix=f"annotate it, e.g. {example}",
         )
     annotation, param = split_annotated(hints[name])
+    if _hides_injection(annotation):
+        raise ToolDefinitionError(
+            "Injected or ToolContext sits inside another type, where toolreg would not see "
+            "it and the model could set the value",
+            function=owner,
+            parameter=name,
+            fix="put it on the outside: Annotated[T | None, Injected] or ctx: ToolContext[T]",
+        )
     inject: InjectKind | None = None
     if _is_context_type(annotation):
         inject = "context"

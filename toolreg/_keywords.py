@@ -128,7 +128,12 @@ def under(step: str | int, errors: list[Problem]) -> list[Problem]:
 
 
 def join(errors: Errors, more: list[Problem]) -> list[Problem]:
-    return more if errors is None else errors + more
+    """`errors` extended by `more`, in place: every node returns a fresh list, and copying
+    would make a long array of bad items cost quadratic time."""
+    if errors is None:
+        return more
+    errors.extend(more)
+    return errors
 
 
 def number_keyword(s: Mapping[str, Any], key: str, default: Any = None) -> Any:

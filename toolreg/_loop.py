@@ -149,7 +149,7 @@ def _call_key(call: ToolCall) -> tuple[str, str]:
     try:
         decoded = json.loads(args) if isinstance(args, (str, bytes)) else args
         text = json.dumps(decoded, sort_keys=True, ensure_ascii=False)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         text = str(args)
     return call.name, text
 

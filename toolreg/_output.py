@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from ._convert import ConversionError, Converter, converter_for
+from ._decode import decode_arguments
 from ._validator import Validator
+from .errors import InvalidArgumentsError
 from .schema import SchemaBuilder
 
 __all__ = ["OutputSpec"]
 
-_FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+_MAX_BYTES = 1 << 20
+_MAX_DEPTH = 64
+_MAX_PROBLEMS = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,15 +53,11 @@ class OutputSpec:
 
     def parse(self, text: str) -> tuple[Any, list[str]]:
         """(value, []) for a valid answer; (None, problems) otherwise."""
-        stripped = text.strip()
-        fenced = _FENCE.match(stripped)
-        if fenced:
-            stripped = fenced.group(1)
-        try:
-            data = json.loads(stripped)
-        except ValueError as exc:
-            return None, [f"the answer is not valid JSON ({exc})"]
-        problems = self.validator.validate(data)
+        try:  # the same limits as tool arguments: size, depth, finite numbers
+            data = decode_arguments(_unfence(text.strip()), _MAX_BYTES, _MAX_DEPTH)
+        except InvalidArgumentsError as exc:
+            return None, [exc.message.replace("Arguments", "The answer", 1)]
+        problems = self.validator.validate(data)[:_MAX_PROBLEMS]
         if problems:
             return None, [f"{p.location()}: {p.message}" if p.path else p.message for p in problems]
         value = data["result"] if self.wrapped else data
@@ -68,6 +67,19 @@ class OutputSpec:
             return self.converter(value), []
         except ConversionError as exc:
             return None, [f"{'.'.join(map(str, exc.path)) or '(root)'}: {exc.message}"]
+
+
+def _unfence(text: str) -> str:
+    """The JSON inside a Markdown code fence (```json ... ```), or `text` as it is.
+
+    String operations, not a regex: the model's text is untrusted, and a backtracking
+    pattern over long runs of white space costs cubic time."""
+    if len(text) >= 6 and text.startswith("```") and text.endswith("```"):
+        inner = text[3:-3]
+        if inner.startswith("json"):
+            inner = inner[4:]
+        return inner.strip()
+    return text
 
 
 def _resolve(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:

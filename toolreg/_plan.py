@@ -20,12 +20,13 @@ from ._convert import ConversionError, Converter, converter_for
 from ._decode import check_limits
 from ._introspect import MISSING
 from ._validator import Problem, Validator
-from .errors import InvalidArgumentsError
+from .errors import InvalidArgumentsError, exception_text
 from .tool import Tool
 
 __all__ = ["CallPlan", "invalid_arguments", "plan_for"]
 
 _MAX_WALK = 200
+_MAX_COERCIBLE = 100
 _ABSENT: Any = object()
 
 
@@ -69,7 +70,7 @@ class CallPlan:
             problems = self.validator.validate(stripped)
             if not problems:
                 return stripped, []
-        if coerce:
+        if coerce and len(problems) <= _MAX_COERCIBLE:  # slips, not a mass of bad values
             coerced = self.validator.coerce(stripped)
             if coerced is not stripped and isinstance(coerced, dict):
                 # a JSON-encoded string may hide what the decoder's limits refused
@@ -102,22 +103,25 @@ class CallPlan:
 
 
 def _detail(exc: BaseException) -> str:
-    try:
-        text = " ".join(str(exc).split())[:200]
-    except Exception:
-        text = ""
+    text = exception_text(exc, 200)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+MAX_PROBLEMS_SHOWN = 20
+
+
 def invalid_arguments(tool: str, problems: list[Problem]) -> InvalidArgumentsError:
-    lines = [f"{p.location()}: {p.message}" if p.path else p.message for p in problems]
+    """The model-facing error; at most `MAX_PROBLEMS_SHOWN` problems are spelled out."""
+    shown = problems[:MAX_PROBLEMS_SHOWN]
+    lines = [f"{p.location()}: {p.message}" if p.path else p.message for p in shown]
+    if len(problems) > len(shown):
+        lines.append(f"... and {len(problems) - len(shown)} more problems")
     if len(lines) == 1:
         message = f"Invalid arguments for tool '{tool}': {lines[0]}."
     else:
         message = f"Invalid arguments for tool '{tool}':\n" + "\n".join(f"- {x}" for x in lines)
-    return InvalidArgumentsError(
-        message, tool_name=tool, problems=[(p.location(), p.message) for p in problems]
-    )
+    kept = [(p.location(), p.message) for p in problems[: MAX_PROBLEMS_SHOWN * 50]]
+    return InvalidArgumentsError(message, tool_name=tool, problems=kept)
 
 
 def plan_for(tool: Tool) -> CallPlan:
@@ -127,6 +131,12 @@ def plan_for(tool: Tool) -> CallPlan:
         plan = _build(tool)
         tool.runtime["plan"] = plan
     return plan
+
+
+def _accepts_null(schema: Any, defs: dict[str, Any]) -> bool:
+    if isinstance(schema, bool):  # `true` / `false` are schemas too
+        return schema
+    return Validator({**schema, "$defs": defs}).is_valid(None)
 
 
 def _build(tool: Tool) -> CallPlan:
@@ -149,7 +159,7 @@ def _build(tool: Tool) -> CallPlan:
         if conv is not None:
             converters.append((p.name, conv))
         schema = properties.get(p.name, {})
-        if p.default is not MISSING and not Validator({**schema, "$defs": defs}).is_valid(None):
+        if p.default is not MISSING and not _accepts_null(schema, defs):
             null_default.add(p.name)
         if p.default is MISSING and not p.required:
             absent.append(p.name)
@@ -158,7 +168,7 @@ def _build(tool: Tool) -> CallPlan:
         null_default = {
             name
             for name, schema in properties.items()
-            if name not in required and not Validator({**schema, "$defs": defs}).is_valid(None)
+            if name not in required and not _accepts_null(schema, defs)
         }
     return CallPlan(
         validator=Validator(tool.parameters),

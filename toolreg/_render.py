@@ -64,7 +64,7 @@ def render_result(tool: Tool, value: Any, limit: int | None) -> str:
 def _to_json(tool: Tool, value: Any) -> str:
     try:
         return to_json(value)
-    except (TypeError, ValueError, RecursionError) as exc:
+    except Exception as exc:  # TypeError, ValueError, RecursionError, a broken attribute...
         raise ToolExecutionError(
             f"Tool '{tool.name}' failed: its result (of type {type(value).__name__}) "
             "cannot be written as JSON.",

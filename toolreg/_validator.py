@@ -74,6 +74,11 @@ class _Fallback(Exception):
     """The schema needs a keyword this module does not compile."""
 
 
+MAX_ITEM_PROBLEMS = 100
+"""An array stops being checked after this many bad items: the verdict (invalid) stands,
+and a model cannot make validation cost time proportional to a huge list of bad items."""
+
+
 class _Compiler:
     def __init__(self, root: Any) -> None:
         self.root = root
@@ -200,12 +205,17 @@ class _Compiler:
                 errors = say(f"must have at least {count(lo, 'item')}")
             if hi is not None and len(v) > hi:
                 errors = say(f"must have at most {count(hi, 'item')}")
+            bad = 0
             for i, item in enumerate(v):
                 if i >= len(prefix) and items is accept:
                     break
                 found = (prefix[i] if i < len(prefix) else items)(item)
                 if found is not None:
                     errors = join(errors, under(i, found))
+                    bad += 1
+                    if bad == MAX_ITEM_PROBLEMS:  # enough to act on; bounded work for garbage
+                        errors.append(Problem((), "(items after this one were not checked)"))
+                        break
             if uniq and not unique(v):
                 errors = join(errors, say("items must be unique"))
             if has is not None:

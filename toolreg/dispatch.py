@@ -27,6 +27,7 @@ from .errors import (
     ToolError,
     ToolExecutionError,
     UnknownToolError,
+    exception_text,
 )
 from .params import ToolContext
 from .result import ToolCall, ToolResult
@@ -239,16 +240,24 @@ class DispatchMixin:
 
     def _execution_error(self, tool: Tool, exc: Exception) -> ToolExecutionError:
         _debug("tool %r raised", tool.name, exc_info=exc)
-        if isinstance(exc, ToolError):
-            message = str(exc.message)
+        chosen = _chosen_message(exc) if isinstance(exc, ToolError) else None
+        if chosen:  # the tool author's own words for the model, exactly
+            message = chosen
         elif self.settings.mask_errors:
             message = f"Tool '{tool.name}' failed."
         else:
-            detail = _exception_text(exc)
+            detail = exception_text(exc)
             message = f"Tool '{tool.name}' failed: {type(exc).__name__}" + (
                 f": {detail}" if detail else ""
             )
         return ToolExecutionError(message, tool_name=tool.name)
+
+
+def _chosen_message(exc: ToolError) -> str | None:
+    try:
+        return str(exc.message)
+    except Exception:  # a message object whose __str__ fails: fall back to the generic text
+        return None
 
 
 def _debug(message: str, *args: Any, exc_info: BaseException | None = None) -> None:
@@ -314,14 +323,6 @@ def _quoted(name: str) -> str:
 
 def _either(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
-
-
-def _exception_text(exc: BaseException) -> str:
-    """The exception's message on one line, at most 500 characters ("" if it has none)."""
-    try:
-        return " ".join(str(exc).split())[:500]
-    except Exception:  # a broken __str__
-        return ""
 
 
 def _allowed_set(allowed: Iterable[str] | None) -> frozenset[str] | None:

@@ -40,7 +40,17 @@ __all__ = [
     "ToolregError",
     "UnknownToolError",
     "UnsupportedTypeError",
+    "exception_text",
 ]
+
+
+def exception_text(exc: BaseException, limit: int = 500) -> str:
+    """`exc`'s message on one line, at most `limit` characters; "" if it has none or its
+    `__str__` fails. Never the traceback."""
+    try:
+        return " ".join(str(exc).split())[:limit]
+    except Exception:  # a broken __str__
+        return ""
 
 
 class ToolregError(Exception):

@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar, overload
 
+from ._plan import plan_for
 from .dispatch import DispatchMixin, DispatchSettings
 from .errors import DuplicateToolError, ToolDefinitionError
 from .formats import export_tools
@@ -110,6 +111,7 @@ class ToolRegistry(DispatchMixin):
     ) -> Tool:
         """Register `function` under an explicit JSON Schema (checked against the metaschema)."""
         tool = Tool.from_schema(name, parameters, function, description=description, **options)
+        plan_for(tool)  # a schema written by hand: surprises surface here, not at call time
         return self.add(tool, replace=replace)
 
     def add(self, tool: Tool, *, replace: bool = False) -> Tool:

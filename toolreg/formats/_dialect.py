@@ -7,9 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import ConversationError
 from ..result import ToolCall, ToolResult
 
-__all__ = ["Dialect", "arguments_text"]
+__all__ = ["Dialect", "arguments_text", "function_call_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,3 +38,11 @@ def arguments_text(arguments: Any) -> str | dict[str, Any] | None:
     if arguments is None or isinstance(arguments, (str, dict)):
         return arguments
     return json.dumps(arguments, ensure_ascii=False)
+
+
+def function_call_of(call: Any) -> ToolCall:
+    """`{"name": ..., "arguments": ...}` as a model sent it -> a `ToolCall` (no id)."""
+    if not isinstance(call, dict):
+        raise ConversationError("the endpoint sent a function call that is not an object")
+    name = call.get("name")
+    return ToolCall(name if isinstance(name, str) else "", arguments_text(call.get("arguments")))

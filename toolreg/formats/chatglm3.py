@@ -7,7 +7,7 @@ from typing import Any
 
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from ._dialect import Dialect, arguments_text
+from ._dialect import Dialect, arguments_text, function_call_of
 from .openai import DIALECT as OPENAI_DIALECT
 from .openai import parse_tool_calls
 
@@ -28,7 +28,7 @@ def parse_calls(message: dict[str, Any]) -> list[ToolCall]:
     the call in the text as JSON: `{"name": ..., "parameters" or "arguments": {...}}`."""
     call = message.get("function_call")
     if call:
-        return [ToolCall(call.get("name") or "", arguments_text(call.get("arguments")))]
+        return [function_call_of(call)]
     if message.get("tool_calls"):
         return [ToolCall(c.name, c.arguments) for c in parse_tool_calls(message)]
     return _calls_in_text(message.get("content"))
@@ -39,7 +39,7 @@ def _calls_in_text(content: Any) -> list[ToolCall]:
         return []
     try:
         data = json.loads(content)
-    except ValueError:
+    except (ValueError, RecursionError):
         return []
     if not isinstance(data, dict) or not isinstance(data.get("name"), str):
         return []

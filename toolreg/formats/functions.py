@@ -6,7 +6,7 @@ from typing import Any
 
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from ._dialect import Dialect, arguments_text
+from ._dialect import Dialect, function_call_of
 
 __all__ = ["DIALECT", "definition", "observation", "parse_function_call"]
 
@@ -25,9 +25,7 @@ def observation(result: ToolResult) -> dict[str, Any]:
 
 def parse_function_call(message: dict[str, Any]) -> list[ToolCall]:
     call = message.get("function_call")
-    if not call:
-        return []
-    return [ToolCall(call.get("name") or "", arguments_text(call.get("arguments")), None)]
+    return [function_call_of(call)] if call else []
 
 
 def _choice(choice: str) -> Any:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import ConversationError
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from ._dialect import Dialect, arguments_text
+from ._dialect import Dialect, function_call_of
 
 __all__ = ["DIALECT", "definition", "observation", "parse_tool_calls"]
 
@@ -28,16 +29,15 @@ def observation(result: ToolResult) -> dict[str, Any]:
 
 def parse_tool_calls(message: dict[str, Any]) -> list[ToolCall]:
     """The calls in an assistant message (`tool_calls`), in order."""
+    items = message.get("tool_calls") or []
+    if not isinstance(items, list):
+        raise ConversationError("the endpoint sent tool_calls that are not a list")
     calls = []
-    for item in message.get("tool_calls") or ():
-        function = item.get("function") or {}
-        calls.append(
-            ToolCall(
-                name=function.get("name") or "",
-                arguments=arguments_text(function.get("arguments")),
-                call_id=item.get("id"),
-            )
-        )
+    for item in items:
+        if not isinstance(item, dict):
+            raise ConversationError("the endpoint sent a tool call that is not an object")
+        call = function_call_of(item.get("function") or {})
+        calls.append(ToolCall(call.name, call.arguments, item.get("id")))
     return calls
 
 
