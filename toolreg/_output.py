@@ -56,7 +56,8 @@ class OutputSpec:
         try:  # the same limits as tool arguments: size, depth, finite numbers
             data = decode_arguments(_unfence(text.strip()), _MAX_BYTES, _MAX_DEPTH)
         except InvalidArgumentsError as exc:
-            return None, [exc.message.replace("Arguments", "The answer", 1)]
+            message = exc.message.replace("Arguments are", "The answer is", 1)
+            return None, [message.replace("Arguments", "The answer", 1)]
         problems = self.validator.validate(data)[:_MAX_PROBLEMS]
         if problems:
             return None, [f"{p.location()}: {p.message}" if p.path else p.message for p in problems]
