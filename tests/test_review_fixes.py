@@ -176,3 +176,98 @@ def test_a_deep_json_answer_in_the_chatglm3_dialect_is_just_text() -> None:
             server.client(), "m", registry=weather_registry(), dialect="chatglm3"
         ).send("go")
     assert reply.text == deep
+
+
+def test_sync_dispatch_of_a_slow_async_tool_returns_at_its_limit() -> None:
+    import asyncio
+    import time
+
+    reg = ToolRegistry()
+
+    @reg.register_tool(timeout=0.2)
+    async def slow() -> str:
+        """Wait on a blocking call in a thread."""
+        await asyncio.to_thread(time.sleep, 2)
+        return "done"
+
+    started = time.perf_counter()
+    result = reg.dispatch_tool("slow")
+    took = time.perf_counter() - started
+    assert result.content == "Tool 'slow' timed out after 0.2 s."
+    assert took < 1.5  # not the 2 s the cancelled tool takes to wind down
+
+
+def test_confirmations_of_concurrent_calls_are_asked_one_at_a_time() -> None:
+    import threading
+    import time
+
+    reg = ToolRegistry()
+
+    @reg.register_tool(destructive=True)
+    def remove(item: int) -> int:
+        """Remove an item."""
+        return item
+
+    lock, active, peak = threading.Lock(), [0], [0]
+
+    def confirm(tool: Any, arguments: dict[str, Any]) -> bool:
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.02)
+        with lock:
+            active[0] -= 1
+        return True
+
+    results = reg.dispatch_many([("remove", {"item": i}) for i in range(5)], confirm=confirm)
+    assert [r.content for r in results] == ["0", "1", "2", "3", "4"]
+    assert peak[0] == 1
+
+
+def test_mask_errors_hides_exception_text_from_conversion_too() -> None:
+    @dataclasses.dataclass
+    class Query:
+        path: str
+
+        def __post_init__(self) -> None:
+            raise ValueError("cannot open /etc/secret/db.conf")
+
+    for mask, expected in [
+        (False, "q: ValueError: cannot open /etc/secret/db.conf"),
+        (True, "q: cannot be converted"),
+    ]:
+        reg = ToolRegistry(mask_errors=mask)
+
+        def run(q: Query) -> str:
+            """Run a query."""
+            return "ran"
+
+        run.__annotations__ = {"q": Query, "return": str}  # a local class
+        reg.register_tool(run)
+        result = reg.dispatch_tool("run", '{"q": {"path": "x"}}')
+        assert result.content == f"Invalid arguments for tool 'run': {expected}."
+
+
+def test_strict_null_for_a_chatglm3_optional_parameter_means_absent() -> None:
+    reg = ToolRegistry()
+
+    @reg.register_tool(strict=True)
+    def find(city: Annotated[str, "City name", False]) -> str:
+        """Find shops in a city."""
+        return repr(city)
+
+    params = reg.get_tools()[0]["function"]["parameters"]
+    assert params["required"] == ["city"]
+    assert {"type": "null"} in params["properties"]["city"]["anyOf"]
+    assert reg.dispatch_tool("find", '{"city": null}').content == "None"
+    assert reg.dispatch_tool("find", '{"city": "Paris"}').content == "'Paris'"
+
+
+def test_explicit_schema_rejects_keys_its_function_cannot_take() -> None:
+    reg = ToolRegistry()
+    schema = {"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}
+    reg.register_schema("get_time", schema, lambda tz: f"12:00 in {tz}")
+    result = reg.dispatch_tool("get_time", '{"tz": "UTC", "verbose": true}')
+    assert result.content == "Invalid arguments for tool 'get_time': unexpected property 'verbose'."
+    reg.register_schema("echo", schema, lambda **kw: json.dumps(kw, sort_keys=True))
+    assert reg.dispatch_tool("echo", '{"tz": "UTC", "v": 1}').content == '{"tz": "UTC", "v": 1}'

@@ -51,6 +51,9 @@ def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
     return _in_thread(lambda: asyncio.run(coro), None)
 
 
+_GRACE = 0.05  # seconds for the loop inside to report its own timeout first
+
+
 class _Deadline(Exception):
     """The time limit ran out (distinct from a TimeoutError raised by the tool itself)."""
 
@@ -120,7 +123,7 @@ def call(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Call the tool from sync code, enforcing `tool.timeout`."""
     fn, timeout = tool.function, tool.timeout
     if tool.is_async:
-        return run_coroutine(_with_deadline(tool, fn(*args, **kwargs)))
+        return _run_async(tool, fn(*args, **kwargs))
     if timeout is None:
         value = fn(*args, **kwargs)
     else:
@@ -129,8 +132,23 @@ def call(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         except _Deadline:
             raise _timeout_error(tool, timeout) from None
     if type(value) not in _PLAIN and inspect.isawaitable(value):
-        return run_coroutine(_with_deadline(tool, value))
+        return _run_async(tool, value)
     return value
+
+
+def _run_async(tool: Tool, awaitable: Awaitable[T]) -> T:
+    """Await an async tool from sync code. With a time limit, the event loop runs in a thread
+    of its own and the caller stops waiting at the limit: `asyncio.run` would otherwise
+    wait for the cancelled tool (and the loop's executor) to wind down."""
+    coro = _with_deadline(tool, awaitable)
+    if tool.timeout is None:
+        return run_coroutine(coro)
+    import asyncio  # lazy: see the module's imports
+
+    try:
+        return _in_thread(lambda: asyncio.run(coro), tool.timeout + _GRACE)
+    except _Deadline:
+        raise _timeout_error(tool, tool.timeout) from None
 
 
 async def acall(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -22,6 +22,7 @@ from typing import Any
 from . import _classes
 from ._introspect import split_annotated
 from ._validator import Validator
+from .errors import exception_text
 from .schema import (
     LITERAL_ORIGINS,
     MAPPING_ORIGINS,
@@ -38,8 +39,13 @@ Converter = Callable[[Any], Any]
 
 
 class ConversionError(Exception):
-    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
-        self.path, self.message = path, message
+    """A value that validated but cannot become its Python type. `user_text`: the message
+    quotes an exception from the application's own code (hidden under `mask_errors`)."""
+
+    def __init__(
+        self, path: tuple[str | int, ...], message: str, *, user_text: bool = False
+    ) -> None:
+        self.path, self.message, self.user_text = path, message, user_text
         super().__init__(message)
 
 
@@ -47,7 +53,7 @@ def _nested(path: str | int, conv: Converter, value: Any) -> Any:
     try:
         return conv(value)
     except ConversionError as exc:
-        raise ConversionError((path, *exc.path), exc.message) from None
+        raise ConversionError((path, *exc.path), exc.message, user_text=exc.user_text) from None
 
 
 def _iso(kind: str, parse: Callable[[str], Any], example: str) -> Converter:
@@ -257,7 +263,8 @@ class _Builder:
             try:
                 return make(**data)
             except (TypeError, ValueError) as exc:
-                raise ConversionError((), f"{type(exc).__name__}: {exc}") from None
+                text = f"{type(exc).__name__}: {exception_text(exc, 200)}"
+                raise ConversionError((), text, user_text=True) from None
 
         return convert
 

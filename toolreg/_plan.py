@@ -12,7 +12,8 @@ The fast path (valid arguments, nothing to convert) is one validator call.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,9 +41,15 @@ class CallPlan:
     positional: tuple[tuple[str, Any], ...]  # positional-only parameters and their defaults
     reserved: frozenset[str]  # injected names the model may never send (even with **kwargs)
     nulls: _NullDropper = field(repr=False, compare=False)
+    closed_keys: frozenset[str] | None = None  # the only keys allowed (explicit schemas)
 
     def prepare(
-        self, tool: Tool, args: dict[str, Any], coerce: bool, max_depth: int = 64
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        coerce: bool,
+        max_depth: int = 64,
+        mask_errors: bool = False,
     ) -> dict[str, Any]:
         """Validate (and coerce) `args`, then convert them; raise InvalidArgumentsError."""
         nulls = self.null_means_default
@@ -53,12 +60,14 @@ class CallPlan:
         problems = self.validator.validate(args)
         if problems:
             args, problems = self._repair(args, problems, coerce, max_depth)
-        reserved = self.reserved.intersection(args) if self.reserved else ()
+        reserved: Collection[str] = self.reserved.intersection(args) if self.reserved else ()
+        if self.closed_keys is not None:  # an explicit schema in front of a closed signature
+            reserved = {*reserved, *(args.keys() - self.closed_keys)}
         if problems or reserved:
             extra = [Problem((), f"unexpected property '{k}'") for k in sorted(reserved)]
             raise invalid_arguments(tool.name, [*problems, *extra])
         if self.converters:
-            args = self._convert(tool, args)
+            args = self._convert(tool, args, mask_errors)
         return args
 
     def _repair(
@@ -79,7 +88,7 @@ class CallPlan:
                     return coerced, []
         return args, problems
 
-    def _convert(self, tool: Tool, args: dict[str, Any]) -> dict[str, Any]:
+    def _convert(self, tool: Tool, args: dict[str, Any], mask: bool) -> dict[str, Any]:
         out = args  # copied on the first change only: `args` may be the caller's dict
         for name, conv in self.converters:
             if name in args:
@@ -91,14 +100,11 @@ class CallPlan:
                             out = dict(args)
                         out[name] = new
                 except ConversionError as exc:
-                    raise invalid_arguments(
-                        tool.name, [Problem((name, *exc.path), exc.message)]
-                    ) from None
+                    text = "cannot be converted" if mask and exc.user_text else exc.message
+                    raise invalid_arguments(tool.name, [Problem((name, *exc.path), text)]) from None
                 except Exception as exc:  # user code (__post_init__, a validator) or a bug
-                    detail = _detail(exc)
-                    raise invalid_arguments(
-                        tool.name, [Problem((name,), f"cannot be converted ({detail})")]
-                    ) from exc
+                    text = "cannot be converted" + ("" if mask else f" ({_detail(exc)})")
+                    raise invalid_arguments(tool.name, [Problem((name,), text)]) from exc
         return out
 
 
@@ -163,6 +169,8 @@ def _build(tool: Tool) -> CallPlan:
             null_default.add(p.name)
         if p.default is MISSING and not p.required:
             absent.append(p.name)
+            if not _accepts_null(schema, defs):  # strict mode offers null for it: "absent"
+                null_default.add(p.name)
     if not tool.params:  # an explicit schema: its optional properties take null as "absent"
         required = set(tool.parameters.get("required", ()))
         null_default = {
@@ -179,7 +187,23 @@ def _build(tool: Tool) -> CallPlan:
         positional=tuple(positional),
         reserved=frozenset(n for n, _ in context) if tool.accepts_extra_keys else frozenset(),
         nulls=_NullDropper(tool.parameters),
+        closed_keys=_closed_keys(tool, properties),
     )
+
+
+def _closed_keys(tool: Tool, properties: dict[str, Any]) -> frozenset[str] | None:
+    """For an explicit schema that allows extra keys in front of a function that takes no
+    `**kwargs`: the keys the function takes (others are rejected, naming them, rather than
+    failing inside the call with a TypeError). None when there is nothing to add."""
+    if tool.params or not tool.accepts_extra_keys:
+        return None
+    try:
+        parameters = inspect.signature(tool.function).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return frozenset(properties)
 
 
 class _NullDropper:

@@ -11,6 +11,8 @@ import contextvars
 import dataclasses
 import inspect
 import sys
+import threading
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from time import perf_counter as _clock
@@ -87,8 +89,9 @@ class DispatchMixin:
             tool, args, positional, kwargs = self._prepare(
                 name, arguments, context, allowed, call_id
             )
-            if tool.destructive or tool.requires_confirmation:
-                _sync_confirm(confirm, tool, args)
+            if tool.needs_confirmation:
+                with _CONFIRM_LOCK:  # one question at a time, also from dispatch_many
+                    _sync_confirm(confirm, tool, args)
             try:
                 value = call(tool, positional, kwargs)
             except ToolCallError:
@@ -148,8 +151,9 @@ class DispatchMixin:
             tool, args, positional, kwargs = self._prepare(
                 name, arguments, context, allowed, call_id
             )
-            if tool.destructive or tool.requires_confirmation:
-                await _async_confirm(confirm, tool, args)
+            if tool.needs_confirmation:
+                async with _loop_confirm_lock():  # one question at a time per event loop
+                    await _async_confirm(confirm, tool, args)
             try:
                 value = await acall(tool, positional, kwargs)
             except ToolCallError:
@@ -209,7 +213,7 @@ class DispatchMixin:
             args = decode_arguments(arguments, settings.max_payload_bytes, settings.max_depth)
             plan = plan_for(tool)
             coerce = settings.coerce if tool.coerce is None else tool.coerce
-            args = plan.prepare(tool, args, coerce, settings.max_depth)
+            args = plan.prepare(tool, args, coerce, settings.max_depth, settings.mask_errors)
         except InvalidArgumentsError as err:
             err.tool_name = tool.name
             raise
@@ -368,6 +372,22 @@ def _inject(
         else:
             kwargs[name] = ToolContext(deps=context, tool_name=tool.name, call_id=call_id)
     return kwargs
+
+
+# Confirmations ask a person. Calls dispatched concurrently must not ask at the same time:
+# interleaved prompts let a "yes" approve a different call from the one the user read.
+_CONFIRM_LOCK = threading.RLock()  # re-entrant: a callback may itself dispatch
+_LOOP_LOCKS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def _loop_confirm_lock() -> Any:
+    import asyncio  # lazy: already loaded by the running event loop
+
+    loop = asyncio.get_running_loop()
+    lock = _LOOP_LOCKS.get(loop)
+    if lock is None:
+        lock = _LOOP_LOCKS[loop] = asyncio.Lock()
+    return lock
 
 
 def _sync_confirm(confirm: ConfirmCallback | None, tool: Tool, args: dict[str, Any]) -> None:
