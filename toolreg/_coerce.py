@@ -29,12 +29,13 @@ they are.
 
 from __future__ import annotations
 
-import json
 import math
 import operator
 import re
 from collections.abc import Callable, Hashable
 from typing import Any, Final
+
+from ._jsonable import strict_decoder
 
 __all__ = ["MAX_JSON_CHARS", "coerce_value", "equal", "is_type", "kind", "unique"]
 
@@ -122,28 +123,6 @@ def unique(values: list[Any]) -> bool:
         return not any(equal(x, values[j]) for i, x in enumerate(values) for j in range(i))
 
 
-def _reject_constant(name: str) -> object:
-    raise ValueError(name)
-
-
-def _finite_float(text: str) -> float:
-    number = float(text)
-    if not math.isfinite(number):
-        raise ValueError("number out of range")
-    return number
-
-
-def _bounded_int(text: str) -> int:
-    if len(text) > 4300:  # CPython's own limit for int(str); say no, quietly
-        raise ValueError("integer too long")
-    return int(text)
-
-
-_DECODER = json.JSONDecoder(
-    parse_constant=_reject_constant, parse_float=_finite_float, parse_int=_bounded_int
-)
-
-
 def _from_string(kind: object, text: str) -> object:
     """The value of `text` read as JSON type `kind`, or `_NOTHING`."""
     if kind == "integer" and _INTEGER.fullmatch(text):
@@ -161,7 +140,7 @@ def _from_string(kind: object, text: str) -> object:
         opener = "[" if kind == "array" else "{"
         if text.lstrip(" \t\r\n").startswith(opener):
             try:
-                decoded = _DECODER.decode(text)
+                decoded = strict_decoder.decode(text)
             except (ValueError, RecursionError):
                 return _NOTHING
             if isinstance(decoded, list if kind == "array" else dict):

@@ -132,7 +132,7 @@ _SCALARS: dict[Any, Converter | None] = {
 
 
 # Bare `tuple`, `set` and `frozenset` still need their Python type (JSON only has lists).
-_BARE_CONTAINERS = (tuple, set, frozenset, abc.Set, abc.MutableSet)
+_BARE_PYTHON_TYPES = (tuple, set, frozenset, abc.Set, abc.MutableSet)
 
 
 class _Builder:
@@ -146,7 +146,7 @@ class _Builder:
         if tp in _SCALARS:
             return _SCALARS[tp]
         tp = split_annotated(tp)[0]
-        origin = typing.get_origin(tp) or (tp if tp in _BARE_CONTAINERS else None)
+        origin = typing.get_origin(tp) or (tp if tp in _BARE_PYTHON_TYPES else None)
         if origin is not None:
             return self._generic(tp, origin, typing.get_args(tp))
         if hasattr(tp, "__supertype__"):

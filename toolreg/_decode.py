@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
+from ._jsonable import MAX_INT_DIGITS, NumberRefused, strict_decoder
 from .errors import InvalidArgumentsError
 
 __all__ = ["MAX_INT_DIGITS", "check_limits", "decode_arguments", "json_type_name"]
 
-MAX_INT_DIGITS: Final = 4300  # CPython's own default for int(str)
 
 _JSON_NAMES = {
     dict: "object",
@@ -35,39 +35,13 @@ def json_type_name(value: object) -> str:
     return _JSON_NAMES.get(type(value), type(value).__name__)
 
 
-class _Refused(ValueError):
-    """A number JSON cannot hold; the message is ready for the model."""
-
-
-def _parse_constant(name: str) -> Any:
-    raise _Refused(f"{name} is not a valid number")
-
-
-def _parse_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _Refused(f"{text[:20]} is not a valid number (out of range)")
-    return value
-
-
-def _parse_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise _Refused(f"a number has more than {MAX_INT_DIGITS} digits")
-    return int(text)
-
-
-_decoder = json.JSONDecoder(
-    parse_constant=_parse_constant, parse_float=_parse_float, parse_int=_parse_int
-)
-
-
 def _parse(text: str) -> Any:
-    """`_decoder.decode(text)`, skipping its white-space regexes for the usual `{...}`."""
+    """`strict_decoder.decode(text)`, skipping its white-space regexes for the usual `{...}`."""
     if text[0] == "{" and text[-1] == "}":
-        value, end = _decoder.raw_decode(text)
+        value, end = strict_decoder.raw_decode(text)
         if end == len(text):
             return value
-    return _decoder.decode(text)  # white space around, or trailing data: the full check
+    return strict_decoder.decode(text)  # white space around, or trailing data: the full check
 
 
 def _invalid_json(message: str) -> InvalidArgumentsError:
@@ -112,7 +86,7 @@ def _decode_text(text: str, max_bytes: int, max_depth: int) -> dict[str, Any]:
         raise _invalid_json(
             f"Arguments are not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."
         ) from None
-    except _Refused as exc:
+    except NumberRefused as exc:
         raise _invalid_json(f"Arguments are not valid JSON: {exc}.") from None
     except RecursionError:
         raise _too_deep(max_depth) from None

@@ -6,15 +6,54 @@ import copy
 import dataclasses
 import datetime as dt
 import enum
+import json
 import math
 import sys
 import uuid
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import PurePath
-from typing import Any
+from typing import Any, Final
 
-__all__ = ["NOT_JSONABLE", "copy_json", "json_default", "timedelta_iso", "to_jsonable"]
+__all__ = [
+    "MAX_INT_DIGITS",
+    "NOT_JSONABLE",
+    "NumberRefused",
+    "copy_json",
+    "json_default",
+    "strict_decoder",
+    "timedelta_iso",
+    "to_jsonable",
+]
+
+MAX_INT_DIGITS: Final = 4300  # CPython's own default limit for int(str)
+
+
+class NumberRefused(ValueError):
+    """A number JSON text may spell but a tool must not get; the message suits a model."""
+
+
+def _parse_constant(name: str) -> Any:
+    raise NumberRefused(f"{name} is not a valid number")
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise NumberRefused(f"{text[:20]} is not a valid number (out of range)")
+    return value
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:  # parsing those costs quadratic time
+        raise NumberRefused(f"a number has more than {MAX_INT_DIGITS} digits")
+    return int(text)
+
+
+strict_decoder = json.JSONDecoder(
+    parse_constant=_parse_constant, parse_float=_parse_float, parse_int=_parse_int
+)
+"""A JSON decoder for untrusted text: no NaN/Infinity, no overflowing floats, no huge ints."""
 
 
 class _NotJsonable:

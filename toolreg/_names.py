@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["NAME_RULES", "accepted_somewhere", "accepting_formats", "check_name"]
+__all__ = ["NAME_RULES", "accepted_somewhere", "check_name"]
 
 NAME_RULES: dict[str, tuple[re.Pattern[str], str]] = {
     "openai": (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "1-64 of a-z A-Z 0-9 _ -"),
@@ -30,11 +30,6 @@ NAME_RULES: dict[str, tuple[re.Pattern[str], str]] = {
     "mcp": (re.compile(r"[a-zA-Z0-9_.-]{1,128}"), "1-128 of a-z A-Z 0-9 _ - ."),
     "chatglm3": (re.compile(r"[^\s]{1,128}"), "1-128 characters, no white space"),
 }
-
-
-def accepting_formats(name: str) -> list[str]:
-    """The formats whose rule `name` satisfies."""
-    return [fmt for fmt, (rule, _) in NAME_RULES.items() if rule.fullmatch(name)]
 
 
 def accepted_somewhere(name: str) -> bool:
