@@ -10,7 +10,6 @@ import operator
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any, TypeAlias
 
 from ._coerce import equal, is_type, kind
@@ -152,6 +151,8 @@ def multiple_failed(value: int | float, step: int | float) -> bool:
         return bool(value % step)
     except (OverflowError, ValueError):
         try:
+            from fractions import Fraction  # lazy: only for floats too large to divide
+
             return (Fraction(value) / Fraction(step)).denominator != 1
         except (OverflowError, ValueError):
             return True

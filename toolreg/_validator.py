@@ -24,7 +24,6 @@ import importlib
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
-from urllib.parse import unquote
 
 from ._coerce import coerce_value, equal, is_type, kind, unique
 from ._jsonable import copy_json
@@ -90,7 +89,11 @@ class _Compiler:
             raise _Fallback(ref)
         target = self.root
         for token in ref[2:].split("/") if ref != "#" else ():
-            step = unquote(token).replace("~1", "/").replace("~0", "~")
+            if "%" in token:  # percent-encoded JSON Pointer (rare): decode it
+                from urllib.parse import unquote  # lazy: ~2 ms of import for a rare case
+
+                token = unquote(token)
+            step = token.replace("~1", "/").replace("~0", "~")
             if isinstance(target, list) and step.isdigit() and int(step) < len(target):
                 target = target[int(step)]
             elif isinstance(target, dict) and step in target:
