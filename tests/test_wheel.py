@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import site
 import subprocess
 import sys
 import venv
@@ -35,11 +36,14 @@ def test_wheel_installs_and_runs_the_demo(tmp_path: Path) -> None:
     run(*pip, "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", dist, ROOT, cwd=tmp_path)
     (wheel,) = dist.glob("toolreg-*.whl")
     env_dir = tmp_path / "venv"
-    # The venv sees the already-installed dependencies (openai, jsonschema, ...) so that the
-    # test needs no download; pip still checks that the wheel's requirements are met, and
-    # the wheel itself (code, samples, console script) is what runs.
-    venv.EnvBuilder(clear=True, system_site_packages=True).create(env_dir)
+    venv.EnvBuilder(clear=True).create(env_dir)
     bin_dir = env_dir / ("Scripts" if os.name == "nt" else "bin")
+    # The new environment sees this one's packages (openai, jsonschema, ...) through a .pth
+    # file, so the test needs no download, whether or not this run is itself in a venv;
+    # pip still checks that the wheel's requirements are met. Only directories are added:
+    # this environment's own .pth files (e.g. an editable toolreg) are not processed there.
+    site_dir = next((env_dir / "lib").glob("python*/site-packages"))
+    (site_dir / "_outer_packages.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     run(*pip, "--python", bin_dir / "python", "install", "-q", "--no-index", wheel, cwd=tmp_path)
     done = run(bin_dir / "toolreg", "demo", "--sample", "expense_tracker", cwd=tmp_path)
     lines = done.stdout.splitlines()
