@@ -171,7 +171,7 @@ LAYERS: list[set[str]] = [
     {"_classes", "schema", "_strict", "_constraints"},
     {"tool"},
     {"result"},
-    {"_decode", "_convert", "_plan", "_calling", "_render"},
+    {"_decode", "_convert", "_plan", "_calling", "_render", "_confirm"},
     {"dispatch"},
     {"formats"},  # the subpackage: every toolreg.formats.* module
     {"registry"},

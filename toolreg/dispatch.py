@@ -9,23 +9,20 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
-import inspect
 import sys
-import threading
-import weakref
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from time import perf_counter as _clock
 from typing import Any, Union
 
-from ._calling import acall, call, run_coroutine
+from ._calling import acall, call
+from ._confirm import CONFIRM_LOCK, ConfirmCallback, async_confirm, loop_confirm_lock, sync_confirm
 from ._decode import decode_arguments
 from ._plan import CallPlan, plan_for
 from ._render import render_result
 from .errors import (
     InvalidArgumentsError,
     ToolCallError,
-    ToolDeniedError,
     ToolError,
     ToolExecutionError,
     UnknownToolError,
@@ -38,7 +35,6 @@ from .tool import Tool
 __all__ = ["CallLike", "ConfirmCallback", "DispatchMixin", "DispatchSettings"]
 
 
-ConfirmCallback = Callable[[Tool, dict[str, Any]], Union[bool, Awaitable[bool]]]
 CallLike = Union[ToolCall, tuple[Any, ...], Mapping[str, Any]]
 _MAX_NAME = 64
 _MAX_LISTED = 20
@@ -90,8 +86,8 @@ class DispatchMixin:
                 name, arguments, context, allowed, call_id
             )
             if tool.needs_confirmation:
-                with _CONFIRM_LOCK:  # one question at a time, also from dispatch_many
-                    _sync_confirm(confirm, tool, args)
+                with CONFIRM_LOCK:  # one question at a time, also from dispatch_many
+                    sync_confirm(confirm, tool, args)
             try:
                 value = call(tool, positional, kwargs)
             except ToolCallError:
@@ -152,8 +148,8 @@ class DispatchMixin:
                 name, arguments, context, allowed, call_id
             )
             if tool.needs_confirmation:
-                async with _loop_confirm_lock():  # one question at a time per event loop
-                    await _async_confirm(confirm, tool, args)
+                async with loop_confirm_lock():  # one question at a time per event loop
+                    await async_confirm(confirm, tool, args)
             try:
                 value = await acall(tool, positional, kwargs)
             except ToolCallError:
@@ -372,60 +368,6 @@ def _inject(
         else:
             kwargs[name] = ToolContext(deps=context, tool_name=tool.name, call_id=call_id)
     return kwargs
-
-
-# Confirmations ask a person. Calls dispatched concurrently must not ask at the same time:
-# interleaved prompts let a "yes" approve a different call from the one the user read.
-_CONFIRM_LOCK = threading.RLock()  # re-entrant: a callback may itself dispatch
-_LOOP_LOCKS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-
-
-def _loop_confirm_lock() -> Any:
-    import asyncio  # lazy: already loaded by the running event loop
-
-    loop = asyncio.get_running_loop()
-    lock = _LOOP_LOCKS.get(loop)
-    if lock is None:
-        lock = _LOOP_LOCKS[loop] = asyncio.Lock()
-    return lock
-
-
-def _sync_confirm(confirm: ConfirmCallback | None, tool: Tool, args: dict[str, Any]) -> None:
-    """Ask `confirm` about this exact call; anything but True denies it."""
-    if confirm is None:
-        raise _denied(tool, "it needs the user's confirmation and none was asked for")
-    try:
-        answer = confirm(tool, dict(args))
-        if inspect.isawaitable(answer):
-            answer = run_coroutine(_awaited(answer))
-    except Exception as exc:
-        raise _denied(tool, "the confirmation step failed") from exc
-    if answer is not True:
-        raise _denied(tool, "the user declined")
-
-
-async def _async_confirm(confirm: ConfirmCallback | None, tool: Tool, args: dict[str, Any]) -> None:
-    if confirm is None:
-        raise _denied(tool, "it needs the user's confirmation and none was asked for")
-    try:
-        answer = confirm(tool, dict(args))
-        if inspect.isawaitable(answer):
-            answer = await answer
-    except Exception as exc:
-        raise _denied(tool, "the confirmation step failed") from exc
-    if answer is not True:
-        raise _denied(tool, "the user declined")
-
-
-async def _awaited(awaitable: Awaitable[bool]) -> bool:
-    return await awaitable
-
-
-def _denied(tool: Tool, why: str) -> ToolDeniedError:
-    return ToolDeniedError(
-        f"Tool '{tool.name}' was not run: {why}. Do not retry it unless the user asks.",
-        tool_name=tool.name,
-    )
 
 
 def _as_call(item: CallLike) -> ToolCall:
