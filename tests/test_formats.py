@@ -612,3 +612,27 @@ def test_exports_are_json_serialisable() -> None:
     for fmt in FORMATS:
         exported = reg.get_tools(fmt)
         assert json.loads(json.dumps(exported)) == copy.deepcopy(exported)
+
+
+def test_gemini_tells_constraints_it_has_no_keyword_for() -> None:
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def pick(
+        n: Annotated[int, Param(description="How many", gt=0, lt=10, multiple_of=2)],
+        tags: set[str],
+    ) -> str:
+        """Pick things."""
+        return ""
+
+    (declaration,) = reg.get_tools("gemini")
+    props = declaration["parameters"]["properties"]
+    assert props["n"] == {
+        "type": "INTEGER",
+        "description": "How many. Must be greater than 0. Must be less than 10. "
+        "Must be a multiple of 2.",
+    }
+    assert props["tags"]["description"] == "Items must be unique."
+    assert reg.dispatch_tool("pick", '{"n": 10, "tags": []}').content == (
+        "Invalid arguments for tool 'pick': n: must be < 10."
+    )

@@ -4,7 +4,8 @@
 `type` names, `nullable` for optional values, no `$ref`/`$defs` (references are inlined, so a
 recursive type cannot be exported), no `additionalProperties`, tuples as plain arrays,
 `enum` only for strings and `format` only where Gemini knows it (`date-time` for strings,
-`int32`/`int64`, `float`/`double`): other enums and formats are told in the description.
+`int32`/`int64`, `float`/`double`): other enums and formats, and the constraints the subset
+has no keyword for (exclusive bounds, `multipleOf`, `uniqueItems`), are told in the description.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ def _node(schema: Any, defs: dict[str, Any], seen: tuple[str, ...], tool: str) -
         out["enum"] = [schema["const"]]
     _fix_enum(out)
     _fix_format(out)
+    _tell_constraints(out, schema)
     if "properties" in schema:
         out["properties"] = {k: _node(v, defs, seen, tool) for k, v in schema["properties"].items()}
     items = schema.get("items")
@@ -88,6 +90,26 @@ def _set_type(out: dict[str, Any], schema: dict[str, Any]) -> None:
         kind = kinds[0] if len(kinds) == 1 else None
     if isinstance(kind, str) and kind != "null":
         out["type"] = kind.upper()
+
+
+_TOLD = (
+    ("exclusiveMinimum", "Must be greater than {}."),
+    ("exclusiveMaximum", "Must be less than {}."),
+    ("multipleOf", "Must be a multiple of {}."),
+)
+
+
+def _tell_constraints(out: dict[str, Any], schema: dict[str, Any]) -> None:
+    """Constraints Gemini's subset has no keyword for, said in the description instead
+    (dispatch still enforces them)."""
+    notes = [text.format(schema[key]) for key, text in _TOLD if key in schema]
+    if schema.get("uniqueItems") is True:
+        notes.append("Items must be unique.")
+    if notes:
+        text = out.get("description", "").rstrip()
+        if text and not text.endswith((".", "!", "?", "。")):
+            text += "."
+        out["description"] = " ".join([text, *notes]).strip()
 
 
 def _fix_enum(out: dict[str, Any]) -> None:
