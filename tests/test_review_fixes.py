@@ -271,3 +271,27 @@ def test_explicit_schema_rejects_keys_its_function_cannot_take() -> None:
     assert result.content == "Invalid arguments for tool 'get_time': unexpected property 'verbose'."
     reg.register_schema("echo", schema, lambda **kw: json.dumps(kw, sort_keys=True))
     assert reg.dispatch_tool("echo", '{"tz": "UTC", "v": 1}').content == '{"tz": "UTC", "v": 1}'
+
+
+def test_one_time_limit_covers_a_sync_wrapper_and_the_awaitable_it_returns() -> None:
+    import asyncio
+    import time
+
+    async def part_two() -> str:
+        await asyncio.sleep(0.3)
+        return "done"
+
+    reg = ToolRegistry()
+
+    @reg.register_tool(timeout=0.4)
+    def wrapper() -> Any:
+        """Half the work now, half in a coroutine."""
+        time.sleep(0.3)
+        return part_two()
+
+    assert reg.dispatch_tool("wrapper").content == "Tool 'wrapper' timed out after 0.4 s."
+
+    async def in_async() -> str:
+        return (await reg.adispatch_tool("wrapper")).content
+
+    assert asyncio.run(in_async()) == "Tool 'wrapper' timed out after 0.4 s."

@@ -19,6 +19,7 @@ import contextlib
 import contextvars
 import inspect
 import threading
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -123,60 +124,66 @@ def call(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Call the tool from sync code, enforcing `tool.timeout`."""
     fn, timeout = tool.function, tool.timeout
     if tool.is_async:
-        return _run_async(tool, fn(*args, **kwargs))
+        return _run_async(tool, fn(*args, **kwargs), timeout)
     if timeout is None:
         value = fn(*args, **kwargs)
     else:
+        started = time.monotonic()
         try:
             value = _in_thread(lambda: fn(*args, **kwargs), timeout)
         except _Deadline:
             raise _timeout_error(tool, timeout) from None
+        timeout = max(0.0, timeout - (time.monotonic() - started))  # what is left for an await
     if type(value) not in _PLAIN and inspect.isawaitable(value):
-        return _run_async(tool, value)
+        return _run_async(tool, value, timeout)
     return value
 
 
-def _run_async(tool: Tool, awaitable: Awaitable[T]) -> T:
+def _run_async(tool: Tool, awaitable: Awaitable[T], limit: float | None) -> T:
     """Await an async tool from sync code. With a time limit, the event loop runs in a thread
     of its own and the caller stops waiting at the limit: `asyncio.run` would otherwise
     wait for the cancelled tool (and the loop's executor) to wind down."""
-    coro = _with_deadline(tool, awaitable)
-    if tool.timeout is None:
+    coro = _with_deadline(tool, awaitable, limit)
+    if limit is None:
         return run_coroutine(coro)
     import asyncio  # lazy: see the module's imports
 
     try:
-        return _in_thread(lambda: asyncio.run(coro), tool.timeout + _GRACE)
+        return _in_thread(lambda: asyncio.run(coro), limit + _GRACE)
     except _Deadline:
-        raise _timeout_error(tool, tool.timeout) from None
+        raise _timeout_error(tool, tool.timeout or limit) from None
 
 
 async def acall(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Call the tool from async code; a sync tool runs in a thread of its own."""
-    fn = tool.function
+    fn, timeout = tool.function, tool.timeout
     if tool.is_async:
-        return await _with_deadline(tool, fn(*args, **kwargs))
-    value = await _with_deadline(tool, _thread_future(lambda: fn(*args, **kwargs)))
+        return await _with_deadline(tool, fn(*args, **kwargs), timeout)
+    started = time.monotonic()
+    value = await _with_deadline(tool, _thread_future(lambda: fn(*args, **kwargs)), timeout)
     if type(value) not in _PLAIN and inspect.isawaitable(value):
-        return await _with_deadline(tool, value)
+        if timeout is not None:  # one time limit for the whole call, not one per step
+            timeout = max(0.0, timeout - (time.monotonic() - started))
+        return await _with_deadline(tool, value, timeout)
     return value
 
 
-async def _with_deadline(tool: Tool, awaitable: Awaitable[T]) -> T:
-    if tool.timeout is None:
+async def _with_deadline(tool: Tool, awaitable: Awaitable[T], limit: float | None) -> T:
+    """Await `awaitable`, at most `limit` seconds (the error names the tool's own limit)."""
+    if limit is None:
         return await awaitable
     import asyncio  # lazy: see the module's imports
 
     task = asyncio.ensure_future(awaitable)
     try:
-        done, _ = await asyncio.wait({task}, timeout=tool.timeout)
+        done, _ = await asyncio.wait({task}, timeout=limit)
     except BaseException:  # dispatch itself was cancelled: so is the tool
         task.cancel()
         raise
     if not done:
         task.cancel()
         task.add_done_callback(_retrieve)
-        raise _timeout_error(tool, tool.timeout)
+        raise _timeout_error(tool, tool.timeout or limit)
     return task.result()
 
 
