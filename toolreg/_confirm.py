@@ -6,10 +6,11 @@ at all denies it too. Calls dispatched concurrently ask one at a time.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import threading
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Union
 
 from ._calling import run_coroutine
@@ -41,27 +42,40 @@ def loop_confirm_lock() -> Any:
 
 def sync_confirm(confirm: ConfirmCallback | None, tool: Tool, args: dict[str, Any]) -> None:
     """Ask `confirm` about this exact call; anything but True denies it."""
-    if confirm is None:
-        raise _denied(tool, "it needs the user's confirmation and none was asked for")
-    try:
-        answer = confirm(tool, dict(args))
+    with _asking(tool):
+        answer = _ask(confirm, tool, args)
         if inspect.isawaitable(answer):
             answer = run_coroutine(_awaited(answer))
-    except Exception as exc:
-        raise _denied(tool, "the confirmation step failed") from exc
-    if answer is not True:
-        raise _denied(tool, "the user declined")
+    _judge(tool, answer)
 
 
 async def async_confirm(confirm: ConfirmCallback | None, tool: Tool, args: dict[str, Any]) -> None:
-    if confirm is None:
-        raise _denied(tool, "it needs the user's confirmation and none was asked for")
-    try:
-        answer = confirm(tool, dict(args))
+    """`sync_confirm` for async dispatch: an async callback is awaited in the caller's loop."""
+    with _asking(tool):
+        answer = _ask(confirm, tool, args)
         if inspect.isawaitable(answer):
             answer = await answer
+    _judge(tool, answer)
+
+
+def _ask(confirm: ConfirmCallback | None, tool: Tool, args: dict[str, Any]) -> Any:
+    if confirm is None:
+        raise _denied(tool, "it needs the user's confirmation and none was asked for")
+    return confirm(tool, dict(args))  # a copy: the callback cannot change the call
+
+
+@contextlib.contextmanager
+def _asking(tool: Tool) -> Iterator[None]:
+    """A callback that raises denies the call (the exception is kept as the cause)."""
+    try:
+        yield
+    except ToolDeniedError:
+        raise
     except Exception as exc:
         raise _denied(tool, "the confirmation step failed") from exc
+
+
+def _judge(tool: Tool, answer: Any) -> None:
     if answer is not True:
         raise _denied(tool, "the user declined")
 
