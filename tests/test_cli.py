@@ -258,3 +258,26 @@ def test_chat_reads_lines_until_end_of_input() -> None:
     assert done.returncode == 0, done.stderr
     assert '  -> get_weather({"city_name": "London"})' in done.stdout
     assert "assistant> Drizzle in London." in done.stdout
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    many = tmp_path / "many_tools.py"
+    lines = ["from toolreg import ToolRegistry", "registry = ToolRegistry()"]
+    for i in range(400):  # far more JSON than a pipe buffer holds
+        lines += [
+            "@registry.register_tool",
+            f"def tool_{i}(city: str, count: int = 1) -> str:",
+            f'    """Tool number {i}: use it when the user asks for thing {i}."""',
+            "    return city",
+        ]
+    many.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = subprocess.run(
+        f"{sys.executable} -m toolreg schema {many} | head -c 1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
+    assert done.stdout == "["
+    assert done.stderr == ""

@@ -253,6 +253,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         _fail(str(exc))
+    except BrokenPipeError:  # `toolreg schema ... | head`: the reader left; leave quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes at exit
+        return 141
     except Exception as exc:
         if args.debug:
             raise
