@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import ConversationError
 from ..result import ToolCall, ToolResult
 
-__all__ = ["Dialect", "arguments_text", "function_call_of"]
+__all__ = ["Dialect", "arguments_text", "as_data", "function_call_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,3 +46,9 @@ def function_call_of(call: Any) -> ToolCall:
         raise ConversationError("the endpoint sent a function call that is not an object")
     name = call.get("name")
     return ToolCall(name if isinstance(name, str) else "", arguments_text(call.get("arguments")))
+
+
+def as_data(value: Any) -> Any:
+    """An SDK object (pydantic, as the openai and anthropic SDKs return) as plain data."""
+    dump = getattr(value, "model_dump", None)
+    return dump() if callable(dump) else value

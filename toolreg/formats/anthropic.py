@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..result import ToolResult
+from ..result import ToolCall, ToolResult
 from ..tool import Tool
+from ._dialect import arguments_text, as_data
 
-__all__ = ["definition", "observation"]
+__all__ = ["definition", "observation", "parse_calls"]
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
@@ -28,3 +29,22 @@ def observation(result: ToolResult) -> dict[str, Any]:
         "content": result.content,
         "is_error": not result.ok,
     }
+
+
+def parse_calls(message: Any) -> list[ToolCall]:
+    """The `tool_use` blocks of an assistant message (or of its `content` list)."""
+    data = as_data(message)
+    blocks = data.get("content", ()) if isinstance(data, dict) else data
+    calls = []
+    for block in blocks or ():
+        block = as_data(block)
+        if isinstance(block, dict) and block.get("type") == "tool_use":
+            name = block.get("name")
+            calls.append(
+                ToolCall(
+                    name if isinstance(name, str) else "",
+                    arguments_text(block.get("input")),
+                    block.get("id"),
+                )
+            )
+    return calls

@@ -14,10 +14,11 @@ import json
 from typing import Any
 
 from ..errors import ToolDefinitionError
-from ..result import ToolResult
+from ..result import ToolCall, ToolResult
 from ..tool import Tool
+from ._dialect import arguments_text, as_data
 
-__all__ = ["definition", "observation", "to_gemini_schema"]
+__all__ = ["definition", "observation", "parse_calls", "to_gemini_schema"]
 
 _KEEP = {
     "description",
@@ -177,3 +178,28 @@ def observation(result: ToolResult) -> dict[str, Any]:
     """A Gemini `functionResponse` part."""
     key = "result" if result.ok else "error"
     return {"functionResponse": {"name": result.tool_name, "response": {key: result.content}}}
+
+
+def parse_calls(response: Any) -> list[ToolCall]:
+    """The `functionCall` parts of a Gemini response, content or list of parts."""
+    data = as_data(response)
+    if isinstance(data, dict) and "candidates" in data:
+        first = as_data((data.get("candidates") or [{}])[0])
+        data = first.get("content", {}) if isinstance(first, dict) else {}
+    parts = data.get("parts", ()) if isinstance(data, dict) else data
+    calls = []
+    for part in parts or ():
+        part = as_data(part)
+        if not isinstance(part, dict):
+            continue
+        call = part.get("functionCall") or part.get("function_call")
+        if isinstance(call, dict):
+            name = call.get("name")
+            calls.append(
+                ToolCall(
+                    name if isinstance(name, str) else "",
+                    arguments_text(call.get("args")),
+                    call.get("id"),
+                )
+            )
+    return calls

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..result import ToolResult
+from ..result import ToolCall, ToolResult
 from ..tool import Tool
+from ._dialect import arguments_text, as_data
 
-__all__ = ["definition", "observation"]
+__all__ = ["definition", "observation", "parse_call"]
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
@@ -26,3 +27,11 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str
 def observation(result: ToolResult) -> dict[str, Any]:
     """An MCP `CallToolResult`: text content, `isError` for failures."""
     return {"content": [{"type": "text", "text": result.content}], "isError": not result.ok}
+
+
+def parse_call(params: Any) -> ToolCall:
+    """The call in a `tools/call` request's `params`: `{"name", "arguments"}`."""
+    data = as_data(params)
+    data = data if isinstance(data, dict) else {}
+    name = data.get("name")
+    return ToolCall(name if isinstance(name, str) else "", arguments_text(data.get("arguments")))

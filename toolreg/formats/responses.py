@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..result import ToolResult
+from ..result import ToolCall, ToolResult
 from ..tool import Tool
+from ._dialect import arguments_text, as_data
 
-__all__ = ["definition", "observation"]
+__all__ = ["definition", "observation", "parse_calls"]
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
@@ -26,3 +27,22 @@ def observation(result: ToolResult) -> dict[str, Any]:
         "call_id": result.call_id or "",
         "output": result.content,
     }
+
+
+def parse_calls(response: Any) -> list[ToolCall]:
+    """The `function_call` items of a Responses API response (or of its `output` list)."""
+    data = as_data(response)
+    items = data.get("output", ()) if isinstance(data, dict) else data
+    calls = []
+    for item in items or ():
+        item = as_data(item)
+        if isinstance(item, dict) and item.get("type") == "function_call":
+            name = item.get("name")
+            calls.append(
+                ToolCall(
+                    name if isinstance(name, str) else "",
+                    arguments_text(item.get("arguments")),
+                    item.get("call_id"),
+                )
+            )
+    return calls

@@ -1,0 +1,126 @@
+"""Tool calls in, for every provider: parse the provider's call, dispatch it, answer it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolreg import ToolCall, ToolRegistry
+from toolreg.formats import anthropic, gemini, mcp, responses
+
+
+@pytest.fixture
+def registry() -> ToolRegistry:
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def get_weather(city: str) -> dict[str, Any]:
+        """Current weather of a city."""
+        return {"city": city, "temp": 18}
+
+    return reg
+
+
+def test_responses_function_calls(registry: ToolRegistry) -> None:
+    response = {
+        "output": [
+            {"type": "reasoning", "id": "rs_1"},
+            {
+                "type": "function_call",
+                "call_id": "c1",
+                "name": "get_weather",
+                "arguments": '{"city": "Paris"}',
+            },
+            {"type": "message", "content": []},
+        ]
+    }
+    calls = responses.parse_calls(response)
+    assert calls == [ToolCall("get_weather", '{"city": "Paris"}', "c1")]
+    assert responses.parse_calls(response["output"]) == calls
+    (result,) = registry.dispatch_many(calls)
+    assert responses.observation(result) == {
+        "type": "function_call_output",
+        "call_id": "c1",
+        "output": '{"city": "Paris", "temp": 18}',
+    }
+
+
+def test_anthropic_tool_use_blocks(registry: ToolRegistry) -> None:
+    message = {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Let me check."},
+            {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "北京"}},
+        ],
+    }
+    calls = anthropic.parse_calls(message)
+    assert calls == [ToolCall("get_weather", {"city": "北京"}, "toolu_1")]
+    (result,) = registry.dispatch_many(calls)
+    assert anthropic.observation(result) == {
+        "type": "tool_result",
+        "tool_use_id": "toolu_1",
+        "content": '{"city": "北京", "temp": 18}',
+        "is_error": False,
+    }
+
+
+def test_gemini_function_call_parts(registry: ToolRegistry) -> None:
+    response = {
+        "candidates": [
+            {
+                "content": {
+                    "role": "model",
+                    "parts": [
+                        {"functionCall": {"name": "get_weather", "args": {"city": "Tokyo"}}},
+                    ],
+                }
+            }
+        ]
+    }
+    calls = gemini.parse_calls(response)
+    assert calls == [ToolCall("get_weather", {"city": "Tokyo"}, None)]
+    assert gemini.parse_calls(response["candidates"][0]["content"]["parts"]) == calls
+    result = registry.dispatch_tool(calls[0].name, calls[0].arguments)
+    assert gemini.observation(result) == {
+        "functionResponse": {
+            "name": "get_weather",
+            "response": {"result": '{"city": "Tokyo", "temp": 18}'},
+        }
+    }
+
+
+def test_mcp_tools_call_params(registry: ToolRegistry) -> None:
+    call = mcp.parse_call({"name": "get_weather", "arguments": {"city": "Oslo"}})
+    assert call == ToolCall("get_weather", {"city": "Oslo"}, None)
+    result = registry.dispatch_tool(call.name, call.arguments)
+    assert mcp.observation(result) == {
+        "content": [{"type": "text", "text": '{"city": "Oslo", "temp": 18}'}],
+        "isError": False,
+    }
+    missing = mcp.parse_call({"name": "nope"})
+    unknown = registry.dispatch_tool(missing.name, missing.arguments)
+    assert mcp.observation(unknown)["isError"] is True
+
+
+@pytest.mark.parametrize(
+    "junk", [None, 42, "text", [None, 3, "x"], {"output": None}, {"content": [1, 2]}]
+)
+def test_parsers_ignore_what_is_not_a_call(junk: Any) -> None:
+    assert responses.parse_calls(junk if isinstance(junk, (dict, list)) else []) == []
+    assert anthropic.parse_calls(junk if isinstance(junk, (dict, list)) else []) == []
+    assert gemini.parse_calls(junk if isinstance(junk, (dict, list)) else []) == []
+    assert mcp.parse_call(junk) == ToolCall("", None, None)
+
+
+def test_sdk_objects_are_read_through_model_dump(registry: ToolRegistry) -> None:
+    class Block:
+        def model_dump(self) -> dict[str, Any]:
+            return {
+                "type": "tool_use",
+                "id": "t9",
+                "name": "get_weather",
+                "input": {"city": "Rome"},
+            }
+
+    assert anthropic.parse_calls([Block()]) == [ToolCall("get_weather", {"city": "Rome"}, "t9")]
