@@ -26,7 +26,8 @@ class ToolResult:
     `content` is the text for the model. `value` is the tool's raw return value (when it
     ran). On failure `ok` is False and `error` holds the `ToolCallError` (its `kind` is
     one of `unknown_tool`, `invalid_json`, `invalid_arguments`, `denied`, `timeout`,
-    `execution_error`; `error.message` equals `content`). `exception` keeps the tool's
+    `execution_error`, and `repeated` for a call the conversation loop refused to repeat;
+    `error.message` equals `content`). `exception` keeps the tool's
     original exception for logging: it never reaches `content`.
 
     Not frozen, so that building one stays cheap on the hot path; treat it as read-only.
