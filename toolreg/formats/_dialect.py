@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import ConversationError
 from ..result import ToolCall, ToolResult
 
-__all__ = ["Dialect", "arguments_text", "as_data", "function_call_of"]
+__all__ = ["Dialect", "arguments_text", "as_data", "entries", "function_call_of", "make_call"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,11 +44,25 @@ def function_call_of(call: Any) -> ToolCall:
     """`{"name": ..., "arguments": ...}` as a model sent it -> a `ToolCall` (no id)."""
     if not isinstance(call, dict):
         raise ConversationError("the endpoint sent a function call that is not an object")
-    name = call.get("name")
-    return ToolCall(name if isinstance(name, str) else "", arguments_text(call.get("arguments")))
+    return make_call(call.get("name"), call.get("arguments"))
+
+
+def make_call(name: Any, arguments: Any, call_id: Any = None) -> ToolCall:
+    """A `ToolCall` from what a provider sent: a name that is not text becomes "" (unknown)."""
+    return ToolCall(name if isinstance(name, str) else "", arguments_text(arguments), call_id)
 
 
 def as_data(value: Any) -> Any:
     """An SDK object (pydantic, as the openai and anthropic SDKs return) as plain data."""
     dump = getattr(value, "model_dump", None)
     return dump() if callable(dump) else value
+
+
+def entries(container: Any, key: str) -> list[dict[str, Any]]:
+    """The dict entries of `container[key]` (or of `container` itself when it is a list),
+    SDK objects read as plain data; anything else is skipped."""
+    data = as_data(container)
+    items = data.get(key) if isinstance(data, dict) else data
+    if not isinstance(items, (list, tuple)):
+        return []
+    return [entry for entry in map(as_data, items) if isinstance(entry, dict)]

@@ -6,7 +6,7 @@ from typing import Any
 
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from ._dialect import arguments_text, as_data
+from ._dialect import entries, make_call
 
 __all__ = ["definition", "observation", "parse_calls"]
 
@@ -33,18 +33,8 @@ def observation(result: ToolResult) -> dict[str, Any]:
 
 def parse_calls(message: Any) -> list[ToolCall]:
     """The `tool_use` blocks of an assistant message (or of its `content` list)."""
-    data = as_data(message)
-    blocks = data.get("content", ()) if isinstance(data, dict) else data
-    calls = []
-    for block in blocks or ():
-        block = as_data(block)
-        if isinstance(block, dict) and block.get("type") == "tool_use":
-            name = block.get("name")
-            calls.append(
-                ToolCall(
-                    name if isinstance(name, str) else "",
-                    arguments_text(block.get("input")),
-                    block.get("id"),
-                )
-            )
-    return calls
+    return [
+        make_call(block.get("name"), block.get("input"), block.get("id"))
+        for block in entries(message, "content")
+        if block.get("type") == "tool_use"
+    ]

@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import ToolDefinitionError
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from ._dialect import arguments_text, as_data
+from ._dialect import as_data, entries, make_call
 
 __all__ = ["definition", "observation", "parse_calls", "to_gemini_schema"]
 
@@ -184,22 +184,13 @@ def parse_calls(response: Any) -> list[ToolCall]:
     """The `functionCall` parts of a Gemini response, content or list of parts."""
     data = as_data(response)
     if isinstance(data, dict) and "candidates" in data:
-        first = as_data((data.get("candidates") or [{}])[0])
-        data = first.get("content", {}) if isinstance(first, dict) else {}
-    parts = data.get("parts", ()) if isinstance(data, dict) else data
-    calls = []
-    for part in parts or ():
-        part = as_data(part)
-        if not isinstance(part, dict):
-            continue
-        call = part.get("functionCall") or part.get("function_call")
-        if isinstance(call, dict):
-            name = call.get("name")
-            calls.append(
-                ToolCall(
-                    name if isinstance(name, str) else "",
-                    arguments_text(call.get("args")),
-                    call.get("id"),
-                )
-            )
-    return calls
+        first = entries(data, "candidates")[:1]
+        data = first[0].get("content", {}) if first else {}
+    calls = (
+        part.get("functionCall") or part.get("function_call") for part in entries(data, "parts")
+    )
+    return [
+        make_call(call.get("name"), call.get("args"), call.get("id"))
+        for call in calls
+        if isinstance(call, dict)
+    ]

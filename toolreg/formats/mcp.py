@@ -6,7 +6,7 @@ from typing import Any
 
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from ._dialect import arguments_text, as_data
+from ._dialect import as_data, make_call
 
 __all__ = ["definition", "observation", "parse_call"]
 
@@ -33,5 +33,4 @@ def parse_call(params: Any) -> ToolCall:
     """The call in a `tools/call` request's `params`: `{"name", "arguments"}`."""
     data = as_data(params)
     data = data if isinstance(data, dict) else {}
-    name = data.get("name")
-    return ToolCall(name if isinstance(name, str) else "", arguments_text(data.get("arguments")))
+    return make_call(data.get("name"), data.get("arguments"))

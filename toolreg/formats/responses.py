@@ -6,7 +6,7 @@ from typing import Any
 
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from ._dialect import arguments_text, as_data
+from ._dialect import entries, make_call
 
 __all__ = ["definition", "observation", "parse_calls"]
 
@@ -31,18 +31,8 @@ def observation(result: ToolResult) -> dict[str, Any]:
 
 def parse_calls(response: Any) -> list[ToolCall]:
     """The `function_call` items of a Responses API response (or of its `output` list)."""
-    data = as_data(response)
-    items = data.get("output", ()) if isinstance(data, dict) else data
-    calls = []
-    for item in items or ():
-        item = as_data(item)
-        if isinstance(item, dict) and item.get("type") == "function_call":
-            name = item.get("name")
-            calls.append(
-                ToolCall(
-                    name if isinstance(name, str) else "",
-                    arguments_text(item.get("arguments")),
-                    item.get("call_id"),
-                )
-            )
-    return calls
+    return [
+        make_call(item.get("name"), item.get("arguments"), item.get("call_id"))
+        for item in entries(response, "output")
+        if item.get("type") == "function_call"
+    ]
