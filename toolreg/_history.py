@@ -6,16 +6,17 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["trim_history"]
+__all__ = ["CALL_KEYS", "trim_history"]
+
+CALL_KEYS = ("tool_calls", "function_call")
+"""The keys of an assistant message that carry calls, in every dialect."""
 
 _ANSWER_ROLES = {"tool", "function", "observation"}
 Message = dict[str, Any]
 
 
 def _opens_calls(message: Message) -> bool:
-    return message.get("role") == "assistant" and bool(
-        message.get("tool_calls") or message.get("function_call")
-    )
+    return message.get("role") == "assistant" and bool(any(message.get(key) for key in CALL_KEYS))
 
 
 def _units(messages: Sequence[Message]) -> list[list[Message]]:
@@ -37,7 +38,7 @@ def _size(unit: list[Message]) -> int:
             total += len(content)
         elif content is not None:  # a list of content parts
             total += len(json.dumps(content, ensure_ascii=False))
-        for key in ("tool_calls", "function_call"):
+        for key in CALL_KEYS:
             if message.get(key):
                 total += len(json.dumps(message[key], ensure_ascii=False))
     return total

@@ -12,7 +12,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ._history import trim_history
+from ._history import CALL_KEYS, trim_history
 from ._output import OutputSpec
 from ._reply import (
     Hooks,
@@ -33,7 +33,6 @@ Step = tuple[Literal["model", "tools"], Any]
 Message = dict[str, Any]
 _STOP_REASONS = {"length": "length", "content_filter": "content_filter"}
 _REPEAT_ROUNDS = 3
-_CALL_KEYS = ("tool_calls", "function_call")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +128,7 @@ def _echo(s: LoopSettings, message: Message, drop_calls: bool = False) -> Messag
     """The assistant message as received; empty content normalised for picky servers."""
     out = dict(message)
     if drop_calls:  # every kind of call, not only the dialect's: none may stay unanswered
-        for key in _CALL_KEYS:
+        for key in CALL_KEYS:
             out.pop(key, None)
     has_calls = any(out.get(k) for k in s.dialect.call_keys)
     if has_calls and not out.get("content"):
