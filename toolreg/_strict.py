@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import ToolDefinitionError
 
-__all__ = ["make_strict", "strict_problem"]
+__all__ = ["add_sentences", "make_strict", "strict_problem"]
 
 JsonSchema = dict[str, Any]
 _NULL = {"type": "null"}
@@ -86,10 +86,15 @@ def _node(schema: Any, path: tuple[str, ...]) -> Any:
 
 def _with_default(description: str | None, default: Any) -> str:
     note = f"Default: {json.dumps(default, ensure_ascii=False)} (send null for the default)."
-    if not description:
-        return note
-    text = description.rstrip()
-    return f"{text} {note}" if text.endswith((".", "!", "?", "。")) else f"{text}. {note}"
+    return add_sentences(description, note)
+
+
+def add_sentences(description: str | None, *notes: str) -> str:
+    """`description` with `notes` after it, ending its last sentence with a full stop."""
+    text = (description or "").rstrip()
+    if text and not text.endswith((".", "!", "?", "。")):
+        text += "."
+    return " ".join([text, *notes]).strip()
 
 
 def _is_object(schema: JsonSchema) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .._strict import add_sentences
 from ..errors import ToolDefinitionError
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
@@ -107,10 +108,7 @@ def _tell_constraints(out: dict[str, Any], schema: dict[str, Any]) -> None:
     if schema.get("uniqueItems") is True:
         notes.append("Items must be unique.")
     if notes:
-        text = out.get("description", "").rstrip()
-        if text and not text.endswith((".", "!", "?", "。")):
-            text += "."
-        out["description"] = " ".join([text, *notes]).strip()
+        out["description"] = add_sentences(out.get("description"), *notes)
 
 
 def _fix_enum(out: dict[str, Any]) -> None:
