@@ -23,7 +23,7 @@ from typing import Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from toolreg import Param, ToolError, ToolRegistry
-from toolreg.demo import Demo, run_demo
+from toolreg.cli.demo import Demo, run_demo
 from toolreg.testing import last_tool_result, text, tool_call
 
 registry = ToolRegistry()

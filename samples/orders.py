@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypedDict
 
 from toolreg import Param, ToolContext, ToolError, ToolRegistry
-from toolreg.demo import Demo, run_demo
+from toolreg.cli.demo import Demo, run_demo
 from toolreg.testing import last_tool_result, text, tool_call
 
 registry = ToolRegistry()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from toolreg import ToolError, ToolRegistry
-from toolreg.demo import Demo, run_demo
+from toolreg.cli.demo import Demo, run_demo
 from toolreg.testing import call, text, tool_calls
 
 registry = ToolRegistry()

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from toolreg import Conversation, ConversationError, Reply, ToolRegistry
-from toolreg._stream import StreamAssembler
+from toolreg.conversation.stream import StreamAssembler
 from toolreg.testing import ScriptedServer, TurnLike, call, function_call, text, tool_calls
 
 MODEL = "scripted-model"

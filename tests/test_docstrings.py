@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolreg import _docstrings
-from toolreg._docstrings import EMPTY_DOC, DocInfo, parse_docstring
+from toolreg.definition import docstrings as _docstrings
+from toolreg.definition.docstrings import EMPTY_DOC, DocInfo, parse_docstring
 
 # (id, docstring, summary, params, returns, style)
 CASES: list[tuple[str, str | None, str, dict[str, str], str | None, str]] = [
@@ -546,7 +546,7 @@ def test_import_does_not_import_docstring_parser() -> None:
         [
             sys.executable,
             "-c",
-            "import toolreg._docstrings, sys; assert 'docstring_parser' not in sys.modules",
+            "import toolreg.definition.docstrings, sys; assert 'docstring_parser' not in sys.modules",
         ],
         check=True,
     )
@@ -564,5 +564,5 @@ def test_import_does_not_import_docstring_parser() -> None:
     ],
 )
 def test_parsing_does_not_import_docstring_parser(doc: str) -> None:
-    code = f"from toolreg._docstrings import parse_docstring\nparse_docstring({doc!r})"
+    code = f"from toolreg.definition.docstrings import parse_docstring\nparse_docstring({doc!r})"
     assert "docstring_parser" not in _modules_after(code).split()

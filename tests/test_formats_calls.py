@@ -91,14 +91,14 @@ def test_gemini_function_call_parts(registry: ToolRegistry) -> None:
 
 
 def test_mcp_tools_call_params(registry: ToolRegistry) -> None:
-    call = mcp.parse_call({"name": "get_weather", "arguments": {"city": "Oslo"}})
+    (call,) = mcp.parse_calls({"name": "get_weather", "arguments": {"city": "Oslo"}})
     assert call == ToolCall("get_weather", {"city": "Oslo"}, None)
     result = registry.dispatch_tool(call.name, call.arguments)
     assert mcp.observation(result) == {
         "content": [{"type": "text", "text": '{"city": "Oslo", "temp": 18}'}],
         "isError": False,
     }
-    missing = mcp.parse_call({"name": "nope"})
+    (missing,) = mcp.parse_calls({"name": "nope"})
     unknown = registry.dispatch_tool(missing.name, missing.arguments)
     assert mcp.observation(unknown)["isError"] is True
 
@@ -110,7 +110,7 @@ def test_parsers_ignore_what_is_not_a_call(junk: Any) -> None:
     assert responses.parse_calls(junk if isinstance(junk, (dict, list)) else []) == []
     assert anthropic.parse_calls(junk if isinstance(junk, (dict, list)) else []) == []
     assert gemini.parse_calls(junk if isinstance(junk, (dict, list)) else []) == []
-    assert mcp.parse_call(junk) == ToolCall("", None, None)
+    assert mcp.parse_calls(junk) == [ToolCall("", None, None)]
 
 
 def test_sdk_objects_are_read_through_model_dump(registry: ToolRegistry) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from toolreg._introspect import _parameters
+from toolreg.definition.signature import _parameters
 
 
 def plain(a: int, b: str = "x") -> None: ...

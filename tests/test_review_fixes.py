@@ -17,8 +17,8 @@ from toolreg import (
     ToolError,
     ToolRegistry,
 )
-from toolreg._output import OutputSpec
-from toolreg._validator import MAX_ITEM_PROBLEMS, Validator
+from toolreg.conversation.output import OutputSpec
+from toolreg.validation.validator import MAX_ITEM_PROBLEMS, Validator
 from toolreg.testing import ScriptedServer, raw, text, tool_call
 
 

@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 import openai
 import pytest
 
-from toolreg._scripted import ScriptedServer
-from toolreg._scripted_turns import (
+from toolreg.testing.server import ScriptedServer
+from toolreg.testing.turns import (
     Turn,
     call,
     empty,
@@ -485,5 +485,7 @@ def test_lifecycle() -> None:
 
 
 def test_importing_the_module_does_not_import_openai() -> None:
-    code = "import sys, toolreg._scripted; assert 'openai' not in sys.modules, 'openai imported'"
+    code = (
+        "import sys, toolreg.testing.server; assert 'openai' not in sys.modules, 'openai imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolreg._validator import Problem, Validator
+from toolreg.validation.validator import Problem, Validator
 
 WEATHER: dict[str, Any] = {
     "type": "object",
@@ -386,7 +386,7 @@ def test_fallback_messages(schema: Any, instance: Any, message: str) -> None:
 
 def test_import_stays_light() -> None:
     code = (
-        "import sys; from toolreg._validator import Validator; "
+        "import sys; from toolreg.validation.validator import Validator; "
         "schema = {'type': 'object', 'properties': {'a': {'anyOf': [{'$ref': '#'}]}}}; "
         "Validator(schema).validate({'a': 1}); "
         "assert 'jsonschema' not in sys.modules, 'jsonschema imported'"

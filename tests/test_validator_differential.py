@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 from jsonschema._utils import uniq as jsonschema_uniq
 
-from toolreg._coerce import unique
-from toolreg._validator import Problem, Validator
+from toolreg.validation.coercion import unique
+from toolreg.validation.validator import Problem, Validator
 
 TOO_DEEP = Problem((), "value is nested too deeply")
 KEYS = ["a", "b", "c", "é", "a b", ""]

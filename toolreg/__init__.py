@@ -14,16 +14,19 @@ from .errors import (
     ConversationError,
     DuplicateToolError,
     InvalidArgumentsError,
+    InvalidJSONError,
     RepeatedCallError,
     ToolCallError,
     ToolDefinitionError,
     ToolDeniedError,
     ToolError,
     ToolExecutionError,
+    ToolNotFoundError,
     ToolregError,
     ToolTimeoutError,
     UnknownToolError,
     UnsupportedTypeError,
+    UsageError,
 )
 from .params import Injected, Param, ToolContext
 from .registry import ToolRegistry, default_registry
@@ -31,8 +34,9 @@ from .result import ToolCall, ToolResult
 from .tool import Tool
 
 if _typing.TYPE_CHECKING:
-    from ._history import trim_history
-    from ._reply import (
+    from .conversation import (
+        AsyncConversation,
+        Conversation,
         Hooks,
         ModelCallEvent,
         ModelResponseEvent,
@@ -40,31 +44,31 @@ if _typing.TYPE_CHECKING:
         ToolCallEvent,
         ToolResultEvent,
         Usage,
+        run_conversation,
+        trim_history,
     )
-    from .conversation import AsyncConversation, Conversation, run_conversation
 
 # The conversation driver loads on first use (PEP 562): `import toolreg` stays light for
 # applications that only register and dispatch.
 _LAZY = {
-    "AsyncConversation": "conversation",
-    "Conversation": "conversation",
-    "run_conversation": "conversation",
-    "trim_history": "_history",
-    "Hooks": "_reply",
-    "ModelCallEvent": "_reply",
-    "ModelResponseEvent": "_reply",
-    "Reply": "_reply",
-    "ToolCallEvent": "_reply",
-    "ToolResultEvent": "_reply",
-    "Usage": "_reply",
+    "AsyncConversation",
+    "Conversation",
+    "Hooks",
+    "ModelCallEvent",
+    "ModelResponseEvent",
+    "Reply",
+    "ToolCallEvent",
+    "ToolResultEvent",
+    "Usage",
+    "run_conversation",
+    "trim_history",
 }
 
 
 def __getattr__(name: str) -> _typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
+    if name not in _LAZY:
         raise AttributeError(f"module 'toolreg' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(f".{module}", __name__), name)
+    value = getattr(_importlib.import_module(".conversation", __name__), name)
     globals()[name] = value
     return value
 
@@ -91,6 +95,7 @@ __all__ = [
     "Hooks",
     "Injected",
     "InvalidArgumentsError",
+    "InvalidJSONError",
     "ModelCallEvent",
     "ModelResponseEvent",
     "Param",
@@ -105,6 +110,7 @@ __all__ = [
     "ToolDeniedError",
     "ToolError",
     "ToolExecutionError",
+    "ToolNotFoundError",
     "ToolRegistry",
     "ToolResult",
     "ToolResultEvent",
@@ -113,6 +119,7 @@ __all__ = [
     "UnknownToolError",
     "UnsupportedTypeError",
     "Usage",
+    "UsageError",
     "__version__",
     "adispatch_many",
     "adispatch_tool",

@@ -8,18 +8,27 @@ ToolregError
 ├── ToolCallError              dispatch; carries tool name; has a short model-safe message
 │   ├── UnknownToolError       with "did you mean" suggestions
 │   ├── InvalidArgumentsError  every problem with its JSON path
+│   │   └── InvalidJSONError   the arguments are not JSON text (or not an object)
 │   ├── ToolTimeoutError
 │   ├── ToolDeniedError        a tool that needs confirmation was not approved
 │   ├── RepeatedCallError      the conversation loop refused a call repeated round after round
 │   └── ToolExecutionError     the original exception chained, never shown to the model
-└── ConversationError          e.g. the endpoint answered something unusable
+├── ConversationError          e.g. the endpoint answered something unusable
+└── UsageError                 toolreg itself was misused: a bad option, a wrong type;
+    │                          also a ValueError and a TypeError
+    └── ToolNotFoundError      a lookup by a name no tool has; also a KeyError
 
 ToolError                      raised by a tool author to send a chosen message to the model
 ```
 
 Definition errors are raised when a tool is registered or exported: they are programming
 mistakes and they say how to fix them. Call errors describe what the model got wrong; the
-dispatcher turns them into a `ToolResult` instead of raising them.
+dispatcher turns them into a `ToolResult` instead of raising them. Usage errors are raised
+to the caller: the application, not the model, has to change something.
+
+Every call error has a `kind` (a class attribute, one per class) that names it in a
+`ToolResult.error_kind`: `unknown_tool`, `invalid_json`, `invalid_arguments`, `timeout`,
+`denied`, `repeated`, `execution_error`.
 """
 
 from __future__ import annotations
@@ -30,16 +39,19 @@ __all__ = [
     "ConversationError",
     "DuplicateToolError",
     "InvalidArgumentsError",
+    "InvalidJSONError",
     "RepeatedCallError",
     "ToolCallError",
     "ToolDefinitionError",
     "ToolDeniedError",
     "ToolError",
     "ToolExecutionError",
+    "ToolNotFoundError",
     "ToolTimeoutError",
     "ToolregError",
     "UnknownToolError",
     "UnsupportedTypeError",
+    "UsageError",
     "exception_text",
 ]
 
@@ -158,11 +170,15 @@ class InvalidArgumentsError(ToolCallError):
         *,
         tool_name: str | None = None,
         problems: Sequence[tuple[str, str]] = (),
-        kind: str = "invalid_arguments",
     ) -> None:
         self.problems = tuple(problems)
-        self.kind = kind
         super().__init__(message, tool_name=tool_name)
+
+
+class InvalidJSONError(InvalidArgumentsError):
+    """The arguments are not valid JSON text, or not a JSON object."""
+
+    kind = "invalid_json"
 
 
 class ToolTimeoutError(ToolCallError):
@@ -207,3 +223,25 @@ class ToolError(Exception):
     def __init__(self, message: str) -> None:
         self.message = message
         super().__init__(message)
+
+
+class UsageError(ToolregError, ValueError, TypeError):
+    """toolreg was used wrongly: an option out of range, a value of the wrong type.
+
+    Also a `ValueError` and a `TypeError`, so code written against the built-in exceptions
+    keeps working. The message says what to change.
+    """
+
+
+class ToolNotFoundError(UsageError, KeyError):
+    """The application asked a registry for a tool name it does not hold (also a KeyError).
+
+    Not the model's mistake: a model's unknown name is answered with `UnknownToolError`.
+    """
+
+    def __init__(self, message: str, *, names: Sequence[str] = ()) -> None:
+        self.names = tuple(names)
+        super().__init__(message)
+
+    def __str__(self) -> str:  # KeyError would show the message in quotes
+        return str(self.args[0])

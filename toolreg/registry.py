@@ -7,13 +7,13 @@ Every `ToolRegistry()` is fresh and independent. The module-level `register_tool
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
-from ._plan import plan_for
-from .dispatch import DispatchMixin, DispatchSettings
-from .errors import DuplicateToolError, ToolDefinitionError
+from .dispatch import CallLike, ConfirmCallback, Dispatcher, DispatchSettings
+from .errors import DuplicateToolError, ToolDefinitionError, ToolNotFoundError
 from .formats import export_tools
+from .result import ToolResult
 from .tool import ResultFilter, Tool
 
 __all__ = ["ToolRegistry", "default_registry"]
@@ -22,13 +22,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 _MAX_EXPORTS = 256  # cached exports per registry before the cache starts over
 
 
-class ToolRegistry(DispatchMixin):
-    """A set of tools a model may call.
+class ToolRegistry:
+    """A set of tools a model may call: register, look up, export, dispatch.
 
-    Dispatch settings (see the README): `coerce` (safe coercion of near-miss arguments),
-    `mask_errors` (hide exception messages from the model), `max_payload_bytes` and
-    `max_depth` (limits on the arguments), `max_concurrency` (for `dispatch_many`),
-    `max_result_chars` (default cut for results).
+    Dispatch settings (see the README and `DispatchSettings`): `coerce` (safe coercion of
+    near-miss arguments), `mask_errors` (hide exception messages from the model),
+    `max_payload_bytes` and `max_depth` (limits on the arguments), `max_concurrency` (for
+    `dispatch_many`), `max_result_chars` (default cut for results). The registry holds a
+    `Dispatcher` over its own tool map; the dispatch verbs here hand over to it.
     """
 
     def __init__(
@@ -41,18 +42,25 @@ class ToolRegistry(DispatchMixin):
         max_concurrency: int = 8,
         max_result_chars: int | None = None,
     ) -> None:
-        _check_settings(max_payload_bytes, max_depth, max_concurrency, max_result_chars)
-        self.settings = DispatchSettings(
-            coerce=coerce,
-            mask_errors=mask_errors,
-            max_payload_bytes=max_payload_bytes,
-            max_depth=max_depth,
-            max_concurrency=max_concurrency,
-            max_result_chars=max_result_chars,
-        )
         self._tools: dict[str, Tool] = {}
         self._lock = threading.RLock()
         self._exports: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        self.dispatcher = Dispatcher(
+            self._tools,
+            DispatchSettings(
+                coerce=coerce,
+                mask_errors=mask_errors,
+                max_payload_bytes=max_payload_bytes,
+                max_depth=max_depth,
+                max_concurrency=max_concurrency,
+                max_result_chars=max_result_chars,
+            ),
+        )
+
+    @property
+    def settings(self) -> DispatchSettings:
+        """The dispatch settings this registry was made with."""
+        return self.dispatcher.settings
 
     # -- registration ---------------------------------------------------------------------
     @overload
@@ -111,7 +119,6 @@ class ToolRegistry(DispatchMixin):
     ) -> Tool:
         """Register `function` under an explicit JSON Schema (checked against the metaschema)."""
         tool = Tool.from_schema(name, parameters, function, description=description, **options)
-        plan_for(tool)  # a schema written by hand: surprises surface here, not at call time
         return self.add(tool, replace=replace)
 
     def add(self, tool: Tool, *, replace: bool = False) -> Tool:
@@ -129,9 +136,11 @@ class ToolRegistry(DispatchMixin):
         return tool
 
     def unregister(self, name: str) -> Tool:
-        """Remove and return the tool `name` (`KeyError` if there is none)."""
+        """Remove and return the tool `name` (`ToolNotFoundError`, a KeyError, if none)."""
         with self._lock:
-            tool = self._tools.pop(name)
+            tool = self._tools.pop(name, None)
+            if tool is None:
+                raise self._not_found([name])
             self._exports = {}
         return tool
 
@@ -140,7 +149,17 @@ class ToolRegistry(DispatchMixin):
         return self._tools.get(name)
 
     def __getitem__(self, name: str) -> Tool:
-        return self._tools[name]
+        tool = self._tools.get(name)
+        if tool is None:
+            raise self._not_found([name])
+        return tool
+
+    def _not_found(self, missing: Sequence[str]) -> ToolNotFoundError:
+        registered = ", ".join(self._tools) or "none"
+        return ToolNotFoundError(
+            f"no tool named {', '.join(map(repr, missing))} (registered: {registered})",
+            names=missing,
+        )
 
     def names(self) -> list[str]:
         return list(self._tools)
@@ -158,7 +177,7 @@ class ToolRegistry(DispatchMixin):
                 names = _name_list(names)
                 missing = [n for n in names if n not in self._tools]
                 if missing:
-                    raise KeyError(f"no tool named {', '.join(map(repr, missing))}")
+                    raise self._not_found(missing)
                 selected = [self._tools[n] for n in names]
             else:
                 selected = list(self._tools.values())
@@ -177,6 +196,63 @@ class ToolRegistry(DispatchMixin):
 
     def __repr__(self) -> str:
         return f"<ToolRegistry {len(self._tools)} tools: {', '.join(self._tools)}>"
+
+    # -- dispatch (the registry's Dispatcher does the work) --------------------------------
+    def dispatch_tool(
+        self,
+        name: str,
+        arguments: str | bytes | Mapping[str, Any] | None = None,
+        *,
+        context: Any = None,
+        allowed: Iterable[str] | None = None,
+        call_id: str | None = None,
+        confirm: ConfirmCallback | None = None,
+    ) -> ToolResult:
+        """Run one call from a model. Never raises for the model's mistakes or the tool's."""
+        return self.dispatcher.dispatch_tool(
+            name, arguments, context=context, allowed=allowed, call_id=call_id, confirm=confirm
+        )
+
+    async def adispatch_tool(
+        self,
+        name: str,
+        arguments: str | bytes | Mapping[str, Any] | None = None,
+        *,
+        context: Any = None,
+        allowed: Iterable[str] | None = None,
+        call_id: str | None = None,
+        confirm: ConfirmCallback | None = None,
+    ) -> ToolResult:
+        """`dispatch_tool` for async code: async tools are awaited, sync ones run in a thread."""
+        return await self.dispatcher.adispatch_tool(
+            name, arguments, context=context, allowed=allowed, call_id=call_id, confirm=confirm
+        )
+
+    def dispatch_many(
+        self,
+        calls: Iterable[CallLike],
+        *,
+        context: Any = None,
+        allowed: Iterable[str] | None = None,
+        confirm: ConfirmCallback | None = None,
+    ) -> list[ToolResult]:
+        """Run several calls concurrently (threads); results in the order of the calls."""
+        return self.dispatcher.dispatch_many(
+            calls, context=context, allowed=allowed, confirm=confirm
+        )
+
+    async def adispatch_many(
+        self,
+        calls: Iterable[CallLike],
+        *,
+        context: Any = None,
+        allowed: Iterable[str] | None = None,
+        confirm: ConfirmCallback | None = None,
+    ) -> list[ToolResult]:
+        """Run several calls concurrently (tasks), at most `max_concurrency` at a time."""
+        return await self.dispatcher.adispatch_many(
+            calls, context=context, allowed=allowed, confirm=confirm
+        )
 
     # -- export ---------------------------------------------------------------------------
     def get_tools(
@@ -220,20 +296,6 @@ def _tag_set(tags: Iterable[str] | None) -> frozenset[str] | None:
     if tags is None:
         return None
     return frozenset([tags] if isinstance(tags, str) else tags)
-
-
-def _check_settings(payload: int, depth: int, concurrency: int, result_chars: int | None) -> None:
-    limits = {
-        "max_payload_bytes": payload,
-        "max_depth": depth,
-        "max_concurrency": concurrency,
-        "max_result_chars": result_chars,
-    }
-    for key, value in limits.items():
-        if value is None and key == "max_result_chars":
-            continue
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"ToolRegistry({key}={value!r}): must be a whole number >= 1")
 
 
 def _owner(tool: Tool) -> str:

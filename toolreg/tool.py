@@ -1,4 +1,9 @@
-"""`Tool`: one registered tool, built from a function or from an explicit JSON Schema."""
+"""`Tool`: one registered tool, built from a function or from an explicit JSON Schema.
+
+Everything a call needs is built here, at registration, so that every problem surfaces
+then: the schema, its strict form (for strict tools), the compiled validator and the
+`CallPlan` that says how dispatch turns a model's arguments into the function's call.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +13,25 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._docstrings import EMPTY_DOC, parse_docstring
-from ._introspect import ParamRecord, describe_callable, qualified_name
-from ._jsonable import copy_json
-from ._names import NAME_RULES, accepted_somewhere
-from ._strict import make_strict
-from ._validator import Validator
+from .definition.conversion import converter_for
+from .definition.docstrings import EMPTY_DOC, parse_docstring
+from .definition.names import NAME_RULES, accepted_somewhere
+from .definition.schema import JsonSchema, SchemaBuilder
+from .definition.signature import (
+    MISSING,
+    InjectKind,
+    ParamRecord,
+    describe_callable,
+    qualified_name,
+)
+from .definition.strict import make_strict
 from .errors import ToolDefinitionError
-from .schema import JsonSchema, SchemaBuilder
+from .jsonvalues import copy_json
+from .types import Converter
+from .validation import Validator
+from .validation.nulls import NullDropper
 
-__all__ = ["Tool"]
+__all__ = ["OPTIONS", "CallPlan", "Tool"]
 
 ResultFilter = Callable[[Any], Any]
 
@@ -36,6 +50,7 @@ class Tool:
     description: str
     parameters: JsonSchema
     function: Callable[..., Any]
+    plan: CallPlan = field(repr=False)
     strict: bool = False
     read_only: bool = False
     destructive: bool = False
@@ -49,7 +64,7 @@ class Tool:
     is_async: bool = False
     params: tuple[ParamRecord, ...] = ()
     description_source: str = "none"
-    runtime: dict[str, Any] = field(default_factory=dict, repr=False)
+    strict_parameters: JsonSchema | None = field(default=None, repr=False)
 
     @property
     def needs_confirmation(self) -> bool:
@@ -128,10 +143,13 @@ class Tool:
     @classmethod
     def _checked(cls, *, owner: str, tags: Iterable[str] = (), **fields: Any) -> Tool:
         _check_options(owner, fields)
-        tool = cls(tags=frozenset(_check_tags(owner, tags)), **fields)
-        if tool.strict:
-            make_strict(tool.parameters, tool=tool.name)  # fail loud now, not at export
-        return tool
+        name, parameters = fields["name"], fields["parameters"]
+        if fields.get("strict"):  # fail loud now, not at export
+            fields["strict_parameters"] = make_strict(parameters, tool=name)
+        fields["plan"] = _build_plan(
+            name, parameters, fields.get("params", ()), fields["function"], owner
+        )
+        return cls(tags=frozenset(_check_tags(owner, tags)), **fields)
 
 
 def _default_name(fn: Callable[..., Any]) -> str:
@@ -221,14 +239,6 @@ def _checked_schema(parameters: Mapping[str, Any], owner: str) -> JsonSchema:
             fix="correct the schema (Draft 2020-12)",
         ) from None
     schema: JsonSchema = copy_json(parameters)  # the caller's dicts stay theirs
-    try:
-        Validator(schema)  # compiles what dispatch will run: e.g. every regex
-    except ValueError as exc:
-        raise ToolDefinitionError(
-            f"the parameters schema cannot be validated: {exc}",
-            function=owner,
-            fix="correct the schema (e.g. a $ref to a definition that does not exist)",
-        ) from None
     return schema
 
 
@@ -285,3 +295,104 @@ def _check_tags(owner: str, tags: Iterable[str]) -> Iterable[str]:
             fix="pass tags=['search', 'read']",
         )
     return collected
+
+
+# -- the call plan ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CallPlan:
+    """How dispatch turns a model's arguments into this tool's call (see `dispatch.binding`).
+
+    Built once, at registration, from the schema and the parameter records.
+    """
+
+    validator: Validator  # the tool's own schema, compiled
+    converters: tuple[tuple[str, Converter], ...]  # JSON value -> annotated type, by parameter
+    null_means_default: frozenset[str]  # parameters whose null from the model means "default"
+    absent_is_none: tuple[str, ...]  # ChatGLM3 "not required" parameters without a default
+    context: tuple[tuple[str, InjectKind], ...]  # injected parameters: "context" | "raw"
+    positional: tuple[tuple[str, Any], ...]  # positional-only parameters and their defaults
+    reserved: frozenset[str]  # injected names the model may never send (even with **kwargs)
+    nulls: NullDropper = field(repr=False, compare=False)
+    closed_keys: frozenset[str] | None = None  # the only keys allowed (explicit schemas)
+
+
+def _build_plan(
+    name: str,
+    parameters: JsonSchema,
+    params: tuple[ParamRecord, ...],
+    function: Callable[..., Any],
+    owner: str,
+) -> CallPlan:
+    try:
+        # The tool's own copy of the schema (read-only from now on) is compiled in place, so
+        # that the checks below reuse the nodes the validator compiled.
+        validator = Validator(parameters, copy=False)
+    except ValueError as exc:
+        raise ToolDefinitionError(
+            f"the parameters schema cannot be validated: {exc}",
+            function=owner,
+            fix="correct the schema (e.g. a $ref to a definition that does not exist)",
+        ) from None
+    properties = parameters.get("properties", {})
+    converters: list[tuple[str, Converter]] = []
+    null_default: set[str] = set()
+    absent: list[str] = []
+    context: list[tuple[str, InjectKind]] = []
+    positional: list[tuple[str, Any]] = []
+    for p in params:
+        if p.inject is not None:
+            context.append((p.name, p.inject))
+            continue
+        if p.var_keyword:
+            continue
+        if p.positional_only:
+            positional.append((p.name, None if p.default is MISSING else p.default))
+        conv = converter_for(p.annotation, name)
+        if conv is not None:
+            converters.append((p.name, conv))
+        if p.default is MISSING and not p.required:
+            absent.append(p.name)
+        optional = p.default is not MISSING or not p.required
+        if optional and not validator.accepts(properties.get(p.name, {}), None):
+            null_default.add(p.name)  # strict mode offers null for it: "use the default"
+    if not params:  # an explicit schema: its optional properties take null as "absent"
+        required = set(parameters.get("required", ()))
+        null_default = {
+            key
+            for key, schema in properties.items()
+            if key not in required and not validator.accepts(schema, None)
+        }
+    open_keys = parameters.get("additionalProperties", True) is not False
+    return CallPlan(
+        validator=validator,
+        converters=tuple(converters),
+        null_means_default=frozenset(null_default),
+        absent_is_none=tuple(absent),
+        context=tuple(context),
+        positional=tuple(positional),
+        reserved=frozenset(n for n, _ in context) if open_keys else frozenset(),
+        nulls=NullDropper(parameters),
+        closed_keys=_closed_keys(params, open_keys, function, properties),
+    )
+
+
+def _closed_keys(
+    params: tuple[ParamRecord, ...],
+    open_keys: bool,
+    function: Callable[..., Any],
+    properties: dict[str, Any],
+) -> frozenset[str] | None:
+    """For an explicit schema that allows extra keys in front of a function that takes no
+    `**kwargs`: the keys the function takes (others are rejected, naming them, rather than
+    failing inside the call with a TypeError). None when there is nothing to add."""
+    if params or not open_keys:
+        return None
+    try:
+        signature = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature):
+        return None
+    return frozenset(properties)

@@ -1,46 +1,49 @@
-"""Wire formats: one module per provider dialect, and `export_tools` over them."""
+"""Provider formats: one module per provider, each with one `FORMAT` (see `base.Format`).
+
+`export_tools(tools, "anthropic")` writes definitions; `FORMATS[name].parse_calls(...)`
+reads calls; `FORMATS[name].observation(result)` answers them. `DIALECTS` are the formats
+the conversation loop can speak, by dialect name (`tools`, `functions`, `chatglm3`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
-from .._jsonable import copy_json
-from .._names import check_name
-from .._strict import make_strict
-from ..errors import ToolDefinitionError
+from ..definition.names import check_name
+from ..definition.strict import make_strict
+from ..errors import ToolDefinitionError, UsageError
+from ..jsonvalues import copy_json
 from ..tool import Tool
 from . import anthropic, chatglm3, functions, gemini, mcp, openai, responses
-from ._dialect import Dialect
+from .base import Dialect, Format
 
-__all__ = ["DIALECTS", "FORMATS", "Dialect", "export_tools", "strict_parameters"]
+__all__ = ["DIALECTS", "FORMATS", "Dialect", "Format", "export_tools", "format_named"]
 
-Definition = Callable[[Tool, dict[str, Any], bool], dict[str, Any]]
-
-FORMATS: dict[str, Definition] = {
-    "openai": openai.definition,
-    "responses": responses.definition,
-    "anthropic": anthropic.definition,
-    "gemini": gemini.definition,
-    "mcp": mcp.definition,
-    "chatglm3": chatglm3.definition,
-    "functions": functions.definition,
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        openai.FORMAT,
+        responses.FORMAT,
+        anthropic.FORMAT,
+        gemini.FORMAT,
+        mcp.FORMAT,
+        chatglm3.FORMAT,
+        functions.FORMAT,
+    )
 }
+"""Every format, by the name `get_tools(format=...)` takes."""
 
-DIALECTS: dict[str, Dialect] = {
-    "tools": openai.DIALECT,
-    "functions": functions.DIALECT,
-    "chatglm3": chatglm3.DIALECT,
-}
+DIALECTS: dict[str, Format] = {f.dialect.name: f for f in FORMATS.values() if f.dialect}
+"""The formats the conversation loop speaks, by dialect name."""
 
 
-def strict_parameters(tool: Tool) -> dict[str, Any]:
-    """The strict form of a tool's schema, computed once per tool."""
-    cached: dict[str, Any] | None = tool.runtime.get("strict_parameters")
-    if cached is None:
-        cached = make_strict(tool.parameters, tool=tool.name)
-        tool.runtime["strict_parameters"] = cached
-    return cached
+def format_named(name: str) -> Format:
+    """The format `name`, or a `UsageError` that lists the choices."""
+    fmt = FORMATS.get(name)
+    if fmt is None:
+        raise UsageError(f"unknown format {name!r}; choose one of {', '.join(FORMATS)}")
+    return fmt
 
 
 def export_tools(
@@ -51,12 +54,10 @@ def export_tools(
     advertise_required: bool = True,
 ) -> list[dict[str, Any]]:
     """Tool definitions in format `fmt`; `strict=None` uses each tool's own `strict` flag."""
-    definition = FORMATS.get(fmt)
-    if definition is None:
-        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    form = format_named(fmt)
     out = []
     for tool in tools:
-        rule = check_name(tool.name, fmt)
+        rule = check_name(tool.name, form.name_rule)
         if rule is not None:
             raise ToolDefinitionError(
                 f"the name {tool.name!r} is not valid for {fmt} ({rule})",
@@ -64,11 +65,13 @@ def export_tools(
                 fix="register the tool with name=... that this provider accepts",
             )
         use_strict = tool.strict if strict is None else strict
-        parameters = strict_parameters(tool) if use_strict else tool.parameters
+        parameters = tool.parameters
+        if use_strict:
+            parameters = tool.strict_parameters or make_strict(parameters, tool=tool.name)
         if not advertise_required:
             if use_strict:
-                raise ValueError("advertise_required=False cannot be combined with strict")
+                raise UsageError("advertise_required=False cannot be combined with strict")
             parameters = {k: v for k, v in parameters.items() if k != "required"}
         # A copy: whoever edits an exported dict must not change what dispatch validates.
-        out.append(definition(tool, copy_json(parameters), use_strict))
+        out.append(form.definition(tool, copy_json(parameters), use_strict))
     return out

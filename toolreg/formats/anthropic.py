@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..definition.names import NAME_RULES
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from ._dialect import entries, make_call
+from .base import Format, entries, make_call
 
-__all__ = ["definition", "observation", "parse_calls"]
+__all__ = ["FORMAT", "definition", "observation", "parse_calls"]
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
@@ -38,3 +39,12 @@ def parse_calls(message: Any) -> list[ToolCall]:
         for block in entries(message, "content")
         if block.get("type") == "tool_use"
     ]
+
+
+FORMAT = Format(
+    name="anthropic",
+    name_rule=NAME_RULES["anthropic"],
+    definition=definition,
+    parse_calls=parse_calls,
+    observation=observation,
+)

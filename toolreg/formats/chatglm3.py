@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..definition.names import NAME_RULES
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from ._dialect import Dialect, arguments_text, function_call_of
-from .openai import DIALECT as OPENAI_DIALECT
-from .openai import parse_tool_calls
+from . import openai
+from .base import Dialect, Format, arguments_text, function_call_of
 
-__all__ = ["DIALECT", "definition", "observation", "parse_calls"]
+__all__ = ["FORMAT", "definition", "observation", "parse_calls"]
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
@@ -30,7 +30,7 @@ def parse_calls(message: dict[str, Any]) -> list[ToolCall]:
     if call:
         return [function_call_of(call)]
     if message.get("tool_calls"):
-        return [ToolCall(c.name, c.arguments) for c in parse_tool_calls(message)]
+        return [ToolCall(c.name, c.arguments) for c in openai.parse_calls(message)]
     return _calls_in_text(message.get("content"))
 
 
@@ -50,13 +50,17 @@ def _calls_in_text(content: Any) -> list[ToolCall]:
     return [ToolCall(data["name"], arguments_text(arguments))]
 
 
-DIALECT = Dialect(
+FORMAT = Format(
     name="chatglm3",
-    export_format="chatglm3",
-    tools_key="tools",
-    choice_key="tool_choice",
-    choice=OPENAI_DIALECT.choice,  # the demo reads a named choice as tool_choice.function.name
+    name_rule=NAME_RULES["chatglm3"],
+    definition=definition,
     parse_calls=parse_calls,
     observation=observation,
-    call_keys=("function_call", "tool_calls"),
+    dialect=Dialect(
+        name="chatglm3",
+        tools_key="tools",
+        choice_key="tool_choice",
+        choice=openai.choice,  # the demo reads a named choice as tool_choice.function.name
+        call_keys=("function_call", "tool_calls"),
+    ),
 )

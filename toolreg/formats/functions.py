@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..definition.names import NAME_RULES
+from ..errors import UsageError
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from ._dialect import Dialect, function_call_of
+from .base import Dialect, Format, function_call_of
 
-__all__ = ["DIALECT", "definition", "observation", "parse_function_call"]
+__all__ = ["FORMAT", "definition", "observation", "parse_calls"]
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
@@ -23,7 +25,8 @@ def observation(result: ToolResult) -> dict[str, Any]:
     return {"role": "function", "name": result.tool_name, "content": result.content}
 
 
-def parse_function_call(message: dict[str, Any]) -> list[ToolCall]:
+def parse_calls(message: dict[str, Any]) -> list[ToolCall]:
+    """The one `function_call` of an assistant message, if any."""
     call = message.get("function_call")
     return [function_call_of(call)] if call else []
 
@@ -32,17 +35,21 @@ def _choice(choice: str) -> Any:
     if choice in ("auto", "none"):
         return choice
     if choice == "required":
-        raise ValueError('the "functions" dialect has no tool_choice="required"; name a tool')
+        raise UsageError('the "functions" dialect has no tool_choice="required"; name a tool')
     return {"name": choice}
 
 
-DIALECT = Dialect(
+FORMAT = Format(
     name="functions",
-    export_format="functions",
-    tools_key="functions",
-    choice_key="function_call",
-    choice=_choice,
-    parse_calls=parse_function_call,
+    name_rule=NAME_RULES["functions"],
+    definition=definition,
+    parse_calls=parse_calls,
     observation=observation,
-    call_keys=("function_call",),
+    dialect=Dialect(
+        name="functions",
+        tools_key="functions",
+        choice_key="function_call",
+        choice=_choice,
+        call_keys=("function_call",),
+    ),
 )

@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .._strict import add_sentences
+from ..definition.names import NAME_RULES
+from ..definition.strict import add_sentences
 from ..errors import ToolDefinitionError
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from ._dialect import as_data, entries, make_call
+from .base import Format, as_data, entries, make_call
 
-__all__ = ["definition", "observation", "parse_calls", "to_gemini_schema"]
+__all__ = ["FORMAT", "definition", "observation", "parse_calls", "to_gemini_schema"]
 
 _KEEP = {
     "description",
@@ -192,3 +193,12 @@ def parse_calls(response: Any) -> list[ToolCall]:
         for call in calls
         if isinstance(call, dict)
     ]
+
+
+FORMAT = Format(
+    name="gemini",
+    name_rule=NAME_RULES["gemini"],
+    definition=definition,
+    parse_calls=parse_calls,
+    observation=observation,
+)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..definition.names import NAME_RULES
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from ._dialect import as_data, make_call
+from .base import Format, as_data, make_call
 
-__all__ = ["definition", "observation", "parse_call"]
+__all__ = ["FORMAT", "definition", "observation", "parse_calls"]
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
@@ -29,8 +30,18 @@ def observation(result: ToolResult) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": result.content}], "isError": not result.ok}
 
 
-def parse_call(params: Any) -> ToolCall:
-    """The call in a `tools/call` request's `params`: `{"name", "arguments"}`."""
+def parse_calls(params: Any) -> list[ToolCall]:
+    """The call in a `tools/call` request's `params` (`{"name", "arguments"}`), as a list of
+    one: an MCP request carries exactly one call."""
     data = as_data(params)
     data = data if isinstance(data, dict) else {}
-    return make_call(data.get("name"), data.get("arguments"))
+    return [make_call(data.get("name"), data.get("arguments"))]
+
+
+FORMAT = Format(
+    name="mcp",
+    name_rule=NAME_RULES["mcp"],
+    definition=definition,
+    parse_calls=parse_calls,
+    observation=observation,
+)

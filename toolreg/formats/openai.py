@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..definition.names import NAME_RULES
 from ..errors import ConversationError
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from ._dialect import Dialect, function_call_of
+from .base import Dialect, Format, function_call_of
 
-__all__ = ["DIALECT", "definition", "observation", "parse_tool_calls"]
+__all__ = ["FORMAT", "definition", "observation", "parse_calls"]
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
@@ -27,7 +28,7 @@ def observation(result: ToolResult) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": result.call_id or "", "content": result.content}
 
 
-def parse_tool_calls(message: dict[str, Any]) -> list[ToolCall]:
+def parse_calls(message: dict[str, Any]) -> list[ToolCall]:
     """The calls in an assistant message (`tool_calls`), in order."""
     items = message.get("tool_calls") or []
     if not isinstance(items, list):
@@ -41,19 +42,24 @@ def parse_tool_calls(message: dict[str, Any]) -> list[ToolCall]:
     return calls
 
 
-def _choice(choice: str) -> Any:
+def choice(choice: str) -> Any:
+    """`tool_choice` for "auto", "none", "required" or a tool's name."""
     if choice in ("auto", "none", "required"):
         return choice
     return {"type": "function", "function": {"name": choice}}
 
 
-DIALECT = Dialect(
-    name="tools",
-    export_format="openai",
-    tools_key="tools",
-    choice_key="tool_choice",
-    choice=_choice,
-    parse_calls=parse_tool_calls,
+FORMAT = Format(
+    name="openai",
+    name_rule=NAME_RULES["openai"],
+    definition=definition,
+    parse_calls=parse_calls,
     observation=observation,
-    call_keys=("tool_calls",),
+    dialect=Dialect(
+        name="tools",
+        tools_key="tools",
+        choice_key="tool_choice",
+        choice=choice,
+        call_keys=("tool_calls",),
+    ),
 )

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..definition.names import NAME_RULES
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from ._dialect import entries, make_call
+from .base import Format, entries, make_call
 
-__all__ = ["definition", "observation", "parse_calls"]
+__all__ = ["FORMAT", "definition", "observation", "parse_calls"]
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
@@ -36,3 +37,12 @@ def parse_calls(response: Any) -> list[ToolCall]:
         for item in entries(response, "output")
         if item.get("type") == "function_call"
     ]
+
+
+FORMAT = Format(
+    name="responses",
+    name_rule=NAME_RULES["responses"],
+    definition=definition,
+    parse_calls=parse_calls,
+    observation=observation,
+)

@@ -1,0 +1,107 @@
+"""CLI targets -> a `ToolRegistry`: a file path, a module, or `module:attribute`."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+from ..registry import ToolRegistry, default_registry
+
+__all__ = ["TargetError", "load_file", "load_target", "sample_names", "sample_path"]
+
+
+class TargetError(Exception):
+    """A target that cannot be loaded; the message says how to fix it."""
+
+
+def sample_dir() -> Path | None:
+    """The bundled samples (in a wheel) or the repository's `samples/` (in a checkout)."""
+    package = Path(__file__).resolve().parent.parent  # toolreg/
+    for candidate in (package / "_samples", package.parent / "samples"):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def sample_names() -> list[str]:
+    folder = sample_dir()
+    if folder is None:
+        return []
+    return sorted(p.stem for p in folder.glob("*.py") if not p.stem.startswith("_"))
+
+
+def sample_path(name: str) -> Path:
+    folder = sample_dir()
+    names = sample_names()
+    if folder is None or name not in names:
+        available = ", ".join(names) or "none found"
+        raise TargetError(f"no sample named '{name}' (available: {available})")
+    return folder / f"{name}.py"
+
+
+def load_file(path: Path) -> ModuleType:
+    if not path.is_file():
+        raise TargetError(f"no such file: {path}")
+    name = f"_toolreg_target_{path.stem}_{abs(hash(str(path.resolve())))}"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise TargetError(f"cannot load {path} as Python code")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    folder = str(path.resolve().parent)
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def _import(name: str) -> ModuleType:
+    if "" not in sys.path and "." not in sys.path:
+        sys.path.insert(0, "")  # like `python -m`: the current folder first
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and name.startswith(exc.name):
+            raise TargetError(
+                f"cannot import '{name}' ({exc}); run from the folder that contains it, "
+                "or pass a file path such as samples/weather.py"
+            ) from exc
+        raise
+
+
+def _registry_in(module: ModuleType, target: str) -> ToolRegistry:
+    found = [v for v in vars(module).values() if isinstance(v, ToolRegistry)]
+    unique = list({id(r): r for r in found if r is not default_registry}.values())
+    if len(unique) == 1:
+        return unique[0]
+    if len(unique) > 1:
+        raise TargetError(f"{target} has several registries; name one, e.g. {target}:registry")
+    return default_registry
+
+
+def load_target(target: str) -> ToolRegistry:
+    """The registry a target names; raises `TargetError` with the fix."""
+    module_part, _, attribute = target.partition(":")
+    looks_like_file = module_part.endswith(".py") or "/" in module_part or "\\" in module_part
+    module = load_file(Path(module_part)) if looks_like_file else _import(module_part)
+    if attribute:
+        registry = getattr(module, attribute, None)
+        if not isinstance(registry, ToolRegistry):
+            raise TargetError(f"{target} is not a ToolRegistry; name the module's registry")
+    else:
+        registry = _registry_in(module, target)
+    if len(registry) == 0:
+        raise TargetError(
+            f"no tools found in {target}; decorate functions with @register_tool "
+            "(or name the registry as module:attribute)"
+        )
+    return registry

@@ -1,0 +1,120 @@
+"""What a conversation returns (`Reply`, `Usage`) and the events its hooks receive."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..dispatch.calling import call_hook
+from ..result import ToolCall, ToolResult
+
+__all__ = [
+    "Hooks",
+    "ModelCallEvent",
+    "ModelResponseEvent",
+    "Reply",
+    "ToolCallEvent",
+    "ToolResultEvent",
+    "Usage",
+]
+
+logger = logging.getLogger("toolreg")
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens summed over every model call of a reply."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def add(self, usage: Mapping[str, Any] | None) -> Usage:
+        if not usage:
+            return self
+        prompt = int(usage.get("prompt_tokens") or 0)
+        completion = int(usage.get("completion_tokens") or 0)
+        total = int(usage.get("total_tokens") or prompt + completion)
+        return Usage(
+            self.prompt_tokens + prompt,
+            self.completion_tokens + completion,
+            self.total_tokens + total,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The outcome of a conversation turn.
+
+    `messages` is the whole history (ready to send again), `tool_results` every dispatched
+    result in order, `rounds` the number of model calls, `stop_reason` one of "answer",
+    "return_direct", "max_rounds", "length", "content_filter"; `output` the converted value
+    when an `output_type` was asked for.
+
+    "max_rounds" also ends a loop stopped by a call repeated three rounds in a row (its
+    last call forbids tools, like the one after `max_rounds`). After "return_direct" the
+    history ends with the tool messages; `text` is their content.
+    """
+
+    text: str
+    messages: list[dict[str, Any]]
+    tool_results: list[ToolResult]
+    rounds: int
+    usage: Usage
+    stop_reason: str
+    output: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallEvent:
+    """Before a model call: `request` is the keyword arguments about to be sent."""
+
+    round: int
+    request: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponseEvent:
+    """After a model call: the assistant message as received and its finish reason."""
+
+    round: int
+    message: dict[str, Any]
+    finish_reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEvent:
+    """Before a tool runs. The hook may veto it by returning False or a message string."""
+
+    round: int
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultEvent:
+    """After a tool ran (or was refused)."""
+
+    round: int
+    result: ToolResult
+
+
+@dataclass(frozen=True, slots=True)
+class Hooks:
+    """Optional callables run by the conversation loop, each with one event.
+
+    A hook's exception is not caught: it ends the `send` / `run` (the conversation's
+    history stays as it was), since a broken hook is a bug in the application.
+    `before_tool_call` may veto a call by returning False or a message for the model.
+    """
+
+    before_model_call: Callable[[ModelCallEvent], Any] | None = None
+    after_model_call: Callable[[ModelResponseEvent], Any] | None = None
+    before_tool_call: Callable[[ToolCallEvent], Any] | None = None
+    after_tool_call: Callable[[ToolResultEvent], Any] | None = None
+
+    def emit(self, name: str, event: Any) -> Any:
+        logger.debug("%s: %r", name, event)
+        hook = getattr(self, name)
+        return None if hook is None else call_hook(hook, event)

@@ -1,0 +1,121 @@
+"""SDK responses -> one plain shape: {"message": dict, "finish_reason": str | None, "usage": dict}.
+
+Both the non-streaming `ChatCompletion` and a stream of `ChatCompletionChunk`s end up as the
+same dict, so the loop never knows which one it got.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..dispatch.calling import call_hook
+from ..errors import ConversationError
+
+__all__ = ["StreamAssembler", "normalize_completion"]
+
+Normalized = dict[str, Any]
+
+
+def _dump(obj: Any) -> Any:
+    if obj is None or isinstance(obj, (str, int, float, bool, list, dict)):
+        return obj
+    dump = getattr(obj, "model_dump", None)
+    if dump is None:
+        raise ConversationError(f"the endpoint answered an unusable {type(obj).__name__}")
+    return dump(exclude_unset=True)
+
+
+def _clean_message(message: dict[str, Any]) -> dict[str, Any]:
+    """Keep what the server sent; drop keys the server left null (except content)."""
+    out = {k: v for k, v in message.items() if v is not None or k == "content"}
+    out.setdefault("role", "assistant")
+    out.setdefault("content", None)
+    return out
+
+
+def normalize_completion(response: Any) -> Normalized:
+    """A non-streaming chat completion (SDK object or dict) -> the plain shape."""
+    data = _dump(response)
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not choices or not isinstance(choices[0], dict):
+        raise ConversationError("the endpoint answered without any choices")
+    choice = choices[0]
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise ConversationError("the endpoint answered a choice without a message")
+    return {
+        "message": _clean_message(message),
+        "finish_reason": choice.get("finish_reason"),
+        "usage": data.get("usage") or None,
+    }
+
+
+class StreamAssembler:
+    """Feeds on streamed chunks; `result()` is the same shape as `normalize_completion`."""
+
+    def __init__(self, on_text: Callable[[str], None] | None = None) -> None:
+        self.on_text = on_text
+        self.parts: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.function_call: dict[str, str] | None = None
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.chunks = 0
+
+    def feed(self, chunk: Any) -> None:
+        self.chunks += 1
+        data = _dump(chunk)
+        if not isinstance(data, dict):
+            raise ConversationError("the endpoint streamed an unusable chunk")
+        if data.get("usage"):
+            self.usage = data["usage"]
+        for choice in data.get("choices") or ():
+            if choice.get("index", 0) != 0:
+                continue
+            self._delta(choice.get("delta") or {})
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+
+    def _delta(self, delta: dict[str, Any]) -> None:
+        text = delta.get("content")
+        if text:
+            self.parts.append(text)
+            if self.on_text is not None:
+                call_hook(self.on_text, text)
+        for fragment in delta.get("tool_calls") or ():
+            self._tool_fragment(fragment)
+        if delta.get("function_call"):
+            fc = delta["function_call"]
+            current = self.function_call or {"name": "", "arguments": ""}
+            current["name"] = current["name"] or fc.get("name") or ""
+            current["arguments"] += fc.get("arguments") or ""
+            self.function_call = current
+
+    def _tool_fragment(self, fragment: dict[str, Any]) -> None:
+        index = fragment.get("index")
+        if index is None:  # a server that numbers nothing: an id starts a call, the rest follow it
+            last = max(self.calls, default=-1)
+            index = last + 1 if fragment.get("id") or last < 0 else last
+        call = self.calls.setdefault(
+            index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+        )
+        if fragment.get("id"):
+            call["id"] = call["id"] or fragment["id"]
+        function = fragment.get("function") or {}
+        if function.get("name") and not call["function"]["name"]:
+            call["function"]["name"] = function["name"]
+        call["function"]["arguments"] += function.get("arguments") or ""
+
+    def result(self) -> Normalized:
+        if not self.chunks:
+            raise ConversationError("the endpoint streamed no chunks (an empty or invalid stream)")
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": "".join(self.parts) if self.parts else None,
+        }
+        if self.calls:
+            message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
+        if self.function_call is not None:
+            message["function_call"] = self.function_call
+        return {"message": message, "finish_reason": self.finish_reason, "usage": self.usage}

@@ -1,0 +1,210 @@
+"""Converters built at registration: validated JSON values -> the annotated Python types.
+
+`converter_for(tp, owner)` returns a function, or None when the JSON value already is the
+right Python value (str, bool, Literal, list[str]...): the common case costs nothing. An
+`int` has one, because JSON Schema accepts an integral float (`3.0`) as an integer.
+A converter raises `ConversionError` with the path of the bad value.
+"""
+
+from __future__ import annotations
+
+import enum
+import typing
+from collections import abc
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import exception_text
+from ..types import (
+    LITERAL_ORIGINS,
+    MAPPING_ORIGINS,
+    SEQUENCE_ORIGINS,
+    SET_ORIGINS,
+    TYPES,
+    UNION_ORIGINS,
+    WRAPPER_ORIGINS,
+    ConversionError,
+    Converter,
+    record_for,
+)
+from ..validation import Validator
+from . import fields as _fields
+from .schema import SchemaBuilder
+from .signature import split_annotated
+
+__all__ = ["converter_for"]
+
+
+def _nested(path: str | int, conv: Converter, value: Any) -> Any:
+    try:
+        return conv(value)
+    except ConversionError as exc:
+        raise ConversionError((path, *exc.path), exc.message, user_text=exc.user_text) from None
+
+
+_SCALARS: dict[Any, Converter | None] = {r.python: r.converter(r.python) for r in TYPES}
+"""The exact scalar types' converters, for the one dictionary look-up most annotations need."""
+
+
+# Bare `tuple`, `set` and `frozenset` still need their Python type (JSON only has lists).
+_BARE_PYTHON_TYPES = (tuple, set, frozenset, abc.Set, abc.MutableSet)
+
+
+class _Builder:
+    """Builds converters for one tool; classes are converted once even when recursive."""
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+        self.classes: dict[Any, Converter | None] = {}
+
+    def build(self, tp: Any) -> Converter | None:
+        if tp in _SCALARS:
+            return _SCALARS[tp]
+        tp = split_annotated(tp)[0]
+        origin = typing.get_origin(tp) or (tp if tp in _BARE_PYTHON_TYPES else None)
+        if origin is not None:
+            return self._generic(tp, origin, typing.get_args(tp))
+        if hasattr(tp, "__supertype__"):
+            return self.build(tp.__supertype__)
+        if type(tp).__name__ == "TypeAliasType":
+            return self.build(tp.__value__)
+        if isinstance(tp, type):
+            return self._class(tp)
+        return None
+
+    def _generic(self, tp: Any, origin: Any, args: tuple[Any, ...]) -> Converter | None:
+        if origin in LITERAL_ORIGINS:
+            members = {v.value: v for v in args if isinstance(v, enum.Enum)}
+            return (lambda v: members.get(v, v)) if members else None
+        if origin in UNION_ORIGINS:
+            return self._union(args)
+        if origin in WRAPPER_ORIGINS:
+            return self.build(args[0])
+        if origin is tuple:
+            return self._tuple(args)
+        if origin in SET_ORIGINS:
+            return self._collection(frozenset if origin is frozenset else set, args)
+        if origin in SEQUENCE_ORIGINS:
+            return self._list(args)
+        if origin in MAPPING_ORIGINS:
+            return self._dict(args)
+        return self._class(tp) if isinstance(origin, type) else None
+
+    def _list(self, args: tuple[Any, ...]) -> Converter | None:
+        item = self.build(args[0]) if args else None
+        if item is None:
+            return None
+        return lambda v: [_nested(i, item, x) for i, x in enumerate(v)]
+
+    def _collection(self, kind: type, args: tuple[Any, ...]) -> Converter:
+        item = self.build(args[0]) if args else None
+        if item is None:
+            return kind
+        return lambda v: kind(_nested(i, item, x) for i, x in enumerate(v))
+
+    def _tuple(self, args: tuple[Any, ...]) -> Converter:
+        if len(args) == 2 and args[1] is Ellipsis:
+            item = self.build(args[0])
+            if item is None:
+                return tuple
+            return lambda v: tuple(_nested(i, item, x) for i, x in enumerate(v))
+        items = [self.build(a) for a in args if a != ()]
+        if all(c is None for c in items):
+            return tuple
+        pairs = list(enumerate(items))
+        return lambda v: tuple(x if c is None else _nested(i, c, x) for (i, c), x in zip(pairs, v))
+
+    def _dict(self, args: tuple[Any, ...]) -> Converter | None:
+        value = self.build(args[1]) if len(args) == 2 else None
+        if value is None:
+            return None
+        return lambda v: {k: _nested(k, value, x) for k, x in v.items()}
+
+    def _union(self, args: tuple[Any, ...]) -> Converter | None:
+        convs = [self.build(a) for a in args]
+        if all(c is None for c in convs):
+            return None
+        non_null = [(a, c) for a, c in zip(args, convs, strict=True) if a is not type(None)]
+        if len(non_null) == 1:
+            only = non_null[0][1]
+            return None if only is None else (lambda v: v if v is None else only(v))
+        builder = SchemaBuilder(self.owner)
+        schemas = [builder.build(arg) for arg in args]
+        checks = [
+            (Validator({**s, "$defs": builder.defs}), c)
+            for s, c in zip(schemas, convs, strict=True)
+        ]
+
+        def convert(value: Any) -> Any:
+            for check, conv in checks:
+                if check.is_valid(value):
+                    return value if conv is None else conv(value)
+            return value
+
+        return convert
+
+    def _class(self, tp: Any) -> Converter | None:
+        cls = typing.get_origin(tp) or tp
+        if tp in self.classes:
+            return self.classes[tp] or self._deferred(tp)
+        if issubclass(cls, enum.Enum):
+            return _enum(cls)
+        kind = _fields.kind_of(cls)
+        if kind is None:
+            record = record_for(cls)  # a scalar, or a subclass of one: `class UserId(str)`
+            return None if record is None else record.converter(cls)
+        self.classes[tp] = None  # placeholder: a recursive reference defers to the dict
+        conv = _pydantic(tp) if kind == "pydantic" else self._fields(cls, kind)
+        self.classes[tp] = conv
+        return conv
+
+    def _deferred(self, tp: Any) -> Converter:
+        classes = self.classes
+
+        def convert(value: Any) -> Any:
+            conv = classes[tp]
+            return value if conv is None else conv(value)
+
+        return convert
+
+    def _fields(self, cls: type, kind: str) -> Converter:
+        fields = _fields.class_fields(cls, self.owner)
+        convs = {f.name: c for f in fields if (c := self.build(f.annotation)) is not None}
+        make: Callable[..., Any] = dict if kind == "typeddict" else cls
+
+        def convert(value: dict[str, Any]) -> Any:
+            data = {k: _nested(k, convs[k], v) if k in convs else v for k, v in value.items()}
+            try:
+                return make(**data)
+            except (TypeError, ValueError) as exc:
+                text = f"{type(exc).__name__}: {exception_text(exc, 200)}"
+                raise ConversionError((), text, user_text=True) from None
+
+        return convert
+
+
+def _enum(cls: type[enum.Enum]) -> Converter:
+    def convert(value: Any) -> Any:
+        try:
+            return cls(value)
+        except ValueError:
+            raise ConversionError((), f"{value!r} is not a valid {cls.__name__}") from None
+
+    return convert
+
+
+def _pydantic(cls: Any) -> Converter:
+    def convert(value: Any) -> Any:
+        try:
+            return cls.model_validate(value)
+        except ValueError as exc:  # pydantic.ValidationError is a ValueError
+            errors: list[dict[str, Any]] = getattr(exc, "errors", list)()
+            first = errors[0] if errors else {"loc": (), "msg": str(exc)}
+            raise ConversionError(tuple(first.get("loc", ())), str(first.get("msg"))) from None
+
+    return convert
+
+
+def converter_for(tp: Any, owner: str) -> Converter | None:
+    """The converter for one parameter type (None: pass the JSON value through)."""
+    return _Builder(owner).build(tp)

@@ -1,0 +1,360 @@
+"""A callable -> ordered parameter records: signature, resolved hints, `Annotated` split."""
+
+from __future__ import annotations
+
+import inspect
+import re
+import sys
+import types
+import typing
+from collections.abc import Callable
+from typing import Any, Literal, NamedTuple
+
+import typing_extensions
+
+from ..errors import ToolDefinitionError
+from ..params import EMPTY_PARAM, Param, ToolContext, _InjectedMarker
+
+__all__ = [
+    "MISSING",
+    "ParamRecord",
+    "Signature",
+    "describe_callable",
+    "qualified_name",
+    "resolve_hints",
+    "split_annotated",
+]
+
+MISSING: Any = inspect.Parameter.empty
+
+InjectKind = Literal["context", "raw"]
+
+_ANNOTATED_ORIGINS = {typing.Annotated, typing_extensions.Annotated}
+_Doc: Any = getattr(typing_extensions, "Doc", None)
+_P = inspect.Parameter
+
+
+class ParamRecord(NamedTuple):
+    """One parameter as toolreg sees it (a NamedTuple: immutable and cheap to build)."""
+
+    name: str
+    annotation: Any  # the bare type, outer Annotated removed
+    param: Param  # merged metadata from Annotated
+    default: Any  # MISSING when there is none
+    required: bool
+    positional_only: bool = False
+    var_keyword: bool = False
+    inject: InjectKind | None = None
+
+
+class Signature(NamedTuple):
+    """Everything `Tool.from_function` needs from a callable."""
+
+    qualname: str
+    params: tuple[ParamRecord, ...]
+    doc: str | None
+    is_async: bool
+
+
+def qualified_name(fn: object) -> str:
+    module = getattr(fn, "__module__", None) or ""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    return f"{module}.{name}" if module and module != "builtins" else str(name)
+
+
+def _is_annotated(tp: object) -> bool:
+    return typing.get_origin(tp) in _ANNOTATED_ORIGINS or type(tp).__name__ == "_AnnotatedAlias"
+
+
+def split_annotated(tp: Any) -> tuple[Any, Param]:
+    """`Annotated[T, *meta]` -> (T, merged Param). Anything else -> (tp, empty Param)."""
+    if not _is_annotated(tp):
+        return tp, EMPTY_PARAM
+    param = EMPTY_PARAM
+    for meta in tp.__metadata__:
+        param = param.merged(_param_from_meta(meta))
+    return tp.__origin__, param
+
+
+def _param_from_meta(meta: object) -> Param:
+    if isinstance(meta, Param):
+        return meta
+    if isinstance(meta, str):
+        return Param(description=meta)
+    if isinstance(meta, bool):  # ChatGLM3: Annotated[T, "description", required]
+        return Param(required=meta)
+    if meta is _InjectedMarker or isinstance(meta, _InjectedMarker):
+        return Param(injected=True)
+    if _Doc is not None and isinstance(meta, _Doc):
+        return Param(description=meta.documentation)
+    return _from_annotated_types(meta)
+
+
+_ANNOTATED_TYPES_FIELDS = {
+    "Gt": ("gt", "gt"),
+    "Ge": ("ge", "ge"),
+    "Lt": ("lt", "lt"),
+    "Le": ("le", "le"),
+    "MultipleOf": ("multiple_of", "multiple_of"),
+    "MinLen": ("min_length", "min_length"),
+    "MaxLen": ("max_length", "max_length"),
+}
+
+
+def _from_annotated_types(meta: object) -> Param:
+    """Constraints from the `annotated_types` package (and look-alikes, e.g. pydantic's)."""
+    module = type(meta).__module__
+    if not module.startswith("annotated_types"):
+        return EMPTY_PARAM
+    kind = type(meta).__name__
+    if kind in _ANNOTATED_TYPES_FIELDS:
+        attr, field_name = _ANNOTATED_TYPES_FIELDS[kind]
+        return Param(**{field_name: getattr(meta, attr)})
+    if kind in {"Interval", "Len"}:
+        names = ("gt", "ge", "lt", "le") if kind == "Interval" else ("min_length", "max_length")
+        values = {n: getattr(meta, n, None) for n in names}
+        return Param(**{k: v for k, v in values.items() if v is not None})
+    return EMPTY_PARAM
+
+
+def resolve_hints(
+    obj: Any, owner: str, parameter: str | None = None, *, callable_: bool = False
+) -> dict[str, Any]:
+    """`get_type_hints` with extras, turning a failure into a definition error.
+
+    `parameter` (for a class's fields: the parameter whose type it is) is named in the error;
+    otherwise the parameter whose annotation mentions the unknown name is found and named.
+    With `callable_`, only parameter annotations are read (see `_hint_source`).
+    """
+    try:
+        source = _hint_source(obj) if callable_ else obj
+        hints = typing.get_type_hints(source, include_extras=True)
+        if sys.version_info < (3, 11):  # 3.10 leaves the "Node" of list["Node"] a string
+            hints = {k: _resolve_nested(v, *_namespaces(source)) for k, v in hints.items()}
+        return hints
+    except NameError as exc:
+        name = getattr(exc, "name", None) or str(exc)
+        field = _annotation_mentioning(obj, name)
+        where = ".".join(p for p in (parameter, field) if p) or None
+        raise ToolDefinitionError(
+            f"cannot resolve the type hint {name!r}: no such name where the annotation "
+            "was written (a forward reference to a missing, misspelt or local name)",
+            function=owner,
+            parameter=where,
+            fix=f"define or import {name} at module level before registering",
+        ) from exc
+    except Exception as exc:
+        raise ToolDefinitionError(
+            f"cannot resolve type hints ({type(exc).__name__}: {exc})",
+            function=owner,
+            parameter=parameter,
+            fix="check the annotations for typos or names that do not exist",
+        ) from exc
+
+
+def _namespaces(obj: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The globals (and locals) `get_type_hints` evaluates `obj`'s annotations in."""
+    if isinstance(obj, type):
+        module = sys.modules.get(obj.__module__)
+        return dict(vars(module)) if module else {}, dict(vars(obj))
+    return getattr(obj, "__globals__", {}), None
+
+
+def _resolve_nested(tp: Any, globalns: dict[str, Any], localns: dict[str, Any] | None) -> Any:
+    """Python 3.10: evaluate the strings left inside builtin generics, e.g. `list["Node"]`."""
+    if isinstance(tp, str):
+        holder = types.SimpleNamespace(__annotations__={"_": tp})
+        return typing.get_type_hints(holder, globalns, localns, include_extras=True)["_"]
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if not args or origin in (typing.Literal, typing_extensions.Literal):
+        return tp
+    if _is_annotated(tp):
+        inner = _resolve_nested(args[0], globalns, localns)
+        params = (inner, *tp.__metadata__)
+        return tp if inner is args[0] else typing.Annotated[params]
+    new = tuple(a if a is Ellipsis else _resolve_nested(a, globalns, localns) for a in args)
+    if all(a is b for a, b in zip(new, args)):
+        return tp
+    if origin in (typing.Union, types.UnionType):
+        return typing.Union[new]
+    if isinstance(tp, types.GenericAlias):
+        return types.GenericAlias(origin, new)
+    copy_with = getattr(tp, "copy_with", None)  # typing.List[...], NotRequired[...], ...
+    return copy_with(new) if copy_with is not None else tp
+
+
+def _annotation_mentioning(obj: Any, name: str) -> str | None:
+    """The first annotated name whose (string) annotation mentions `name`."""
+    word = re.compile(rf"(?<![\w.]){re.escape(name)}\b")
+    try:
+        annotations = getattr(getattr(obj, "__func__", obj), "__annotations__", None)
+    except Exception:  # Python 3.14 evaluates annotations lazily, and may fail again
+        return None
+    if not isinstance(annotations, dict):
+        return None
+    for key, value in annotations.items():
+        text = value if isinstance(value, str) else repr(value)  # list['Node'] on 3.10
+        if word.search(text):
+            return str(key)
+    return None
+
+
+def _hint_source(fn: Any) -> Any:
+    """What `get_type_hints` should read for `fn`: its parameter annotations only.
+
+    The return annotation is left out (it is not part of the tool's schema, so a forward
+    reference in it must not block registration), and so is Python 3.10's implicit
+    `Optional` for a `= None` default (3.11+ does not add it): the same function gets the
+    same schema on every supported version.
+    """
+    func = getattr(fn, "__func__", fn)  # a bound method
+    if not inspect.isfunction(func):
+        return fn
+    raw = getattr(func, "__annotations__", None) or {}
+    source = types.SimpleNamespace(
+        __annotations__={k: v for k, v in raw.items() if k != "return"},
+        __globals__=getattr(inspect.unwrap(func), "__globals__", {}),
+        __module__=getattr(func, "__module__", None),
+    )
+    type_params = getattr(func, "__type_params__", ())
+    if type_params:  # Python 3.12+ `def f[T](...)`
+        source.__type_params__ = type_params
+    return source
+
+
+def _hides_injection(tp: Any, depth: int = 0) -> bool:
+    """Whether an injection marker or `ToolContext` appears inside `tp` (not on its outside)."""
+    if depth > 20:
+        return False
+    for arg in typing.get_args(tp):
+        if _is_context_type(arg) or (_is_annotated(arg) and split_annotated(arg)[1].injected):
+            return True
+        if _hides_injection(arg, depth + 1):
+            return True
+    return False
+
+
+def _is_context_type(tp: object) -> bool:
+    return tp is ToolContext or typing.get_origin(tp) is ToolContext
+
+
+def _unwrap(fn: Callable[..., Any]) -> Any:
+    target: Any = fn
+    if not inspect.isfunction(target) and not inspect.ismethod(target):
+        call = getattr(type(target), "__call__", None)  # noqa: B004 - a callable instance
+        if call is not None and inspect.isfunction(call):
+            return target.__call__
+    return target
+
+
+def describe_callable(fn: Callable[..., Any]) -> Signature:
+    """Read the signature, hints and metadata of `fn` into plain records."""
+    owner = qualified_name(fn)
+    target = _unwrap(fn)
+    try:
+        parameters = _parameters(target)
+    except (TypeError, ValueError) as exc:
+        raise ToolDefinitionError(
+            f"cannot read its signature ({exc})",
+            function=owner,
+            fix="register a plain Python function or a callable object with __call__",
+        ) from exc
+    hints = resolve_hints(target, owner, callable_=True)
+    records = tuple(_record(*p, hints, owner, first=i == 0) for i, p in enumerate(parameters))
+    is_async = inspect.iscoroutinefunction(target)
+    raw = getattr(fn, "__doc__", None)
+    # The docstring as written (parse_docstring cleans it; cleaning twice loses the indentation
+    # of a docstring that starts with a section such as "Args:"); else an inherited one.
+    doc = raw if isinstance(raw, str) else inspect.getdoc(fn)
+    return Signature(qualname=owner, params=records, doc=doc, is_async=is_async)
+
+
+def _parameters(target: Any) -> list[tuple[str, Any, Any]]:
+    """(name, kind, default) of each parameter, in `inspect.signature`'s order.
+
+    A plain function is read from its code object: `inspect.signature` costs ~10 µs, a large
+    share of a registration. Anything else (methods, wrapped functions, callable objects,
+    builtins, a custom `__signature__`) goes through `inspect.signature`.
+    """
+    if (
+        type(target) is not types.FunctionType
+        or hasattr(target, "__wrapped__")
+        or (hasattr(target, "__signature__"))
+    ):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(target).parameters.values()]
+    code, empty = target.__code__, _P.empty
+    names, positional, keyword_only = code.co_varnames, code.co_argcount, code.co_kwonlyargcount
+    defaults, kw_defaults = target.__defaults__ or (), target.__kwdefaults__ or {}
+    first_default = positional - len(defaults)
+    out: list[tuple[str, Any, Any]] = [
+        (
+            names[i],
+            _P.POSITIONAL_ONLY if i < code.co_posonlyargcount else _P.POSITIONAL_OR_KEYWORD,
+            defaults[i - first_default] if i >= first_default else empty,
+        )
+        for i in range(positional)
+    ]
+    rest = positional + keyword_only
+    if code.co_flags & inspect.CO_VARARGS:
+        out.append((names[rest], _P.VAR_POSITIONAL, empty))
+        rest += 1
+    for name in names[positional : positional + keyword_only]:
+        out.append((name, _P.KEYWORD_ONLY, kw_defaults.get(name, empty)))
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        out.append((names[rest], _P.VAR_KEYWORD, empty))
+    return out
+
+
+def _record(
+    name: str, kind: Any, default: Any, hints: dict[str, Any], owner: str, first: bool
+) -> ParamRecord:
+    if kind is _P.VAR_POSITIONAL:
+        raise ToolDefinitionError(
+            f"*{name} cannot be filled by a model, which sends named arguments only",
+            function=owner,
+            parameter=name,
+            fix=f"replace *{name} with a named list parameter, e.g. {name}: list[str]",
+        )
+    if name not in hints and first and name in ("self", "cls"):
+        raise ToolDefinitionError(
+            f"'{name}' has no annotation: this looks like a method registered on the class "
+            "(unbound), e.g. @register_tool on a method inside the class body",
+            function=owner,
+            parameter=name,
+            fix="register the bound method of an instance, e.g. reg.register_tool(obj.method), "
+            "or make it a @staticmethod or a module-level function",
+        )
+    if name not in hints:
+        example = f"{name}: str" if kind is not _P.VAR_KEYWORD else f"**{name}: Any"
+        raise ToolDefinitionError(
+            "the parameter has no type annotation",
+            function=owner,
+            parameter=name,
+            fix=f"annotate it, e.g. {example}",
+        )
+    annotation, param = split_annotated(hints[name])
+    if _hides_injection(annotation):
+        raise ToolDefinitionError(
+            "Injected or ToolContext sits inside another type, where toolreg would not see "
+            "it and the model could set the value",
+            function=owner,
+            parameter=name,
+            fix="put it on the outside: Annotated[T | None, Injected] or ctx: ToolContext[T]",
+        )
+    inject: InjectKind | None = None
+    if _is_context_type(annotation):
+        inject = "context"
+    elif param.injected:
+        inject = "raw"
+    required = default is _P.empty if param.required is None else param.required
+    var_keyword = kind is _P.VAR_KEYWORD
+    return ParamRecord(  # positional: ParamRecord's field order
+        name,
+        annotation,
+        param,
+        default,
+        required and inject is None and not var_keyword,
+        kind is _P.POSITIONAL_ONLY,
+        var_keyword,
+        inject,
+    )

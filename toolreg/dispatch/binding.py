@@ -1,0 +1,151 @@
+"""A tool's `CallPlan` applied to a model's decoded arguments: the values the function gets.
+
+`prepare` checks and converts the arguments:
+
+1. a `null` for a parameter with a default (strict mode) is dropped, so the default applies;
+2. validate; only when that fails: drop the `null`s of optional properties of nested objects
+   (strict mode makes them nullable too), coerce when allowed, and validate again;
+3. convert the JSON values into the annotated Python types.
+
+`bind` then adds what the model never sends: the injected context, `None` for ChatGLM3's
+optional parameters without a default, and positional-only parameters in order.
+
+The fast path (valid arguments, nothing to convert) is one validator call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Collection
+from typing import Any
+
+from ..errors import InvalidArgumentsError
+from ..params import ToolContext
+from ..tool import CallPlan, Tool
+from ..types import ConversionError
+from ..validation import Problem
+from .calling import convert
+from .decode import check_limits
+
+__all__ = ["MAX_PROBLEMS_SHOWN", "bind", "invalid_arguments", "prepare"]
+
+MAX_PROBLEMS_SHOWN = 20
+_MAX_COERCIBLE = 100
+_ABSENT: Any = object()
+
+
+def prepare(
+    tool: Tool, args: dict[str, Any], coerce: bool, max_depth: int, mask_errors: bool
+) -> dict[str, Any]:
+    """Validate (and coerce) `args`, then convert them; raise InvalidArgumentsError."""
+    plan = tool.plan
+    nulls = plan.null_means_default
+    for key in nulls:  # a plain loop: cheaper than any() over a generator
+        if args.get(key, _ABSENT) is None:
+            args = {k: v for k, v in args.items() if v is not None or k not in nulls}
+            break
+    problems = plan.validator.validate(args)
+    if problems:
+        args, problems = _repair(plan, args, problems, coerce, max_depth)
+    reserved: Collection[str] = plan.reserved.intersection(args) if plan.reserved else ()
+    if plan.closed_keys is not None:  # an explicit schema in front of a closed signature
+        reserved = {*reserved, *(args.keys() - plan.closed_keys)}
+    if problems or reserved:
+        extra = [Problem((), f"unexpected property '{k}'") for k in sorted(reserved)]
+        raise invalid_arguments(tool.name, [*problems, *extra])
+    if plan.converters:
+        args = _convert(tool, args, mask_errors)
+    return args
+
+
+def _repair(
+    plan: CallPlan, args: dict[str, Any], problems: list[Problem], coerce: bool, max_depth: int
+) -> tuple[dict[str, Any], list[Problem]]:
+    """Invalid `args` fixed by dropping nested nulls and coercing, or the problems."""
+    stripped = plan.nulls.drop(args)
+    if stripped is not args:
+        problems = plan.validator.validate(stripped)
+        if not problems:
+            return stripped, []
+    if coerce and len(problems) <= _MAX_COERCIBLE:  # slips, not a mass of bad values
+        coerced = plan.validator.coerce(stripped)
+        if coerced is not stripped and isinstance(coerced, dict):
+            # a JSON-encoded string may hide what the decoder's limits refused
+            check_limits(coerced, max_depth, python=True)
+            if not plan.validator.validate(coerced):
+                return coerced, []
+    return args, problems
+
+
+def _convert(tool: Tool, args: dict[str, Any], mask: bool) -> dict[str, Any]:
+    out = args  # copied on the first change only: `args` may be the caller's dict
+    for name, converter in tool.plan.converters:
+        if name in args:
+            value = args[name]
+            try:
+                new = convert(converter, value)
+            except ConversionError as exc:
+                text = "cannot be converted" if mask and exc.user_text else exc.message
+                error = invalid_arguments(tool.name, [Problem((name, *exc.path), text)])
+                raise error from exc.__cause__
+            if new is not value:
+                if out is args:
+                    out = dict(args)
+                out[name] = new
+    return out
+
+
+def invalid_arguments(tool: str, problems: list[Problem]) -> InvalidArgumentsError:
+    """The model-facing error; at most `MAX_PROBLEMS_SHOWN` problems are spelled out."""
+    shown = problems[:MAX_PROBLEMS_SHOWN]
+    lines = [f"{p.location()}: {p.message}" if p.path else p.message for p in shown]
+    if len(problems) > len(shown):
+        lines.append(f"... and {len(problems) - len(shown)} more problems")
+    if len(lines) == 1:
+        message = f"Invalid arguments for tool '{tool}': {lines[0]}."
+    else:
+        message = f"Invalid arguments for tool '{tool}':\n" + "\n".join(f"- {x}" for x in lines)
+    kept = [(p.location(), p.message) for p in problems[: MAX_PROBLEMS_SHOWN * 50]]
+    return InvalidArgumentsError(message, tool_name=tool, problems=kept)
+
+
+def bind(
+    tool: Tool, args: dict[str, Any], context: Any, call_id: str | None
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The positional and keyword arguments of the call, from the prepared `args`."""
+    plan = tool.plan
+    kwargs = _inject(plan, args, context, tool, call_id) if plan.context else args
+    if plan.absent_is_none:
+        kwargs = {**dict.fromkeys(plan.absent_is_none), **kwargs}
+    if plan.positional:
+        return _split_positional(plan, kwargs)
+    return (), kwargs
+
+
+def _inject(
+    plan: CallPlan, args: dict[str, Any], context: Any, tool: Tool, call_id: str | None
+) -> dict[str, Any]:
+    kwargs = dict(args)
+    for name, kind in plan.context:
+        if kind == "raw":
+            kwargs[name] = context
+        elif isinstance(context, ToolContext):
+            kwargs[name] = dataclasses.replace(context, tool_name=tool.name, call_id=call_id)
+        else:
+            kwargs[name] = ToolContext(deps=context, tool_name=tool.name, call_id=call_id)
+    return kwargs
+
+
+def _split_positional(
+    plan: CallPlan, kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Positional-only values in order; a missing one before a given one gets its default."""
+    rest = dict(kwargs)
+    given = [rest.pop(n, _ABSENT) for n, _ in plan.positional]
+    while given and given[-1] is _ABSENT:
+        given.pop()
+    values = tuple(
+        default if value is _ABSENT else value
+        for value, (_, default) in zip(given, plan.positional)
+    )
+    return values, rest

@@ -1,0 +1,239 @@
+"""The one place toolreg calls code it did not write, with one policy per call site.
+
+| call site                      | function here    | what an exception means                      |
+|--------------------------------|------------------|----------------------------------------------|
+| the tool function              | `call`, `acall`  | the tool failed: propagated unchanged; the   |
+|                                |                  | dispatcher turns it into `ToolExecutionError`|
+|                                |                  | (a `ToolCallError` raised inside keeps its   |
+|                                |                  | kind)                                        |
+| a converter (`__post_init__`,  | `convert`        | the arguments are invalid: `ConversionError` |
+| a pydantic validator, a class) |                  | (its text hidden by `errors="mask"`)         |
+| `confirm=` callback            | `ask`            | the call is denied (`ToolDeniedError`, the   |
+|                                |                  | exception chained)                           |
+| `result_filter=`               | `filter_result`  | the tool failed (`ToolExecutionError`)       |
+| a conversation hook, `on_text` | `call_hook`      | a bug in the application: propagated; the    |
+|                                |                  | turn ends and the history stays as it was    |
+
+A sync tool that must not block the caller (one with a time limit, or any sync tool under
+async dispatch) runs in a thread of its own, started per call, with a copy of the caller's
+`contextvars`. Not asyncio's default executor: that pool has `min(32, cpus + 4)` threads,
+so on a small machine a few slow tools would queue behind each other, and a timed-out tool
+that keeps running would hold a slot the application needs. A time limit that runs out
+raises `ToolTimeoutError`.
+
+A sync function that returns an awaitable (a plain wrapper around an async function) has
+that awaitable awaited, under the same time limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import inspect
+import threading
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..errors import ToolExecutionError, ToolTimeoutError, exception_text
+from ..tool import Tool
+from ..types import ConversionError, Converter
+
+if TYPE_CHECKING:  # asyncio costs ~20 ms to import: loaded only when something is async
+    import asyncio
+
+__all__ = ["acall", "ask", "call", "call_hook", "convert", "filter_result", "run_coroutine"]
+
+T = TypeVar("T")
+_PLAIN = frozenset({str, int, float, bool, dict, list, tuple, type(None)})  # never awaitable
+
+
+def _timeout_error(tool: Tool, timeout: float) -> ToolTimeoutError:
+    return ToolTimeoutError(
+        f"Tool '{tool.name}' timed out after {timeout:g} s.", tool_name=tool.name, timeout=timeout
+    )
+
+
+def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a coroutine to completion from sync code, even under a running event loop."""
+    import asyncio  # lazy: see the module's imports
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    return _in_thread(lambda: asyncio.run(coro), None)
+
+
+_GRACE = 0.05  # seconds for the loop inside to report its own timeout first
+
+
+class _Deadline(Exception):
+    """The time limit ran out (distinct from a TimeoutError raised by the tool itself)."""
+
+
+def _start(target: Callable[[], None]) -> None:
+    context = contextvars.copy_context()
+    thread = threading.Thread(target=context.run, args=(target,), name="toolreg-call", daemon=True)
+    thread.start()
+
+
+def _in_thread(fn: Callable[[], T], timeout: float | None) -> T:
+    """Run `fn` in a fresh daemon thread; raise `_Deadline` if it is not done in time."""
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # handed over to the caller, who re-raises it
+            box["error"] = exc
+        finally:
+            done.set()
+
+    _start(target)
+    if not done.wait(timeout):
+        raise _Deadline
+    if "error" in box:
+        raise box["error"]
+    value: T = box["value"]
+    return value
+
+
+def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
+    if future.done():  # cancelled: the time limit ran out or the caller gave up
+        return
+    if error is None:
+        future.set_result(value)
+    else:
+        future.set_exception(error)
+
+
+def _thread_future(fn: Callable[[], T]) -> asyncio.Future[T]:
+    """A future of the running loop, resolved when `fn` finishes in a fresh thread."""
+    import asyncio  # lazy: see the module's imports
+
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def target() -> None:
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            value = fn()
+        except StopIteration as exc:  # a future cannot hold StopIteration
+            error = RuntimeError(f"StopIteration: {exc}")
+            error.__cause__ = exc
+        except BaseException as exc:
+            error = exc
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+            loop.call_soon_threadsafe(_settle, future, value, error)
+
+    _start(target)
+    return future
+
+
+def call(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Call the tool from sync code, enforcing `tool.timeout`."""
+    fn, timeout = tool.function, tool.timeout
+    if tool.is_async:
+        return _run_async(tool, fn(*args, **kwargs), timeout)
+    if timeout is None:
+        value = fn(*args, **kwargs)
+    else:
+        started = time.monotonic()
+        try:
+            value = _in_thread(lambda: fn(*args, **kwargs), timeout)
+        except _Deadline:
+            raise _timeout_error(tool, timeout) from None
+        timeout = max(0.0, timeout - (time.monotonic() - started))  # what is left for an await
+    if type(value) not in _PLAIN and inspect.isawaitable(value):
+        return _run_async(tool, value, timeout)
+    return value
+
+
+def _run_async(tool: Tool, awaitable: Awaitable[T], limit: float | None) -> T:
+    """Await an async tool from sync code. With a time limit, the event loop runs in a thread
+    of its own and the caller stops waiting at the limit: `asyncio.run` would otherwise
+    wait for the cancelled tool (and the loop's executor) to wind down."""
+    coro = _with_deadline(tool, awaitable, limit)
+    if limit is None:
+        return run_coroutine(coro)
+    import asyncio  # lazy: see the module's imports
+
+    try:
+        return _in_thread(lambda: asyncio.run(coro), limit + _GRACE)
+    except _Deadline:
+        raise _timeout_error(tool, tool.timeout or limit) from None
+
+
+async def acall(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Call the tool from async code; a sync tool runs in a thread of its own."""
+    fn, timeout = tool.function, tool.timeout
+    if tool.is_async:
+        return await _with_deadline(tool, fn(*args, **kwargs), timeout)
+    started = time.monotonic()
+    value = await _with_deadline(tool, _thread_future(lambda: fn(*args, **kwargs)), timeout)
+    if type(value) not in _PLAIN and inspect.isawaitable(value):
+        if timeout is not None:  # one time limit for the whole call, not one per step
+            timeout = max(0.0, timeout - (time.monotonic() - started))
+        return await _with_deadline(tool, value, timeout)
+    return value
+
+
+async def _with_deadline(tool: Tool, awaitable: Awaitable[T], limit: float | None) -> T:
+    """Await `awaitable`, at most `limit` seconds (the error names the tool's own limit)."""
+    if limit is None:
+        return await awaitable
+    import asyncio  # lazy: see the module's imports
+
+    task = asyncio.ensure_future(awaitable)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=limit)
+    except BaseException:  # dispatch itself was cancelled: so is the tool
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        task.add_done_callback(_retrieve)
+        raise _timeout_error(tool, tool.timeout or limit)
+    return task.result()
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """Read a cancelled tool's outcome so asyncio does not log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
+
+
+def convert(converter: Converter, value: Any) -> Any:
+    """Run a converter built at registration; it may run the application's own classes."""
+    try:
+        return converter(value)
+    except ConversionError:
+        raise
+    except Exception as exc:  # user code (__post_init__, a validator) or a bug
+        text = exception_text(exc, 200)
+        detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        raise ConversionError((), f"cannot be converted ({detail})", user_text=True) from exc
+
+
+def ask(confirm: Callable[[Tool, dict[str, Any]], Any], tool: Tool, args: dict[str, Any]) -> Any:
+    """The `confirm=` callback's answer about this exact call (a copy of its arguments)."""
+    return confirm(tool, dict(args))
+
+
+def filter_result(tool: Tool, result_filter: Callable[[Any], Any], value: Any) -> Any:
+    """The tool's `result_filter` applied to its return value."""
+    try:
+        return result_filter(value)
+    except Exception as exc:
+        raise ToolExecutionError(
+            f"Tool '{tool.name}' failed: its result could not be filtered.",
+            tool_name=tool.name,
+        ) from exc
+
+
+def call_hook(hook: Callable[[Any], T], event: Any) -> T:
+    """A conversation hook or `on_text`: its exception propagates (a bug to fix)."""
+    return hook(event)

@@ -1,0 +1,375 @@
+"""`Dispatcher`: the model's (name, arguments) -> a `ToolResult`, never an exception.
+
+Steps: whitelist -> decode -> validate (and coerce) -> convert -> inject context ->
+confirm -> call (sync/async, time limit) -> render. Each step's failure becomes a
+`ToolResult(ok=False)` whose `content` is a short message the model can act on.
+
+The decisions are written once, as plain methods (`_begin`, `_raised`, `_finish`,
+`_failed`); `dispatch_tool` / `adispatch_tool` and `dispatch_many` / `adispatch_many` are
+thin shells that only do the I/O: ask for confirmation, call the tool, run a batch in
+threads or tasks.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from time import perf_counter as _clock
+from typing import Any, Union
+
+from ..errors import (
+    InvalidArgumentsError,
+    ToolCallError,
+    ToolError,
+    ToolExecutionError,
+    UnknownToolError,
+    UsageError,
+    exception_text,
+)
+from ..result import ToolCall, ToolResult
+from ..tool import Tool
+from .binding import bind, prepare
+from .calling import acall, call
+from .confirm import CONFIRM_LOCK, ConfirmCallback, async_confirm, loop_confirm_lock, sync_confirm
+from .decode import decode_arguments
+from .render import render_result
+
+__all__ = ["CallLike", "ConfirmCallback", "DispatchSettings", "Dispatcher"]
+
+
+CallLike = Union[ToolCall, tuple[Any, ...], Mapping[str, Any]]
+_MAX_NAME = 64
+_MAX_LISTED = 20
+
+
+@dataclass(frozen=True, slots=True)
+class DispatchSettings:
+    """How a registry dispatches; the defaults and their meaning are `ToolRegistry`'s.
+
+    `coerce`: fix a model's near-miss arguments (`"42"` for an integer) before rejecting them;
+    `mask_errors`: hide exception text from the model; `max_payload_bytes` / `max_depth`:
+    limits on the arguments; `max_concurrency`: calls at once in `dispatch_many`;
+    `max_result_chars`: where results are cut (None: never; a tool's own limit wins).
+    """
+
+    coerce: bool
+    mask_errors: bool
+    max_payload_bytes: int
+    max_depth: int
+    max_concurrency: int
+    max_result_chars: int | None
+
+    def __post_init__(self) -> None:
+        for key in ("coerce", "mask_errors"):
+            if not isinstance(getattr(self, key), bool):
+                raise UsageError(f"ToolRegistry({key}=...): must be True or False")
+        for key in ("max_payload_bytes", "max_depth", "max_concurrency", "max_result_chars"):
+            value = getattr(self, key)
+            if value is None and key == "max_result_chars":
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UsageError(f"ToolRegistry({key}={value!r}): must be a whole number >= 1")
+
+
+# What `_begin` hands on: the tool, the validated arguments (what `confirm` and the
+# result show), and the positional and keyword arguments of the call. A plain tuple: this
+# is the hot path, and a tuple costs a fraction of an object.
+_Prepared = tuple[Tool, dict[str, Any], tuple[Any, ...], dict[str, Any]]
+
+
+class Dispatcher:
+    """Runs calls against a name -> `Tool` map it reads (the registry's own, not a copy)."""
+
+    __slots__ = ("_tools", "settings")
+
+    def __init__(self, tools: Mapping[str, Tool], settings: DispatchSettings) -> None:
+        self._tools = tools
+        self.settings = settings
+
+    # -- sync -----------------------------------------------------------------------------
+    def dispatch_tool(
+        self,
+        name: str,
+        arguments: str | bytes | Mapping[str, Any] | None = None,
+        *,
+        context: Any = None,
+        allowed: Iterable[str] | None = None,
+        call_id: str | None = None,
+        confirm: ConfirmCallback | None = None,
+    ) -> ToolResult:
+        """Run one call from a model. Never raises for the model's mistakes or the tool's."""
+        start = _clock()
+        try:
+            tool, args, positional, kwargs = self._begin(name, arguments, context, allowed, call_id)
+            if tool.needs_confirmation:
+                with CONFIRM_LOCK:  # one question at a time, also from dispatch_many
+                    sync_confirm(confirm, tool, args)
+        except ToolCallError as err:
+            return _failed(name, call_id, err, start)
+        try:
+            value = call(tool, positional, kwargs)
+        except Exception as exc:
+            return self._raised(tool, call_id, exc, start)
+        return self._finish(tool, call_id, value, args, start)
+
+    def dispatch_many(
+        self,
+        calls: Iterable[CallLike],
+        *,
+        context: Any = None,
+        allowed: Iterable[str] | None = None,
+        confirm: ConfirmCallback | None = None,
+    ) -> list[ToolResult]:
+        """Run several calls concurrently (threads); results in the order of the calls."""
+        batch = [_as_call(c) for c in calls]
+        allowed_set = _allowed_set(allowed)
+
+        def run(c: ToolCall) -> ToolResult:
+            return self.dispatch_tool(
+                c.name,
+                c.arguments,
+                context=context,
+                allowed=allowed_set,
+                call_id=c.call_id,
+                confirm=confirm,
+            )
+
+        if len(batch) <= 1:
+            return [run(c) for c in batch]
+        workers = max(1, min(len(batch), self.settings.max_concurrency))
+        contexts = [contextvars.copy_context() for _ in batch]  # each call sees the caller's
+        from concurrent.futures import ThreadPoolExecutor  # lazy: ~10 ms, for batches only
+
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolreg") as pool:
+            return list(pool.map(lambda c, ctx: ctx.run(run, c), batch, contexts))
+
+    # -- async ----------------------------------------------------------------------------
+    async def adispatch_tool(
+        self,
+        name: str,
+        arguments: str | bytes | Mapping[str, Any] | None = None,
+        *,
+        context: Any = None,
+        allowed: Iterable[str] | None = None,
+        call_id: str | None = None,
+        confirm: ConfirmCallback | None = None,
+    ) -> ToolResult:
+        """`dispatch_tool` for async code: async tools are awaited, sync ones run in a thread."""
+        start = _clock()
+        try:
+            tool, args, positional, kwargs = self._begin(name, arguments, context, allowed, call_id)
+            if tool.needs_confirmation:
+                async with loop_confirm_lock():  # one question at a time per event loop
+                    await async_confirm(confirm, tool, args)
+        except ToolCallError as err:
+            return _failed(name, call_id, err, start)
+        try:
+            value = await acall(tool, positional, kwargs)
+        except Exception as exc:
+            return self._raised(tool, call_id, exc, start)
+        return self._finish(tool, call_id, value, args, start)
+
+    async def adispatch_many(
+        self,
+        calls: Iterable[CallLike],
+        *,
+        context: Any = None,
+        allowed: Iterable[str] | None = None,
+        confirm: ConfirmCallback | None = None,
+    ) -> list[ToolResult]:
+        """Run several calls concurrently (tasks), at most `max_concurrency` at a time."""
+        batch = [_as_call(c) for c in calls]
+        allowed_set = _allowed_set(allowed)
+        import asyncio  # lazy: already loaded by the running event loop
+
+        gate = asyncio.Semaphore(max(1, self.settings.max_concurrency))
+
+        async def run(c: ToolCall) -> ToolResult:
+            async with gate:
+                return await self.adispatch_tool(
+                    c.name,
+                    c.arguments,
+                    context=context,
+                    allowed=allowed_set,
+                    call_id=c.call_id,
+                    confirm=confirm,
+                )
+
+        return list(await asyncio.gather(*(run(c) for c in batch)))
+
+    # -- decisions ------------------------------------------------------------------------
+    def _begin(
+        self,
+        name: str,
+        arguments: object,
+        context: Any,
+        allowed: Iterable[str] | None,
+        call_id: str | None,
+    ) -> _Prepared:
+        """The tool and its call, or the `ToolCallError` that stops it (the model's fault)."""
+        tool = self._tools.get(name) if type(name) is str else None
+        allowed_set = None if allowed is None else _allowed_set(allowed)
+        if tool is not None and allowed_set is not None and name not in allowed_set:
+            tool = None  # not allowed: answered exactly like an unknown name
+        if tool is None:
+            raise self._unknown(name, allowed_set)
+        settings = self.settings
+        try:
+            args = decode_arguments(arguments, settings.max_payload_bytes, settings.max_depth)
+            coerce = settings.coerce if tool.coerce is None else tool.coerce
+            args = prepare(tool, args, coerce, settings.max_depth, settings.mask_errors)
+        except InvalidArgumentsError as err:
+            err.tool_name = tool.name
+            raise
+        return (tool, args, *bind(tool, args, context, call_id))
+
+    def _finish(
+        self, tool: Tool, call_id: str | None, value: Any, args: dict[str, Any], start: float
+    ) -> ToolResult:
+        """The result of a tool that returned `value`: rendered as text for the model."""
+        try:
+            content = render_result(tool, value, self.settings.max_result_chars)
+        except ToolCallError as err:
+            return _failed(tool.name, call_id, err, start)
+        # positional: the hot path; the order is ToolResult's field order
+        elapsed = _clock() - start
+        return ToolResult(
+            tool.name, call_id, True, content, value, None, None, tool.return_direct, elapsed, args
+        )
+
+    def _raised(self, tool: Tool, call_id: str | None, exc: Exception, start: float) -> ToolResult:
+        """The result of a tool that raised: a `ToolCallError` raised inside (a time limit, a
+        nested dispatch) keeps its kind; anything else is an execution error."""
+        if isinstance(exc, ToolCallError):
+            return _failed(tool.name, call_id, exc, start)
+        error = self._execution_error(tool, exc)
+        error.__cause__ = exc
+        return _failed(tool.name, call_id, error, start)
+
+    def _unknown(self, name: object, allowed: frozenset[str] | None) -> UnknownToolError:
+        shown = _safe_name(name)
+        names = list(self._tools)
+        if allowed is not None:
+            names = [n for n in names if n in allowed]
+        matches = _close_matches(shown, names)
+        message = f"Unknown tool '{shown}'."
+        if matches:
+            message += f" Did you mean {_either([_quoted(m) for m in matches])}?"
+        if len(names) > _MAX_LISTED:
+            more = len(names) - _MAX_LISTED
+            message += f" Available: {', '.join(names[:_MAX_LISTED])} and {more} more."
+        elif names:
+            message += f" Available: {', '.join(names)}."
+        else:
+            message += " No tools are available."
+        return UnknownToolError(message, tool_name=shown, suggestions=matches)
+
+    def _execution_error(self, tool: Tool, exc: Exception) -> ToolExecutionError:
+        _debug("tool %r raised", tool.name, exc_info=exc)
+        chosen = _chosen_message(exc) if isinstance(exc, ToolError) else None
+        if chosen:  # the tool author's own words for the model, exactly
+            message = chosen
+        elif self.settings.mask_errors:
+            message = f"Tool '{tool.name}' failed."
+        else:
+            detail = exception_text(exc)
+            message = f"Tool '{tool.name}' failed: {type(exc).__name__}" + (
+                f": {detail}" if detail else ""
+            )
+        return ToolExecutionError(message, tool_name=tool.name)
+
+
+def _chosen_message(exc: ToolError) -> str | None:
+    try:
+        return str(exc.message)
+    except Exception:  # a message object whose __str__ fails: fall back to the generic text
+        return None
+
+
+def _debug(message: str, *args: Any, exc_info: BaseException | None = None) -> None:
+    """Log to the "toolreg" logger at DEBUG. If the application never imported `logging`,
+    nothing is configured to show the record, so the import (~5 ms) is skipped."""
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        logging.getLogger("toolreg").debug(message, *args, exc_info=exc_info)
+
+
+def _failed(name: object, call_id: str | None, err: ToolCallError, start: float) -> ToolResult:
+    # past the lookup, `name` is exactly a registered name: keep it whole, whatever the error
+    # says (a ToolCallError raised inside the tool may name some other tool)
+    if isinstance(name, str) and not isinstance(err, UnknownToolError):
+        tool_name = name
+    else:
+        tool_name = err.tool_name or _safe_name(name)
+    return ToolResult(
+        tool_name=tool_name,
+        call_id=call_id,
+        ok=False,
+        content=err.message,
+        error=err,
+        exception=err.__cause__,
+        elapsed=_clock() - start,
+    )
+
+
+def _close_matches(word: str, names: list[str]) -> list[str]:
+    """Up to 3 names like `word` (difflib's ratio >= 0.6), best first, ties in registry order."""
+    import difflib  # lazy: only an unknown tool name needs it
+
+    matcher = difflib.SequenceMatcher()
+    matcher.set_seq2(word)
+    scored = []
+    for index, candidate in enumerate(names):
+        matcher.set_seq1(candidate)
+        if matcher.real_quick_ratio() >= 0.6 and matcher.quick_ratio() >= 0.6:
+            score = matcher.ratio()
+            if score >= 0.6:
+                scored.append((-score, index, candidate))
+    return [candidate for _, _, candidate in sorted(scored)[:3]]
+
+
+def _quoted(name: str) -> str:
+    return f"'{name}'"
+
+
+def _either(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def _allowed_set(allowed: Iterable[str] | None) -> frozenset[str] | None:
+    """`allowed=` as a set; one string is one name (never a set of its characters)."""
+    if allowed is None or isinstance(allowed, frozenset):
+        return allowed
+    if isinstance(allowed, str):
+        return frozenset((allowed,))
+    return frozenset(allowed)
+
+
+def _safe_name(name: object) -> str:
+    if not isinstance(name, str):
+        return f"<{type(name).__name__}>"
+    clean = "".join(ch if ch.isprintable() else "?" for ch in name[: _MAX_NAME + 1])
+    return clean if len(clean) <= _MAX_NAME else clean[:_MAX_NAME] + "..."
+
+
+def _as_call(item: CallLike) -> ToolCall:
+    if isinstance(item, ToolCall):
+        return item
+    if isinstance(item, tuple):
+        return ToolCall(*item)
+    if isinstance(item, Mapping):
+        function = item.get("function")
+        if isinstance(function, Mapping):  # an OpenAI chat `tool_calls` entry
+            return ToolCall(
+                name=function.get("name", ""),
+                arguments=function.get("arguments"),
+                call_id=item.get("id"),
+            )
+        return ToolCall(
+            name=item.get("name", ""),
+            arguments=item.get("arguments"),
+            call_id=item.get("call_id", item.get("id")),
+        )
+    raise UsageError(f"a call must be a ToolCall, tuple or mapping, not {type(item).__name__}")

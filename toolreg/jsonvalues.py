@@ -1,0 +1,71 @@
+"""JSON values as toolreg handles them: untrusted text decoded strictly, schemas copied.
+
+What a *Python type* becomes in JSON (and back) is the type table's business (`types`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from collections.abc import Mapping
+from typing import Any, Final
+
+__all__ = ["MAX_INT_DIGITS", "NOT_JSONABLE", "NumberRefused", "copy_json", "strict_decoder"]
+
+MAX_INT_DIGITS: Final = 4300  # CPython's own default limit for int(str)
+
+
+class NumberRefused(ValueError):
+    """A number JSON text may spell but a tool must not get; the message suits a model."""
+
+
+def _parse_constant(name: str) -> Any:
+    raise NumberRefused(f"{name} is not a valid number")
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise NumberRefused(f"{text[:20]} is not a valid number (out of range)")
+    return value
+
+
+def _parse_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:  # parsing those costs quadratic time
+        raise NumberRefused(f"a number has more than {MAX_INT_DIGITS} digits")
+    return int(text)
+
+
+strict_decoder = json.JSONDecoder(
+    parse_constant=_parse_constant, parse_float=_parse_float, parse_int=_parse_int
+)
+"""A JSON decoder for untrusted text: no NaN/Infinity, no overflowing floats, no huge ints."""
+
+
+class _NotJsonable:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NOT_JSONABLE"
+
+
+NOT_JSONABLE: Any = _NotJsonable()
+
+
+_LEAVES = (str, int, float, bool, type(None))
+
+
+def copy_json(value: Any) -> Any:
+    """A deep copy of JSON-shaped data (schemas): every mapping becomes a dict and every
+    tuple a list; immutable leaves are shared. Several times faster than `copy.deepcopy`."""
+    kind = type(value)
+    if kind is dict:
+        return {k: copy_json(v) for k, v in value.items()}
+    if kind is list or kind is tuple:
+        return [copy_json(v) for v in value]
+    if isinstance(value, _LEAVES):
+        return value
+    if isinstance(value, Mapping):
+        return {k: copy_json(v) for k, v in value.items()}
+    return copy.deepcopy(value)

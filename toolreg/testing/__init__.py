@@ -1,0 +1,116 @@
+"""Helpers for testing tools and conversations (yours and ours).
+
+- `ScriptedServer`: a real OpenAI-compatible HTTP server on 127.0.0.1 that answers from a
+  script of turns (`text`, `tool_call`, `tool_calls`, `function_call`, `raw`, `error`,
+  `empty`) and records every request; `server.client()` is an `openai.OpenAI` bound to it.
+- `call_tool`: call a registered tool by name exactly as a model would.
+- `assert_schema` / `schema_snapshot`: check what a model is told about your tools.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..registry import ToolRegistry, default_registry
+from ..result import ToolResult
+from .server import ScriptedServer
+from .turns import (
+    Call,
+    DynamicTurn,
+    Turn,
+    TurnLike,
+    Usage,
+    call,
+    empty,
+    error,
+    function_call,
+    last_tool_result,
+    raw,
+    text,
+    tool_call,
+    tool_calls,
+)
+
+__all__ = [
+    "Call",
+    "DynamicTurn",
+    "ScriptedServer",
+    "Turn",
+    "TurnLike",
+    "Usage",
+    "assert_schema",
+    "call",
+    "call_tool",
+    "empty",
+    "error",
+    "function_call",
+    "last_tool_result",
+    "raw",
+    "schema_snapshot",
+    "text",
+    "tool_call",
+    "tool_calls",
+]
+
+
+def call_tool(
+    name: str,
+    arguments: str | Mapping[str, Any] | None = None,
+    *,
+    registry: ToolRegistry | None = None,
+    context: Any = None,
+    confirm: Any = None,
+) -> ToolResult:
+    """Dispatch `name` the way a model's call is dispatched.
+
+    A mapping is sent as JSON text, like a model would send it, so decoding, validation,
+    coercion and conversion all run.
+    """
+    reg = registry if registry is not None else default_registry
+    payload = (
+        arguments
+        if arguments is None or isinstance(arguments, str)
+        else json.dumps(dict(arguments), ensure_ascii=False)
+    )
+    return reg.dispatch_tool(name, payload, context=context, confirm=confirm, call_id="test")
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+
+
+def assert_schema(
+    name: str,
+    expected: Mapping[str, Any],
+    *,
+    registry: ToolRegistry | None = None,
+    format: str | None = None,
+) -> None:
+    """Assert the parameters schema of tool `name` (or its whole export in `format`)."""
+    reg = registry if registry is not None else default_registry
+    if name not in reg:
+        raise AssertionError(f"no tool named {name!r}; registered: {', '.join(reg.names())}")
+    if format is None:
+        actual: Any = reg[name].parameters
+    else:
+        actual = reg.get_tools(format, names=[name])[0]
+    if actual != expected:
+        diff = "\n".join(
+            difflib.unified_diff(
+                _pretty(expected).splitlines(),
+                _pretty(actual).splitlines(),
+                "expected",
+                "actual",
+                lineterm="",
+            )
+        )
+        raise AssertionError(f"schema of {name!r} differs:\n{diff}")
+
+
+def schema_snapshot(registry: ToolRegistry | None = None, format: str = "openai") -> str:
+    """Every tool definition of a registry as stable, pretty JSON: commit it, diff it."""
+    reg = registry if registry is not None else default_registry
+    return _pretty(reg.get_tools(format)) + "\n"

@@ -1,0 +1,174 @@
+"""Scripted assistant turns: what a :class:`~toolreg.testing.ScriptedServer` answers.
+
+Each builder returns an immutable :class:`Turn`. A turn says *what* the model answers; the
+wire shape (Chat Completions, streamed chunks, Responses API) is chosen per request by
+:mod:`toolreg._scripted_wire`. Everything is JSON-encoded when the turn is built, so a
+value that cannot go on the wire fails at the line that scripted it.
+
+    text("Sunny, 18 °C")
+    tool_call("get_weather", city="Paris")                   # auto id: call_1, call_2, ...
+    tool_calls(call("a", {"x": 1}), call("b", id="call_b"))  # parallel calls, one message
+    tool_call("get_weather", '{"city": "Par')                # a str is sent verbatim
+    function_call("get_weather", city="Paris")               # legacy `functions` dialect
+    raw({"role": "assistant", "content": None})              # any message, verbatim
+    error(429, "Slow down")                                  # an HTTP error answer
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+Usage = Union[tuple[int, int], Mapping[str, Any], Literal[False], None]
+"""``(prompt_tokens, completion_tokens)``, a usage dict sent verbatim, ``None`` for the
+default ``(10, 5)``, or ``False`` to send no usage at all."""
+
+DEFAULT_USAGE = (10, 5)
+
+
+@dataclass(frozen=True, repr=False)
+class Call:
+    """One function call of an assistant turn; ``id=None`` lets the server number it."""
+
+    name: str
+    arguments: str
+    id: str | None = None
+
+    def __repr__(self) -> str:
+        suffix = "" if self.id is None else f", id={self.id!r}"
+        return f"call({self.name!r}, {self.arguments!r}{suffix})"
+
+
+@dataclass(frozen=True, repr=False)
+class Turn:
+    """One scripted answer. Build it with the module's functions, not directly."""
+
+    kind: Literal["message", "function_call", "raw", "error"]
+    content: str | None = None
+    calls: tuple[Call, ...] = ()
+    raw_json: str | None = None
+    finish_reason: str | None = "stop"
+    usage: tuple[int, int] | str | None = DEFAULT_USAGE
+    status: int = 200
+    error_type: str = ""
+    error_code: str | None = None
+    label: str = field(default="", compare=False)
+
+    def __repr__(self) -> str:
+        return self.label or f"Turn({self.kind!r})"
+
+
+DynamicTurn = Callable[[dict[str, Any]], Turn]
+"""A function of the request body that returns the turn to answer, e.g. an echo."""
+
+TurnLike = Union[Turn, DynamicTurn]
+
+
+def _arguments(arguments: Mapping[str, Any] | str | None, kwargs: dict[str, Any]) -> str:
+    if isinstance(arguments, str):
+        if kwargs:
+            raise TypeError("give the arguments either as one string or as keywords, not both")
+        return arguments
+    return json.dumps({**(arguments or {}), **kwargs}, ensure_ascii=False)
+
+
+def _usage(usage: Usage) -> tuple[int, int] | str | None:
+    if usage is None:
+        return DEFAULT_USAGE
+    if usage is False:
+        return None
+    if isinstance(usage, tuple):
+        prompt, completion = usage
+        return (int(prompt), int(completion))
+    return json.dumps(dict(usage))
+
+
+def call(
+    name: str, arguments: Mapping[str, Any] | str | None = None, *, id: str | None = None, **kw: Any
+) -> Call:
+    """One call for :func:`tool_calls`; keywords are arguments, a str is sent verbatim."""
+    return Call(name, _arguments(arguments, kw), id)
+
+
+def text(content: str, *, finish_reason: str = "stop", usage: Usage = None) -> Turn:
+    """The assistant answers ``content``."""
+    return Turn(
+        "message", content, (), None, finish_reason, _usage(usage), label=f"text({content!r})"
+    )
+
+
+def empty(content: Literal["", None] = "", *, usage: Usage = None) -> Turn:
+    """An answer with no text and no tool calls (content ``""`` or ``None``)."""
+    return Turn("message", content, (), None, "stop", _usage(usage), label=f"empty({content!r})")
+
+
+def tool_call(
+    name: str, arguments: Mapping[str, Any] | str | None = None, *, id: str | None = None, **kw: Any
+) -> Turn:
+    """The assistant calls one tool. ``tool_call("get_weather", city="Paris")``."""
+    return tool_calls(call(name, arguments, id=id, **kw))
+
+
+def tool_calls(
+    *calls: Call, content: str | None = None, finish_reason: str = "tool_calls", usage: Usage = None
+) -> Turn:
+    """Several tool calls in one assistant message (parallel calls), built with :func:`call`."""
+    if not calls or not all(isinstance(c, Call) for c in calls):
+        raise TypeError("tool_calls() takes one or more call(name, arguments) values")
+    label = "tool_calls(" + ", ".join(map(repr, calls)) + ")"
+    return Turn("message", content, calls, None, finish_reason, _usage(usage), label=label)
+
+
+def function_call(
+    name: str, arguments: Mapping[str, Any] | str | None = None, *, usage: Usage = None, **kw: Any
+) -> Turn:
+    """A legacy ``function_call`` answer (finish_reason ``"function_call"``)."""
+    one = Call(name, _arguments(arguments, kw))
+    label = f"function_call({name!r}, {one.arguments!r})"
+    return Turn("function_call", None, (one,), None, "function_call", _usage(usage), label=label)
+
+
+def raw(
+    message: Mapping[str, Any], *, finish_reason: str | None = "stop", usage: Usage = None
+) -> Turn:
+    """Any assistant message dict, sent verbatim on /v1/chat/completions.
+
+    On /v1/responses a chat-shaped message is converted to output items, and a dict with a
+    ``"type"`` key is sent as the single output item.
+    """
+    encoded = json.dumps(dict(message), ensure_ascii=False)
+    return Turn("raw", None, (), encoded, finish_reason, _usage(usage), label=f"raw({encoded})")
+
+
+def error(
+    status: int,
+    message: str = "Scripted error",
+    *,
+    error_type: str | None = None,
+    code: str | None = None,
+) -> Turn:
+    """Answer HTTP ``status`` with an OpenAI-style ``{"error": {...}}`` body."""
+    if not 400 <= status <= 599:
+        raise ValueError(f"error() needs an HTTP error status (400-599), got {status}")
+    kind = error_type or ("server_error" if status >= 500 else "invalid_request_error")
+    label = f"error({status}, {message!r})"
+    return Turn("error", message, status=status, error_type=kind, error_code=code, label=label)
+
+
+def last_tool_result(request: Mapping[str, Any]) -> Any:
+    """The newest tool observation in a recorded request, JSON-decoded when it is JSON.
+
+    For dynamic turns that answer from what a tool returned::
+
+        lambda request: text(f"It is {last_tool_result(request)['temperature']} °C")
+    """
+    for message in reversed(request.get("messages") or ()):
+        if message.get("role") in ("tool", "function", "observation"):
+            content = message.get("content")
+            try:
+                return json.loads(content)
+            except (TypeError, ValueError):
+                return content
+    return None

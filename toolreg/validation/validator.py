@@ -1,0 +1,433 @@
+"""A compiled validator for the JSON Schema (Draft 2020-12) subset toolreg produces.
+
+`Validator(schema)` compiles the schema once into nested closures, one per schema node,
+chosen by keyword; `validate(instance)` then lists every `Problem`, with its path and a
+short message that is safe to show a model. It agrees with
+`jsonschema.Draft202012Validator(schema).is_valid` (`format` being an annotation) on every
+JSON value, with one exception: `uniqueItems` is exact, where jsonschema's sort-based
+check misses some duplicates among nested arrays mixing booleans and numbers.
+
+Instances are JSON values as `json.loads` returns them: only `dict` is an object, only
+`list` an array, and any other Python value (a tuple, a set) matches no `type`, `enum` or
+`const`. Local `$ref`s (`#`, `#/$defs/Name`, any JSON pointer) are bound after compiling,
+so recursive schemas work. A schema using another assertion keyword (`if`,
+`dependentRequired`, `unevaluatedProperties`, `$dynamicRef`, `$anchor`, a remote `$ref`,
+`$id` below the root...) is validated by jsonschema instead, imported only then. Unknown
+keys are ignored, as the specification says. The schema is copied, so later changes to it
+have no effect. An invalid schema (unknown type, bad regex, dangling `$ref`...) raises
+`ValueError`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ..jsonvalues import copy_json
+from .coercion import coerce_value, equal, is_type, kind, unique
+from .keywords import (
+    NOT_ALLOWED,
+    Errors,
+    Node,
+    Problem,
+    accept,
+    all_of,
+    any_of,
+    count,
+    either,
+    enum_node,
+    join,
+    not_one_of,
+    number_keyword,
+    numeric_node,
+    one_of,
+    reject,
+    render,
+    say,
+    string_node,
+    under,
+)
+
+__all__ = ["Problem", "Validator"]
+
+
+_EXACT: dict[str, tuple[type, ...]] = {
+    "null": (type(None),),
+    "boolean": (bool,),
+    "integer": (int,),
+    "number": (int, float),
+    "string": (str,),
+    "array": (list,),
+    "object": (dict,),
+}
+_UNSUPPORTED = frozenset(
+    {"$dynamicRef", "$dynamicAnchor", "$anchor", "$recursiveRef", "$recursiveAnchor"}
+    | {"$vocabulary", "dependentRequired", "dependentSchemas", "if", "then", "else"}
+    | {"unevaluatedItems", "unevaluatedProperties"}
+)
+
+
+class _Fallback(Exception):
+    """The schema needs a keyword this module does not compile."""
+
+
+MAX_ITEM_PROBLEMS = 100
+"""An array stops being checked after this many bad items: the verdict (invalid) stands,
+and a model cannot make validation cost time proportional to a huge list of bad items."""
+
+
+class _Compiler:
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        self.memo: dict[int, Node] = {}
+        self.boxes: dict[str, list[Node]] = {}
+
+    def resolve(self, ref: str) -> Any:
+        if ref != "#" and not ref.startswith("#/"):
+            raise _Fallback(ref)
+        target = self.root
+        for token in ref[2:].split("/") if ref != "#" else ():
+            if "%" in token:  # percent-encoded JSON Pointer (rare): decode it
+                from urllib.parse import unquote  # lazy: ~2 ms of import for a rare case
+
+                token = unquote(token)
+            step = token.replace("~1", "/").replace("~0", "~")
+            if isinstance(target, list) and step.isdigit() and int(step) < len(target):
+                target = target[int(step)]
+            elif isinstance(target, dict) and step in target:
+                target = target[step]
+            else:
+                raise ValueError(f"$ref {ref!r} points to nothing")
+        return target
+
+    def build(self) -> Node:
+        node = self.compile(self.root)
+        bound: set[str] = set()
+        while unbound := [ref for ref in self.boxes if ref not in bound]:
+            for ref in unbound:
+                self.boxes[ref][0] = self.compile(self.resolve(ref))
+                bound.add(ref)
+        return node
+
+    def compile(self, schema: Any) -> Node:
+        if schema is True or schema is False:
+            return accept if schema else reject
+        if not isinstance(schema, dict):
+            raise ValueError(f"a schema must be an object or a boolean, not {schema!r}")
+        node = self.memo.get(id(schema))
+        if node is None:
+            node = self.memo[id(schema)] = self._node(schema)
+        return node
+
+    def _node(self, s: dict[str, Any]) -> Node:
+        if _UNSUPPORTED.intersection(s) or ("$id" in s and s is not self.root):
+            raise _Fallback
+        checks = [check for check in self._checks(s) if check is not accept]
+        rest = accept if not checks else checks[0] if len(checks) == 1 else all_of(checks)
+        if "type" not in s:
+            return rest
+        names = [s["type"]] if isinstance(s["type"], str) else list(s["type"])
+        if not names or not set(names) <= _EXACT.keys():
+            raise ValueError(f"unknown type {s['type']!r}")
+        exact, want = tuple(t for n in names for t in _EXACT[n]), frozenset(names)
+        values = [s["const"]] if "const" in s else s.get("enum")
+
+        def wrong(v: object) -> list[Problem]:
+            if values is not None and not any(equal(v, x) for x in values):
+                return say(not_one_of(values, v, "const" in s))
+            return say(f"expected {either(names)}, got {kind(v)}")
+
+        def typed(v: Any) -> Errors:
+            return None if type(v) in exact or is_type(want, v) else wrong(v)
+
+        def node(v: Any) -> Errors:
+            return rest(v) if type(v) in exact or is_type(want, v) else wrong(v)
+
+        return typed if rest is accept else node
+
+    def _checks(self, s: dict[str, Any]) -> Iterator[Node]:
+        if "const" in s or "enum" in s:
+            yield enum_node(s)
+        yield string_node(s)
+        yield numeric_node(s)
+        yield self._array(s)
+        yield self._object(s)
+        for sub in s.get("allOf", ()):
+            yield self.compile(sub)
+        for key in ("anyOf", "oneOf"):
+            if key in s:
+                alts = [self.compile(sub) for sub in s[key]]
+                if not alts:
+                    raise ValueError(f"{key} must not be empty")
+                sigs = [self._types_of(sub) for sub in s[key]]
+                yield (one_of if key == "oneOf" else any_of)(alts, sigs)
+        if "not" in s:
+            inner = self.compile(s["not"])
+            yield lambda v: None if inner(v) is not None else say("value is not allowed")
+        if "$ref" in s:
+            self.resolve(s["$ref"])
+            box = self.boxes.setdefault(s["$ref"], [accept])
+            yield lambda v: box[0](v)
+
+    def _types_of(self, s: Any) -> list[str] | None:
+        """The JSON types a subschema accepts, when its `type`, `enum` or `const` say."""
+        for _ in range(20):  # follow a few plain `$ref`s, as pydantic writes them
+            if not (isinstance(s, dict) and "$ref" in s and "type" not in s):
+                break
+            s = self.resolve(s["$ref"])
+        if not isinstance(s, dict):
+            return None
+        if "type" in s:
+            return [s["type"]] if isinstance(s["type"], str) else list(s["type"])
+        values = [s["const"]] if "const" in s else s.get("enum")
+        if not values:
+            return None
+        return list(dict.fromkeys("number" if kind(v) == "integer" else kind(v) for v in values))
+
+    def _array(self, s: dict[str, Any]) -> Node:
+        prefix = [self.compile(sub) for sub in s.get("prefixItems", ())]
+        if isinstance(s.get("items"), list):
+            raise _Fallback  # the pre-2020 tuple form
+        items, closed = self.compile(s.get("items", True)), s.get("items") is False
+        lo, hi = number_keyword(s, "minItems", 0), number_keyword(s, "maxItems")
+        uniq = s.get("uniqueItems") is True
+        has = self.compile(s["contains"]) if "contains" in s else None
+        least, most = number_keyword(s, "minContains", 1), number_keyword(s, "maxContains")
+        if not (prefix or items is not accept or lo or hi is not None or uniq or has):
+            return accept
+        if closed:  # `items: false` just caps the length
+            hi, items = len(prefix) if hi is None else min(hi, len(prefix)), accept
+
+        def check(v: Any) -> Errors:
+            if not isinstance(v, list):
+                return None
+            errors: Errors = None
+            if len(v) < lo:
+                errors = say(f"must have at least {count(lo, 'item')}")
+            if hi is not None and len(v) > hi:
+                errors = say(f"must have at most {count(hi, 'item')}")
+            bad = 0
+            for i, item in enumerate(v):
+                if i >= len(prefix) and items is accept:
+                    break
+                found = (prefix[i] if i < len(prefix) else items)(item)
+                if found is not None:
+                    errors = join(errors, under(i, found))
+                    bad += 1
+                    if bad == MAX_ITEM_PROBLEMS:  # enough to act on; bounded work for garbage
+                        errors.append(Problem((), "(items after this one were not checked)"))
+                        break
+            if uniq and not unique(v):
+                errors = join(errors, say("items must be unique"))
+            if has is not None:
+                n = sum(1 for item in v if has(item) is None)
+                if n < least:
+                    errors = join(errors, say(f"must contain {count(least, 'matching item')}"))
+                if most is not None and n > most:
+                    text = f"must contain at most {count(most, 'matching item')}"
+                    errors = join(errors, say(text))
+            return errors
+
+        return check
+
+    def _object(self, s: dict[str, Any]) -> Node:
+        props = {k: self.compile(sub) for k, sub in s.get("properties", {}).items()}
+        required = s.get("required", [])
+        if not isinstance(required, list):
+            raise ValueError(f"required must be a list, not {required!r}")
+        missing = {k: Problem((), f"missing required property {render(k)}") for k in required}
+        closed, other = (
+            s.get("additionalProperties") is False,
+            self.compile(s.get("additionalProperties", True)),
+        )
+        patterns = [
+            (re.compile(p), self.compile(sub)) for p, sub in s.get("patternProperties", {}).items()
+        ]
+        names = self.compile(s["propertyNames"]) if "propertyNames" in s else None
+        lo, hi = number_keyword(s, "minProperties", 0), number_keyword(s, "maxProperties")
+        if not (
+            props or missing or other is not accept or patterns or names or lo or hi is not None
+        ):
+            return accept
+        if not patterns and names is None and not lo and hi is None:
+            return _plain_object(props, missing, closed, other)
+        get = props.get
+
+        def check(v: Any) -> Errors:
+            if not isinstance(v, dict):
+                return None
+            errors: Errors = None
+            if len(v) < lo:
+                errors = say(f"must have at least {count(lo, 'property')}")
+            if hi is not None and len(v) > hi:
+                errors = say(f"must have at most {count(hi, 'property')}")
+            for key in missing:
+                if key not in v:
+                    errors = join(errors, [missing[key]])
+            for key, item in v.items():
+                if names is not None and (bad := names(key)) is not None:
+                    text = f"invalid property name {render(key)}: {bad[0].message}"
+                    errors = join(errors, say(text))
+                sub = get(key)
+                found = None if sub is None else sub(item)
+                for regex, node in patterns:
+                    if isinstance(key, str) and regex.search(key):
+                        sub = node
+                        more = node(item)
+                        found = found if more is None else join(found, more)
+                if sub is None:
+                    if closed:
+                        errors = join(errors, say(f"unexpected property {render(key)}"))
+                        continue
+                    found = other(item)
+                if found is not None:
+                    errors = join(errors, under(key, found))
+            return errors
+
+        return check
+
+
+def _plain_object(
+    props: dict[str, Node], missing: dict[str, Problem], closed: bool, other: Node
+) -> Node:
+    """The usual object (properties, required, additionalProperties): one pass, and the
+    required keys checked as a set, in C."""
+    get, required = props.get, frozenset(missing)
+
+    def check(v: Any) -> Errors:
+        if not isinstance(v, dict):
+            return None
+        errors: Errors = None
+        if not required <= v.keys():
+            errors = [problem for key, problem in missing.items() if key not in v]
+        for key, item in v.items():
+            sub = get(key)
+            if sub is None:
+                if closed:
+                    errors = join(errors, say(f"unexpected property {render(key)}"))
+                    continue
+                sub = other
+            found = sub(item)
+            if found is not None:
+                errors = join(errors, under(key, found))
+        return errors
+
+    return check
+
+
+class _Jsonschema:
+    """Validation by jsonschema, for the schemas this module does not compile."""
+
+    def __init__(self, schema: Any) -> None:
+        jsonschema = importlib.import_module("jsonschema")  # only here: toolreg stays light
+        self.validator = jsonschema.Draft202012Validator(schema)
+
+    def errors(self, instance: object) -> Errors:
+        try:
+            found = {
+                Problem(tuple(error.absolute_path), text): None
+                for error in self.validator.iter_errors(instance)
+                for text in _translate(error)
+            }
+        except Exception:  # e.g. a $ref jsonschema cannot resolve
+            return say("value could not be checked against the schema")
+        return list(found) or None
+
+    def is_valid_under(self, schema: Any, value: object) -> bool:
+        return bool(self.validator.evolve(schema=schema).is_valid(value))
+
+
+def _translate(error: Any) -> list[str]:
+    """Our messages for a jsonschema error, at the error's own path."""
+    keyword, value, schema = error.validator, error.validator_value, error.schema
+    if keyword is None:  # the `false` schema
+        return [NOT_ALLOWED.message]
+    if keyword == "not":
+        return ["value is not allowed"]
+    if keyword in ("anyOf", "oneOf"):
+        if "valid under each" in error.message:
+            return ["matches more than one alternative"]
+        return ["does not match any of the allowed alternatives"]
+    local = {keyword: value}
+    if keyword in ("contains", "minContains", "maxContains"):
+        local = {k: schema[k] for k in ("contains", "minContains", "maxContains") if k in schema}
+    if value is False:  # additionalProperties / items: what the siblings already cover
+        for key in ("properties", "patternProperties", "prefixItems"):
+            if key in schema:
+                local[key] = (
+                    [True] * len(schema[key])
+                    if key == "prefixItems"
+                    else dict.fromkeys(schema[key], True)
+                )
+    try:
+        found = _Compiler(local).build()(error.instance) or []
+    except Exception:  # a keyword we do not compile: keep jsonschema's own words
+        found = []
+    if texts := [p.message for p in found if not p.path]:
+        return texts
+    text = str(error.message)
+    return [text if len(text) <= 100 else text[:97] + "..."]
+
+
+class Validator:
+    """A JSON Schema compiled once, then used to check and coerce many instances."""
+
+    __slots__ = ("_compiler", "_fallback", "_node", "_schema")
+
+    def __init__(self, schema: Mapping[str, Any] | bool, *, copy: bool = True) -> None:
+        """Compile `schema`. With `copy=False` the caller promises never to change it (the
+        validator then works on it in place, and `accepts` reuses its compiled nodes)."""
+        self._schema: Any = copy_json(schema) if copy else schema
+        self._compiler = _Compiler(self._schema)
+        self._fallback: _Jsonschema | None = None
+        try:
+            self._node = self._compiler.build()
+        except _Fallback:
+            self._fallback = _Jsonschema(self._schema)
+            self._node = self._fallback.errors
+        except (TypeError, AttributeError, KeyError, re.error) as error:
+            raise ValueError(f"invalid JSON Schema: {error}") from error
+
+    def validate(self, instance: object) -> list[Problem]:
+        """Every problem with `instance`; `[]` when it is valid."""
+        try:
+            return self._node(instance) or []
+        except RecursionError:
+            return say("value is nested too deeply")
+
+    def is_valid(self, instance: object) -> bool:
+        """Whether `instance` is valid."""
+        try:
+            return self._node(instance) is None
+        except RecursionError:
+            return False
+
+    def accepts(self, schema: Any, value: object) -> bool:
+        """Whether `value` is valid against `schema`, a part of this validator's schema
+        (its `$ref`s resolve in the whole document). False for a schema it cannot check."""
+        return self._check(schema, value)
+
+    def coerce(self, instance: object) -> object:
+        """`instance` with a model's usual slips fixed, as the schema allows (see `_coerce`).
+
+        A new value, or `instance` itself when nothing changed; never raises.
+        """
+        if self.is_valid(instance):
+            return instance
+        return coerce_value(self._schema, instance, self._resolve, self._check)
+
+    def _resolve(self, ref: str) -> Any:
+        try:
+            return self._compiler.resolve(ref)
+        except (_Fallback, ValueError):
+            return None
+
+    def _check(self, schema: Any, value: object) -> bool:
+        try:
+            if self._fallback is not None:
+                return self._fallback.is_valid_under(schema, value)
+            return self._compiler.compile(schema)(value) is None
+        except (_Fallback, ValueError, RecursionError):
+            return False
