@@ -7,6 +7,7 @@ types, not strings), small dict or str results.
 `fresh(fn)` returns a new function object (new code object, new annotations dict) so that no
 library can answer a registration from a cache keyed by the function's identity.
 `CALLS` holds one realistic JSON argument string per tool, as a model would send it.
+`STR_TOOLS` names the tools annotated to return `str` (their result needs no rendering).
 """
 
 import types
@@ -15,7 +16,16 @@ from typing import Literal, Optional
 
 from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
-__all__ = ["CALLS", "TOOLS", "Address", "Contact", "Priority", "fresh", "fresh_named"]
+__all__ = [
+    "CALLS",
+    "STR_TOOLS",
+    "TOOLS",
+    "Address",
+    "Contact",
+    "Priority",
+    "fresh",
+    "fresh_named",
+]
 
 
 class Priority(Enum):
@@ -117,6 +127,7 @@ def get_time() -> str:
 
 
 TOOLS = (get_weather, record_expense, search_documents, create_task, save_contact, get_time)
+STR_TOOLS = tuple(fn.__name__ for fn in TOOLS if fn.__annotations__.get("return") is str)
 
 CALLS = {
     "get_weather": '{"city": "Paris", "unit": "fahrenheit"}',

@@ -13,8 +13,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from baselines import (
+    SCHEMA_FLOOR,
     DispatchPath,
     RegistrationPath,
+    fastjsonschema_dispatch,
     floor_dispatch,
     floor_registration,
     openai_definition,
@@ -50,15 +52,19 @@ IMPORTS = {
 
 
 def installed(dist: str) -> bool:
+    return _module_installed(PEERS[dist])
+
+
+def _module_installed(module: str) -> bool:
     try:
-        return importlib.util.find_spec(PEERS[dist]) is not None
+        return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):  # e.g. a module blocked with sys.modules[name] = None
         return False
 
 
 def versions(dists: Sequence[str]) -> dict[str, str]:
     out = {}
-    for dist in ["toolreg", *dists]:
+    for dist in ["toolreg", "fastjsonschema", *dists]:
         try:
             out[dist] = importlib.metadata.version(dist)
         except importlib.metadata.PackageNotFoundError:
@@ -230,9 +236,16 @@ _DISPATCH: dict[str, Callable[[Sequence[Fn]], Any] | None] = {
 def dispatch_paths(
     fns: Sequence[Fn], peers: Sequence[str]
 ) -> tuple[list[DispatchPath], dict[str, str]]:
-    """toolreg's dispatch, the floors, each selected peer's path; skipped peers with why."""
+    """toolreg's dispatch, the floors, each selected peer's path; skipped ones with why."""
     paths = [toolreg_dispatch(fns), *floor_dispatch(fns)]
     skipped: dict[str, str] = {}
+    if _module_installed("fastjsonschema"):  # a floor, so it runs with --quick too
+        try:
+            paths.append(fastjsonschema_dispatch(fns))
+        except Exception as exc:  # a changed API: skip with the reason, never fake
+            skipped[SCHEMA_FLOOR] = f"failed: {type(exc).__name__}: {exc}"[:200]
+    else:
+        skipped[SCHEMA_FLOOR] = "not installed (pip install fastjsonschema)"
     for dist in peers:
         factory = _DISPATCH[dist]
         if factory is None:

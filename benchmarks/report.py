@@ -4,11 +4,13 @@ from typing import Any
 
 import corpus
 
-__all__ = ["markdown", "means", "targets"]
+__all__ = ["markdown", "means", "str_ratio", "targets"]
 
 DOC_FLOOR = "floor: docstring (Google)"
+FULL_FLOOR = "floor: signature + hints + docstring"
 DISPATCH_FLOOR = "floor: json.loads + fn"
 TEXT_FLOOR = "floor: json.loads + fn + render"
+SCHEMA_FLOOR = "floor: json.loads + fastjsonschema + fn"
 
 
 def _stats(path: dict[str, Any], tool: str) -> dict[str, Any] | None:
@@ -40,6 +42,22 @@ def means(section: dict[str, Any], clock: str) -> tuple[list[str], dict[str, flo
     return tools, out
 
 
+def str_ratio(
+    section: dict[str, Any], clock: str, label: str = "toolreg", floor: str = SCHEMA_FLOOR
+) -> tuple[list[str], float | None, float | None]:
+    """Over the corpus tools that return str and that both paths ran: the tools and the
+    mean µs of `label` and of `floor` (None when a path is missing or shares no such tool)."""
+    found = {p["label"]: p for p in section["paths"]}
+    if label not in found or floor not in found:
+        return [], None, None
+    pair = (found[label], found[floor])
+    tools = [t for t in corpus.STR_TOOLS if all(_stats(p, t) is not None for p in pair)]
+    if not tools:
+        return [], None, None
+    a, b = (sum(_stats(p, t)[clock]["median"] for t in tools) / len(tools) for p in pair)
+    return tools, a, b
+
+
 def _import_ms(results: dict[str, Any], label: str, clock: str) -> float | None:
     rows = results.get("import", {}).get("rows", [])
     return next((r[clock]["median"] for r in rows if r["label"] == label), None)
@@ -49,10 +67,13 @@ def targets(results: dict[str, Any], clock: str) -> list[dict[str, Any]]:
     """The issue's targets that this run measured (on `clock`), with value and verdict."""
     out: list[dict[str, Any]] = []
 
-    def add(name: str, value: float | None, limit: float, unit: str, higher: bool = False) -> None:
+    def add(
+        name: str, value: float | None, limit: float, unit: str, higher: bool = False, **extra: Any
+    ) -> None:
         if value is not None:
             met = value >= limit if higher else value <= limit
-            out.append({"target": name, "value": value, "limit": limit, "unit": unit, "met": met})
+            row = {"target": name, "value": value, "limit": limit, "unit": unit, "met": met}
+            out.append({**row, **extra})
 
     if "registration" in results:
         _, mean = means(results["registration"], clock)
@@ -64,10 +85,17 @@ def targets(results: dict[str, Any], clock: str) -> list[dict[str, Any]]:
             )
         if reg and DOC_FLOOR in mean:
             add("registration ÷ docstring floor", reg / mean[DOC_FLOOR], 1.3, "×")
+        if reg and FULL_FLOOR in mean:
+            name = "registration ÷ (signature + hints + docstring floor)"
+            add(name, reg / mean[FULL_FLOOR], 1, "×")
     if "dispatch" in results:
         _, mean = means(results["dispatch"], clock)
         if "toolreg" in mean and DISPATCH_FLOOR in mean:
             add("dispatch ÷ (json.loads + fn)", mean["toolreg"] / mean[DISPATCH_FLOOR], 1.5, "×")
+        tools, ours, floor = str_ratio(results["dispatch"], clock)
+        if ours and floor:
+            name = f"dispatch ÷ (json.loads + fastjsonschema + fn), str tools: {', '.join(tools)}"
+            add(name, ours / floor, 1.3, "×", tools=tools)
     imported = _import_ms(results, "toolreg", clock)
     add("import toolreg, ms net of interpreter start", imported, 50, "ms")
     if "concurrency" in results:
@@ -137,6 +165,18 @@ def _timed_section(
     notes = [f"- {k.replace('|', ' / ')}: {v}" for k, v in section.get("notes", {}).items()]
     extra = unsupported + notes + _skipped(section)
     return [*lines, "", *extra, ""] if extra else [*lines, ""]
+
+
+def _str_tools(section: dict[str, Any], clock: str) -> list[str]:
+    tools, ours, floor = str_ratio(section, clock)
+    if not tools:
+        return []
+    line = (
+        f"Tools that return str ({', '.join(tools)}), the set the fastjsonschema target is "
+        f"taken over (their result needs no rendering): toolreg {_num(ours)} µs/call, "
+        f"{SCHEMA_FLOOR} {_num(floor)} µs/call, {_ratio(ours, floor)} ({clock} clock)."
+    )
+    return [line, ""]
 
 
 def _imports(section: dict[str, Any], clock: str) -> list[str]:
@@ -219,13 +259,14 @@ def markdown(results: dict[str, Any]) -> str:
     if "registration" in results:
         lines += _timed_section(
             "1. Registration (function → OpenAI tool definition, µs per tool)",
-            results["registration"], [DOC_FLOOR], "µs/tool", clock,
+            results["registration"], [FULL_FLOOR, DOC_FLOOR], "µs/tool", clock,
         )  # fmt: skip
     if "dispatch" in results:
         lines += _timed_section(
             "2. Dispatch ((name, JSON) → validated call → text, µs per call)",
-            results["dispatch"], [DISPATCH_FLOOR, TEXT_FLOOR], "µs/call", clock,
+            results["dispatch"], [DISPATCH_FLOOR, TEXT_FLOOR, SCHEMA_FLOOR], "µs/call", clock,
         )  # fmt: skip
+        lines += _str_tools(results["dispatch"], clock)
     if "import" in results:
         lines += _imports(results["import"], clock)
     if "concurrency" in results:

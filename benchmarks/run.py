@@ -75,6 +75,9 @@ def dispatch(selected: list[str], cfg: dict[str, Any]) -> dict[str, Any]:
         for fn in fns:
             name, args = fn.__name__, corpus.CALLS[fn.__name__]
             key = f"{path.label}|{name}"
+            if name in path.unsupported:  # known at set-up (e.g. a schema it cannot compile)
+                errors[key] = f"unsupported: {path.unsupported[name]}"
+                continue
             if path.acall is not None:
                 acall = path.acall
                 op = lambda a=acall, n=name, s=args: loop.run_until_complete(a(n, s))  # noqa: E731
