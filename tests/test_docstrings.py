@@ -546,7 +546,8 @@ def test_import_does_not_import_docstring_parser() -> None:
         [
             sys.executable,
             "-c",
-            "import toolreg.definition.docstrings, sys; assert 'docstring_parser' not in sys.modules",
+            "import toolreg.definition.docstrings, sys; "
+            "assert 'docstring_parser' not in sys.modules",
         ],
         check=True,
     )

@@ -269,7 +269,7 @@ def test_there_is_no_import_cycle() -> None:
         path.append(node)
         for target in sorted(graph[node]):
             if state.get(target) == 1:
-                cycle = path[path.index(target) :] + [target]
+                cycle = [*path[path.index(target) :], target]
                 raise AssertionError("import cycle: " + " -> ".join(cycle))
             if target not in state:
                 visit(target)

@@ -18,8 +18,8 @@ from toolreg import (
     ToolRegistry,
 )
 from toolreg.conversation.output import OutputSpec
-from toolreg.validation.validator import MAX_ITEM_PROBLEMS, Validator
 from toolreg.testing import ScriptedServer, raw, text, tool_call
+from toolreg.validation.validator import MAX_ITEM_PROBLEMS, Validator
 
 
 def test_an_array_of_bad_items_is_checked_with_bounded_work() -> None:

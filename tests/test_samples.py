@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from toolreg.cli.target import load_file
 from toolreg.cli.demo import SCRIPTED_NOTICE, run_demo
 from toolreg.cli.lint import lint_registry
+from toolreg.cli.target import load_file
 from toolreg.testing import call_tool
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
