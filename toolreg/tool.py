@@ -355,14 +355,14 @@ def _build_plan(
         if p.default is MISSING and not p.required:
             absent.append(p.name)
         optional = p.default is not MISSING or not p.required
-        if optional and not validator.accepts(properties.get(p.name, {}), None):
+        if optional and not _takes_null(validator, properties.get(p.name, {})):
             null_default.add(p.name)  # strict mode offers null for it: "use the default"
     if not params:  # an explicit schema: its optional properties take null as "absent"
         required = set(parameters.get("required", ()))
         null_default = {
             key
             for key, schema in properties.items()
-            if key not in required and not validator.accepts(schema, None)
+            if key not in required and not _takes_null(validator, schema)
         }
     open_keys = parameters.get("additionalProperties", True) is not False
     return CallPlan(
@@ -376,6 +376,18 @@ def _build_plan(
         nulls=NullDropper(parameters),
         closed_keys=_closed_keys(params, open_keys, function, properties),
     )
+
+
+_COMBINING = frozenset({"anyOf", "oneOf", "allOf", "not", "$ref", "enum", "const"})
+
+
+def _takes_null(validator: Validator, schema: Any) -> bool:
+    """Whether `schema` accepts null: read off a plain `type`, else asked of the validator."""
+    if type(schema) is dict:
+        kind = schema.get("type")
+        if type(kind) is str and _COMBINING.isdisjoint(schema):
+            return kind == "null"
+    return validator.accepts(schema, None)
 
 
 def _closed_keys(

@@ -14,6 +14,7 @@ import typing_extensions
 
 from ..errors import ToolDefinitionError
 from ..params import EMPTY_PARAM, Param, ToolContext, _InjectedMarker
+from ..types import LITERAL_ORIGINS
 
 __all__ = [
     "MISSING",
@@ -128,6 +129,9 @@ def resolve_hints(
     """
     try:
         source = _hint_source(obj) if callable_ else obj
+        raw = getattr(source, "__annotations__", None) if callable_ else None
+        if type(raw) is dict and not any(map(_needs_evaluation, raw.values())):
+            return raw  # nothing to evaluate: what get_type_hints would return, cheaper
         hints = typing.get_type_hints(source, include_extras=True)
         if sys.version_info < (3, 11):  # 3.10 leaves the "Node" of list["Node"] a string
             hints = {k: _resolve_nested(v, *_namespaces(source)) for k, v in hints.items()}
@@ -150,6 +154,19 @@ def resolve_hints(
             parameter=parameter,
             fix="check the annotations for typos or names that do not exist",
         ) from exc
+
+
+def _needs_evaluation(tp: Any, depth: int = 0) -> bool:
+    """Whether `get_type_hints` would change `tp`: it is, or holds, a string annotation."""
+    if isinstance(tp, type) and not isinstance(tp, types.GenericAlias):
+        return False  # a plain class: `str`, `int`, a dataclass, an Enum
+    if isinstance(tp, (str, typing.ForwardRef)) or depth > 8:
+        return True
+    if _is_annotated(tp):
+        return _needs_evaluation(tp.__origin__, depth + 1)  # the metadata is never evaluated
+    if typing.get_origin(tp) in LITERAL_ORIGINS:
+        return False
+    return any(_needs_evaluation(arg, depth + 1) for arg in typing.get_args(tp))
 
 
 def _namespaces(obj: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:

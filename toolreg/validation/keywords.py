@@ -63,8 +63,13 @@ class Problem:
         return text or "(root)"
 
 
+_PLAIN_TEXT = re.compile(r"[A-Za-z0-9_ .:-]{0,60}")
+
+
 def render(value: object, limit: int = 60) -> str:
     """`value` as short text for a message: a string in single quotes, the rest as JSON."""
+    if type(value) is str and limit >= 60 and _PLAIN_TEXT.fullmatch(value):
+        return f"'{value}'"  # nothing to escape, nothing to cut: the usual property name
     if isinstance(value, str):
         body = json.dumps(value[:limit], ensure_ascii=False)[1:-1]
         body = body.replace('\\"', '"').replace("'", "\\'")

@@ -69,6 +69,47 @@ _UNSUPPORTED = frozenset(
 )
 
 
+_STRING_KEYS = frozenset({"minLength", "maxLength", "pattern"})
+_NUMBER_KEYS = frozenset(
+    {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum", "multipleOf"}
+)
+_ARRAY_KEYS = frozenset(
+    {"prefixItems", "items", "minItems", "maxItems", "uniqueItems", "contains"}
+    | {"minContains", "maxContains"}
+)
+_OBJECT_KEYS = frozenset(
+    {"properties", "required", "additionalProperties", "patternProperties", "propertyNames"}
+    | {"minProperties", "maxProperties"}
+)
+# Keys that never change what is valid (`format` is an annotation here, as in jsonschema).
+_ANNOTATION_KEYS = frozenset(
+    {"description", "title", "examples", "default", "deprecated", "format", "$comment"}
+    | {"readOnly", "writeOnly", "contentMediaType", "contentEncoding"}
+)
+_SCALARS = (str, int, float, bool, type(None))
+_SHARED: dict[tuple[Any, ...], Node] = {}
+_MAX_SHARED = 4096
+
+
+def _leaf_key(s: dict[str, Any]) -> tuple[Any, ...] | None:
+    """What makes a flat schema (no subschemas, no `$ref`) valid or not, as a hashable key;
+    None for any other schema. Leaves are most of a tool's properties, and few distinct."""
+    key: list[Any] = []
+    for k, v in s.items():
+        if k in _ANNOTATION_KEYS:
+            continue
+        if k[0] == "$":  # $ref, $id...: the node depends on the document around it
+            return None
+        kind = type(v)
+        if kind in _SCALARS:
+            key.append((k, kind, v))  # the type too: 1, 1.0 and True are equal keys otherwise
+        elif kind is list and all(type(x) in _SCALARS for x in v):
+            key.append((k, tuple((type(x), x) for x in v)))
+        else:
+            return None
+    return tuple(key)
+
+
 class _Fallback(Exception):
     """The schema needs a keyword this module does not compile."""
 
@@ -118,7 +159,21 @@ class _Compiler:
             raise ValueError(f"a schema must be an object or a boolean, not {schema!r}")
         node = self.memo.get(id(schema))
         if node is None:
-            node = self.memo[id(schema)] = self._node(schema)
+            node = self.memo[id(schema)] = self._shared(schema)
+        return node
+
+    def _shared(self, schema: dict[str, Any]) -> Node:
+        """A flat schema's node is shared by every validator (compiled from a private copy,
+        so that no caller's later change reaches it); anything else is compiled here."""
+        key = _leaf_key(schema)
+        if key is None:
+            return self._node(schema)
+        node = _SHARED.get(key)
+        if node is None:
+            node = self._node(copy_json(schema))
+            if len(_SHARED) >= _MAX_SHARED:
+                _SHARED.clear()
+            _SHARED[key] = node
         return node
 
     def _node(self, s: dict[str, Any]) -> Node:
@@ -148,12 +203,17 @@ class _Compiler:
         return typed if rest is accept else node
 
     def _checks(self, s: dict[str, Any]) -> Iterator[Node]:
+        keys = s.keys()
         if "const" in s or "enum" in s:
             yield enum_node(s)
-        yield string_node(s)
-        yield numeric_node(s)
-        yield self._array(s)
-        yield self._object(s)
+        if not _STRING_KEYS.isdisjoint(keys):
+            yield string_node(s)
+        if not _NUMBER_KEYS.isdisjoint(keys):
+            yield numeric_node(s)
+        if not _ARRAY_KEYS.isdisjoint(keys):
+            yield self._array(s)
+        if not _OBJECT_KEYS.isdisjoint(keys):
+            yield self._object(s)
         for sub in s.get("allOf", ()):
             yield self.compile(sub)
         for key in ("anyOf", "oneOf"):
