@@ -636,3 +636,62 @@ def test_gemini_tells_constraints_it_has_no_keyword_for() -> None:
     assert reg.dispatch_tool("pick", '{"n": 10, "tags": []}').content == (
         "Invalid arguments for tool 'pick': n: must be < 10."
     )
+
+
+# -- the Format contract ------------------------------------------------------------------
+
+
+def test_every_format_module_has_one_format_with_every_part() -> None:
+    """Each provider module defines `FORMAT`, registered under its own name, with a name rule,
+    a definition writer, a call parser (spelled `parse_calls` everywhere) and an
+    observation; a format that claims a dialect has every part the loop needs."""
+    import importlib
+
+    from toolreg.definition.names import NAME_RULES
+    from toolreg.formats import DIALECTS, Format
+    from toolreg.result import ToolCall, ToolResult
+
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def get_weather(city: str) -> str:
+        """Weather of a city."""
+        return city
+
+    tool = reg["get_weather"]
+    result = ToolResult("get_weather", "call_1", True, "sunny")
+    assert set(FORMATS) == set(NAME_RULES)
+    for name, fmt in FORMATS.items():
+        module = importlib.import_module(f"toolreg.formats.{name}")
+        assert module.FORMAT is fmt
+        assert isinstance(fmt, Format)
+        assert fmt.name == name
+        assert fmt.name_rule is NAME_RULES[name]
+        assert module.parse_calls is fmt.parse_calls
+        assert module.observation is fmt.observation
+        assert not hasattr(module, "parse_call")
+        assert not hasattr(module, "parse_tool_calls")
+        definition = fmt.definition(tool, dict(tool.parameters), False)
+        assert "get_weather" in str(definition)
+        calls = fmt.parse_calls({})
+        assert isinstance(calls, list)
+        assert all(isinstance(c, ToolCall) for c in calls)
+        assert isinstance(fmt.observation(result), dict)
+        if fmt.dialect is not None:
+            assert DIALECTS[fmt.dialect.name] is fmt
+            assert fmt.dialect.tools_key and fmt.dialect.choice_key and fmt.dialect.call_keys
+            assert fmt.dialect.choice("auto") == "auto"
+    assert {f.dialect.name for f in DIALECTS.values() if f.dialect} == {
+        "tools",
+        "functions",
+        "chatglm3",
+    }
+
+
+def test_an_unknown_format_is_a_usage_error() -> None:
+    from toolreg import ToolregError, UsageError
+
+    with pytest.raises(UsageError, match="unknown format 'nope'; choose one of openai") as info:
+        ToolRegistry().get_tools("nope")
+    assert isinstance(info.value, ToolregError)
+    assert isinstance(info.value, ValueError)
