@@ -679,7 +679,9 @@ def test_every_format_module_has_one_format_with_every_part() -> None:
         assert isinstance(fmt.observation(result), dict)
         if fmt.dialect is not None:
             assert DIALECTS[fmt.dialect.name] is fmt
-            assert fmt.dialect.tools_key and fmt.dialect.choice_key and fmt.dialect.call_keys
+            assert fmt.dialect.tools_key
+            assert fmt.dialect.choice_key
+            assert fmt.dialect.call_keys
             assert fmt.dialect.choice("auto") == "auto"
     assert {f.dialect.name for f in DIALECTS.values() if f.dialect} == {
         "tools",
