@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from toolreg import Conversation, ConversationError, ToolRegistry
-from toolreg.testing import ScriptedServer, error, text, tool_call
+from toolreg.testing import ScriptedServer, error, raw, text, tool_call
 
 MODEL = "scripted-model"
 
@@ -167,6 +167,29 @@ def test_malformed_answers_raise_conversation_error(
     with pytest.raises(ConversationError, match=problem):
         conv.send("hi")
     assert conv.messages == []
+
+
+def adder_registry() -> ToolRegistry:
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    return reg
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # the SDK warns while it parses the junk
+def test_a_malformed_tool_call_is_a_conversation_error() -> None:
+    turn = raw(
+        {"role": "assistant", "content": None, "tool_calls": ["x"]}, finish_reason="tool_calls"
+    )
+    with ScriptedServer([turn]) as server:
+        conversation = Conversation(server.client(), "m", registry=adder_registry())
+        with pytest.raises(ConversationError, match="tool call that is not an object"):
+            conversation.send("go")
+        assert conversation.messages == []
 
 
 def test_programming_errors_are_not_disguised(registry: ToolRegistry) -> None:

@@ -11,6 +11,7 @@ import pydantic
 import pytest
 
 from toolreg import Conversation, ConversationError, ToolRegistry
+from toolreg.conversation.output import OutputSpec
 from toolreg.testing import ScriptedServer, text, tool_call
 
 MODEL = "scripted-model"
@@ -156,3 +157,18 @@ def test_without_output_type_no_response_format_is_sent() -> None:
         body = server.requests[0]
     assert "response_format" not in body
     assert reply.output is None
+
+
+def test_structured_output_fences_are_removed_without_a_regex() -> None:
+    spec = OutputSpec.for_type(dict[str, int])
+    assert spec.parse('```json\n{"a": 1}\n```') == ({"a": 1}, [])
+    value, problems = spec.parse("```" + " " * 50_000 + "x")  # no catastrophic backtracking
+    assert value is None
+    assert problems[0].startswith("The answer is not valid JSON: ")
+
+
+def test_a_deep_structured_answer_is_a_problem_not_a_crash() -> None:
+    spec = OutputSpec.for_type(dict[str, list[int]])
+    value, problems = spec.parse('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    assert value is None
+    assert problems == ["The answer is nested too deeply: the limit is 64 levels."]

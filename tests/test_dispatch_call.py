@@ -282,6 +282,43 @@ def test_cancelling_async_dispatch_cancels_the_tool() -> None:
     assert events == ["cancelled"]
 
 
+def test_sync_dispatch_of_a_slow_async_tool_returns_at_its_limit() -> None:
+    reg = ToolRegistry()
+
+    @reg.register_tool(timeout=0.2)
+    async def slow() -> str:
+        """Wait on a blocking call in a thread."""
+        await asyncio.to_thread(time.sleep, 2)
+        return "done"
+
+    started = time.perf_counter()
+    result = reg.dispatch_tool("slow")
+    took = time.perf_counter() - started
+    assert result.content == "Tool 'slow' timed out after 0.2 s."
+    assert took < 1.5  # not the 2 s the cancelled tool takes to wind down
+
+
+def test_one_time_limit_covers_a_sync_wrapper_and_the_awaitable_it_returns() -> None:
+    async def part_two() -> str:
+        await asyncio.sleep(0.3)
+        return "done"
+
+    reg = ToolRegistry()
+
+    @reg.register_tool(timeout=0.4)
+    def wrapper() -> Any:
+        """Half the work now, half in a coroutine."""
+        time.sleep(0.3)
+        return part_two()
+
+    assert reg.dispatch_tool("wrapper").content == "Tool 'wrapper' timed out after 0.4 s."
+
+    async def in_async() -> str:
+        return (await reg.adispatch_tool("wrapper")).content
+
+    assert asyncio.run(in_async()) == "Tool 'wrapper' timed out after 0.4 s."
+
+
 def test_timeout_is_not_confused_with_a_timeout_error_raised_by_the_tool() -> None:
     reg = make_registry()
     result = reg.dispatch_tool("slow_boom", {"kind": "timeout"})
@@ -341,6 +378,21 @@ def test_other_exceptions_become_a_one_line_message(tool: str, kind: str, conten
         assert result.exception is not None
         assert type(result.exception).__name__ in result.content
         assert result.value is None
+
+
+def test_a_tool_error_with_a_broken_message_is_still_a_result() -> None:
+    class Broken:
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def boom() -> str:
+        """Fail oddly."""
+        raise ToolError(Broken())  # type: ignore[arg-type]
+
+    assert reg.dispatch_tool("boom").content == "Tool 'boom' failed: ToolError"
 
 
 def test_original_exception_is_kept_for_logging() -> None:

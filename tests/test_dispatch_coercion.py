@@ -591,6 +591,30 @@ def test_errors_raised_while_building_a_class_are_invalid_arguments() -> None:
     assert seen == []
 
 
+def test_mask_errors_hides_exception_text_from_conversion_too() -> None:
+    @dataclasses.dataclass
+    class Query:
+        path: str
+
+        def __post_init__(self) -> None:
+            raise ValueError("cannot open /etc/secret/db.conf")
+
+    for mask, expected in [
+        (False, "q: ValueError: cannot open /etc/secret/db.conf"),
+        (True, "q: cannot be converted"),
+    ]:
+        reg = ToolRegistry(mask_errors=mask)
+
+        def run(q: Query) -> str:
+            """Run a query."""
+            return "ran"
+
+        run.__annotations__ = {"q": Query, "return": str}  # a local class
+        reg.register_tool(run)
+        result = reg.dispatch_tool("run", '{"q": {"path": "x"}}')
+        assert result.content == f"Invalid arguments for tool 'run': {expected}."
+
+
 @dataclasses.dataclass
 class Range:
     lo: Annotated[int, Param(ge=0)]

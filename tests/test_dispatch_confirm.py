@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -234,3 +236,27 @@ def test_dispatch_many_asks_for_each_call() -> None:
     )
     assert [r.ok for r in results] == [True, True, True]
     assert sorted(str(a["path"]) for _, a in confirm.asked) == ["/a", "/b"]
+
+
+def test_confirmations_of_concurrent_calls_are_asked_one_at_a_time() -> None:
+    reg = ToolRegistry()
+
+    @reg.register_tool(destructive=True)
+    def remove(item: int) -> int:
+        """Remove an item."""
+        return item
+
+    lock, active, peak = threading.Lock(), [0], [0]
+
+    def confirm(tool: Any, arguments: dict[str, Any]) -> bool:
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.02)
+        with lock:
+            active[0] -= 1
+        return True
+
+    results = reg.dispatch_many([("remove", {"item": i}) for i in range(5)], confirm=confirm)
+    assert [r.content for r in results] == ["0", "1", "2", "3", "4"]
+    assert peak[0] == 1

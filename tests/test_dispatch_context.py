@@ -1,14 +1,18 @@
-"""Dispatch step 5: injecting the caller's context; the model can never set it."""
+"""Dispatch step 5: injecting the caller's context; the model can never set it.
+
+Injection hidden inside another type (`Optional[ToolContext]`, ...) is refused at
+registration.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Optional
 
 import pytest
 
-from toolreg import Injected, ToolContext, ToolRegistry
+from toolreg import Injected, ToolContext, ToolDefinitionError, ToolRegistry
 
 
 @dataclass
@@ -158,3 +162,35 @@ def test_dispatch_many_shares_the_context_and_gives_each_call_its_id() -> None:
     )
     assert [r.content for r in results] == ["hi 4", "hi 4"]
     assert sorted(c.call_id for c in seen) == ["x1", "x2"]
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        Optional[Annotated[dict, Injected]],
+        Optional[ToolContext[dict]],
+        list[Annotated[int, Injected]],
+    ],
+)
+def test_injection_hidden_inside_another_type_is_refused(annotation: Any) -> None:
+    def orders(ctx=None):  # type: ignore[no-untyped-def]
+        """List orders."""
+        return str(ctx)
+
+    orders.__annotations__ = {"ctx": annotation}  # a local type: set the real object
+    with pytest.raises(ToolDefinitionError) as info:
+        ToolRegistry().register_tool(orders)
+    assert info.value.parameter == "ctx"
+    assert "Annotated[T | None, Injected]" in (info.value.fix or "")
+
+
+def test_injection_on_the_outside_of_an_optional_works() -> None:
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def orders(ctx: Annotated[Optional[dict], Injected] = None) -> str:
+        """List orders."""
+        return str(ctx)
+
+    assert reg.dispatch_tool("orders", "{}", context={"user": "u1"}).content == "{'user': 'u1'}"
+    assert not reg.dispatch_tool("orders", '{"ctx": {"user": "u2"}}', context={}).ok

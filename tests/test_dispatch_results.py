@@ -157,6 +157,26 @@ def test_self_referencing_result_is_an_error_not_a_crash() -> None:
     )
 
 
+def test_a_result_that_cannot_be_encoded_is_an_error_result() -> None:
+    reg = ToolRegistry()
+
+    @dataclasses.dataclass
+    class Half:
+        a: int
+        b: int = dataclasses.field(init=False)  # never set: reading it raises AttributeError
+
+    @reg.register_tool
+    def give() -> Half:
+        """Give a half-built value."""
+        return Half(1)
+
+    result = reg.dispatch_tool("give")
+    assert result.error_kind == "execution_error"
+    assert (
+        result.content == "Tool 'give' failed: its result (of type Half) cannot be written as JSON."
+    )
+
+
 # -- result_filter ------------------------------------------------------------------------
 
 

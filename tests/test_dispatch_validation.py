@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
+import json
 from typing import Annotated, Any, Literal, Optional, TypedDict
 
 import pytest
@@ -259,6 +260,42 @@ def test_register_schema_tools_are_validated_too() -> None:
         "- unexpected property 'x'"
     )
     assert seen == [{"q": "hi"}]
+
+
+def test_the_message_for_many_problems_is_short() -> None:
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def total(xs: list[int]) -> int:
+        """Sum integers."""
+        return sum(xs)
+
+    result = reg.dispatch_tool("total", json.dumps({"xs": ["a"] * 20_000}))
+    lines = result.content.splitlines()
+    assert lines[0] == "Invalid arguments for tool 'total':"
+    assert lines[1] == "- xs[0]: expected integer, got string"
+    assert lines[-1] == "- ... and 81 more problems"
+    assert len(lines) == 22
+
+
+def test_boolean_subschemas_in_an_explicit_schema() -> None:
+    reg = ToolRegistry()
+    schema = {"type": "object", "properties": {"x": True, "y": False}}
+    reg.register_schema("echo", schema, lambda **kw: json.dumps(kw))
+    assert reg.dispatch_tool("echo", '{"x": [1]}').content == '{"x": [1]}'
+    assert reg.dispatch_tool("echo", '{"y": 1}').content == (
+        "Invalid arguments for tool 'echo': y: no value is allowed here."
+    )
+
+
+def test_explicit_schema_rejects_keys_its_function_cannot_take() -> None:
+    reg = ToolRegistry()
+    schema = {"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]}
+    reg.register_schema("get_time", schema, lambda tz: f"12:00 in {tz}")
+    result = reg.dispatch_tool("get_time", '{"tz": "UTC", "verbose": true}')
+    assert result.content == "Invalid arguments for tool 'get_time': unexpected property 'verbose'."
+    reg.register_schema("echo", schema, lambda **kw: json.dumps(kw, sort_keys=True))
+    assert reg.dispatch_tool("echo", '{"tz": "UTC", "v": 1}').content == '{"tz": "UTC", "v": 1}'
 
 
 def test_validation_in_async_dispatch() -> None:

@@ -293,6 +293,21 @@ def test_strict_call_with_every_key_reaches_the_function(reg: ToolRegistry) -> N
     }
 
 
+def test_strict_null_for_a_chatglm3_optional_parameter_means_absent() -> None:
+    reg = ToolRegistry()
+
+    @reg.register_tool(strict=True)
+    def find(city: Annotated[str, "City name", False]) -> str:
+        """Find shops in a city."""
+        return repr(city)
+
+    params = reg.get_tools()[0]["function"]["parameters"]
+    assert params["required"] == ["city"]
+    assert {"type": "null"} in params["properties"]["city"]["anyOf"]
+    assert reg.dispatch_tool("find", '{"city": null}').content == "None"
+    assert reg.dispatch_tool("find", '{"city": "Paris"}').content == "'Paris'"
+
+
 def test_null_for_an_optional_property_of_an_explicit_schema() -> None:
     reg = ToolRegistry()
     schema = {

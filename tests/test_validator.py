@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolreg.validation.validator import Problem, Validator
+from toolreg.validation.validator import MAX_ITEM_PROBLEMS, Problem, Validator
 
 WEATHER: dict[str, Any] = {
     "type": "object",
@@ -278,6 +278,14 @@ def test_deep_nesting_is_a_problem_not_a_crash() -> None:
     assert validator.validate(deep) == [Problem((), "value is nested too deeply")]
     assert validator.is_valid(deep) is False
     assert validator.coerce(deep) is deep
+
+
+def test_an_array_of_bad_items_is_checked_with_bounded_work() -> None:
+    validator = Validator({"type": "array", "items": {"type": "integer"}})
+    problems = validator.validate(["a"] * 50_000)
+    assert len(problems) == MAX_ITEM_PROBLEMS + 1
+    assert problems[-1].message == "(items after this one were not checked)"
+    assert not validator.is_valid(["a"] * 50_000)
 
 
 def test_json_pointer_refs() -> None:
