@@ -378,15 +378,14 @@ def _build_plan(
     )
 
 
-_COMBINING = frozenset({"anyOf", "oneOf", "allOf", "not", "$ref", "enum", "const"})
-
-
 def _takes_null(validator: Validator, schema: Any) -> bool:
-    """Whether `schema` accepts null: read off a plain `type`, else asked of the validator."""
+    """Whether `schema` accepts null. Every keyword of a schema must hold, so a `type` that
+    is one name other than "null" refuses it whatever else the schema says; anything else
+    is asked of the validator."""
     if type(schema) is dict:
         kind = schema.get("type")
-        if type(kind) is str and _COMBINING.isdisjoint(schema):
-            return kind == "null"
+        if type(kind) is str and kind != "null":
+            return False
     return validator.accepts(schema, None)
 
 
