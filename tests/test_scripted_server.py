@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import openai
 import pytest
 
+from toolreg import UsageError
 from toolreg.testing.server import ScriptedServer
 from toolreg.testing.turns import (
     Turn,
@@ -471,7 +472,7 @@ def test_concurrent_requests_are_all_answered() -> None:
 
 def test_lifecycle() -> None:
     server = ScriptedServer([text("x")])
-    with pytest.raises(RuntimeError, match="not running"):
+    with pytest.raises(UsageError, match="not running"):
         server.base_url
     server.start()
     server.start()  # idempotent
@@ -480,7 +481,7 @@ def test_lifecycle() -> None:
     assert ask(server).choices[0].message.content == "x"
     server.close()
     server.close()  # idempotent
-    with pytest.raises(RuntimeError, match="closed"):
+    with pytest.raises(UsageError, match="closed"):
         server.start()
 
 

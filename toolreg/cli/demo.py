@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from ..conversation import Conversation
 from ..conversation.reply import Hooks, Reply, ToolCallEvent, ToolResultEvent
+from ..errors import UsageError
 from ..registry import ToolRegistry
 from ..testing.server import ScriptedServer
 from ..testing.turns import TurnLike
@@ -104,5 +105,5 @@ def _play(demo: Demo, client: Any, model: str, out: TextIO, confirm: str | None)
         reply = conversation.send(prompt)
         print(f"assistant: {reply.text}", file=out)
     if reply is None:
-        raise ValueError("a demo needs at least one prompt")
+        raise UsageError("a demo needs at least one prompt")
     return reply

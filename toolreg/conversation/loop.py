@@ -12,7 +12,13 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..errors import ConversationError, RepeatedCallError, ToolCallError, ToolDeniedError
+from ..errors import (
+    ConversationError,
+    RepeatedCallError,
+    ToolCallError,
+    ToolDeniedError,
+    UsageError,
+)
 from ..formats import Dialect, Format
 from ..result import ToolCall, ToolResult
 from .history import CALL_KEYS, trim_history
@@ -55,7 +61,7 @@ class LoopSettings:
     def dialect(self) -> Dialect:
         dialect = self.fmt.dialect
         if dialect is None:  # the drivers only take formats from DIALECTS
-            raise ValueError(f"the {self.fmt.name} format has no conversation dialect")
+            raise UsageError(f"the {self.fmt.name} format has no conversation dialect")
         return dialect
 
 

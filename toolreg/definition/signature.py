@@ -158,7 +158,7 @@ def resolve_hints(
 
 def _needs_evaluation(tp: Any, depth: int = 0) -> bool:
     """Whether `get_type_hints` would change `tp`: it is, or holds, a string annotation."""
-    if isinstance(tp, type) and not isinstance(tp, types.GenericAlias):
+    if type(tp) is not types.GenericAlias and isinstance(tp, type):
         return False  # a plain class: `str`, `int`, a dataclass, an Enum
     if isinstance(tp, (str, typing.ForwardRef)) or depth > 8:
         return True

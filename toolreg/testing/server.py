@@ -28,6 +28,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ..errors import UsageError
 from . import wire
 from .inspection import check_request
 from .turns import Turn, TurnLike
@@ -69,7 +70,7 @@ class ScriptedServer:
     def start(self) -> None:
         """Bind an ephemeral port on 127.0.0.1 and serve from a daemon thread (idempotent)."""
         if self._closed:
-            raise RuntimeError("ScriptedServer: a closed server cannot be started again")
+            raise UsageError("ScriptedServer: a closed server cannot be started again")
         if self._httpd is not None:
             return
         self._httpd = _HTTPServer(self)
@@ -115,7 +116,7 @@ class ScriptedServer:
     def base_url(self) -> str:
         """``http://127.0.0.1:PORT/v1``, for ``OpenAI(base_url=...)``."""
         if self._httpd is None:
-            raise RuntimeError("ScriptedServer is not running: call start() or use `with`")
+            raise UsageError("ScriptedServer is not running: call start() or use `with`")
         return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
     def client(self, **kw: Any) -> openai.OpenAI:

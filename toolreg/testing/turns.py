@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
+from ..errors import UsageError
+
 Usage = Union[tuple[int, int], Mapping[str, Any], Literal[False], None]
 """``(prompt_tokens, completion_tokens)``, a usage dict sent verbatim, ``None`` for the
 default ``(10, 5)``, or ``False`` to send no usage at all."""
@@ -69,7 +71,7 @@ TurnLike = Union[Turn, DynamicTurn]
 def _arguments(arguments: Mapping[str, Any] | str | None, kwargs: dict[str, Any]) -> str:
     if isinstance(arguments, str):
         if kwargs:
-            raise TypeError("give the arguments either as one string or as keywords, not both")
+            raise UsageError("give the arguments either as one string or as keywords, not both")
         return arguments
     return json.dumps({**(arguments or {}), **kwargs}, ensure_ascii=False)
 
@@ -116,7 +118,7 @@ def tool_calls(
 ) -> Turn:
     """Several tool calls in one assistant message (parallel calls), built with :func:`call`."""
     if not calls or not all(isinstance(c, Call) for c in calls):
-        raise TypeError("tool_calls() takes one or more call(name, arguments) values")
+        raise UsageError("tool_calls() takes one or more call(name, arguments) values")
     label = "tool_calls(" + ", ".join(map(repr, calls)) + ")"
     return Turn("message", content, calls, None, finish_reason, _usage(usage), label=label)
 
@@ -151,7 +153,7 @@ def error(
 ) -> Turn:
     """Answer HTTP ``status`` with an OpenAI-style ``{"error": {...}}`` body."""
     if not 400 <= status <= 599:
-        raise ValueError(f"error() needs an HTTP error status (400-599), got {status}")
+        raise UsageError(f"error() needs an HTTP error status (400-599), got {status}")
     kind = error_type or ("server_error" if status >= 500 else "invalid_request_error")
     label = f"error({status}, {message!r})"
     return Turn("error", message, status=status, error_type=kind, error_code=code, label=label)
