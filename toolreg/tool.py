@@ -314,6 +314,7 @@ class CallPlan:
     context: tuple[tuple[str, InjectKind], ...]  # injected parameters: "context" | "raw"
     positional: tuple[tuple[str, Any], ...]  # positional-only parameters and their defaults
     reserved: frozenset[str]  # injected names the model may never send (even with **kwargs)
+    binds: bool  # context, absent or positional: the call needs more than the arguments
     nulls: NullDropper = field(repr=False, compare=False)
     closed_keys: frozenset[str] | None = None  # the only keys allowed (explicit schemas)
 
@@ -373,6 +374,7 @@ def _build_plan(
         context=tuple(context),
         positional=tuple(positional),
         reserved=frozenset(n for n, _ in context) if open_keys else frozenset(),
+        binds=bool(context or absent or positional),
         nulls=NullDropper(parameters),
         closed_keys=_closed_keys(params, open_keys, function, properties),
     )

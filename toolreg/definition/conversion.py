@@ -205,6 +205,23 @@ def _pydantic(cls: Any) -> Converter:
     return convert
 
 
+_CONVERTERS: dict[Any, Converter | None] = {}
+_MAX_CONVERTERS = 4096
+
+
 def converter_for(tp: Any, owner: str) -> Converter | None:
-    """The converter for one parameter type (None: pass the JSON value through)."""
-    return _Builder(owner).build(tp)
+    """The converter for one parameter type (None: pass the JSON value through).
+
+    Remembered per annotation: a converter depends on the type alone, and the same types
+    recur across tools (`owner` only names the function in a registration error)."""
+    try:
+        return _CONVERTERS[tp]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable annotation: built each time
+        return _Builder(owner).build(tp)
+    converter = _Builder(owner).build(tp)
+    if len(_CONVERTERS) >= _MAX_CONVERTERS:
+        _CONVERTERS.clear()
+    _CONVERTERS[tp] = converter
+    return converter

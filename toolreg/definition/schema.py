@@ -51,6 +51,7 @@ class SchemaBuilder:
         self.parameter: str | None = None
         self.defs: dict[str, JsonSchema] = {}
         self._def_names: dict[Any, str] = {}
+        self._refs = 0  # $refs handed out: a schema that has one belongs to this builder
 
     # -- errors ---------------------------------------------------------------------------
     def unsupported(self, tp: Any, why: str, fix: str) -> UnsupportedTypeError:
@@ -67,11 +68,30 @@ class SchemaBuilder:
 
     # -- entry points ---------------------------------------------------------------------
     def field(self, tp: Any, param: Param) -> JsonSchema:
-        """Schema of a parameter or field type with its outer metadata applied."""
+        """Schema of a parameter or field type with its outer metadata applied.
+
+        Remembered per (annotation, metadata) when it refers to no class in `$defs`: the same
+        annotations recur across tools (`str`, a `Literal`, an Enum, `list[str]`), and their
+        schema never changes. The caller gets its own top-level dict (it adds a description
+        or a default); what is nested inside is shared and never changed.
+        """
+        try:
+            key: tuple[Any, Param] | None = (tp, param)
+            cached = _FRAGMENTS.get(key)  # type: ignore[arg-type]
+        except TypeError:  # unhashable metadata (a list of examples, say): built each time
+            key = cached = None
+        if cached is not None:
+            return dict(cached)
+        refs = self._refs
         schema = self.build(tp)
-        if param is EMPTY_PARAM:
-            return schema
-        return apply_param(schema, param, self.definition_error)
+        if param is not EMPTY_PARAM:
+            schema = apply_param(schema, param, self.definition_error)
+        if key is not None and refs == self._refs:  # no $ref inside: the same everywhere
+            if len(_FRAGMENTS) >= _MAX_FRAGMENTS:
+                _FRAGMENTS.clear()
+            _FRAGMENTS[key] = schema
+            return dict(schema)
+        return schema
 
     def jsonable(self, value: Any, what: str) -> Any:
         """`value` as JSON for the schema (an example, a default), or a definition error."""
@@ -188,6 +208,7 @@ class SchemaBuilder:
     def _named(self, tp: Any) -> JsonSchema:
         """A class with fields -> an entry in $defs, returned as a $ref."""
         cls = typing.get_origin(tp) or tp
+        self._refs += 1
         if _fields.kind_of(cls) == "pydantic":
             return self._pydantic_ref(tp)
         name, is_new = self.reserve(tp, getattr(cls, "__name__", "Model"))
@@ -314,6 +335,8 @@ class FieldLike(Protocol):
 
 
 _REF = "#/$defs/"
+_FRAGMENTS: dict[tuple[Any, Param], JsonSchema] = {}
+_MAX_FRAGMENTS = 4096
 _SCALARS: dict[Any, JsonSchema] = {r.python: dict(r.schema) for r in TYPES}
 """The exact scalar types, for the one dictionary look-up most annotations need."""
 

@@ -64,7 +64,8 @@ def qualified_name(fn: object) -> str:
 
 
 def _is_annotated(tp: object) -> bool:
-    return typing.get_origin(tp) in _ANNOTATED_ORIGINS or type(tp).__name__ == "_AnnotatedAlias"
+    # typing_extensions.Annotated is typing's on every supported Python: one alias class
+    return type(tp).__name__ == "_AnnotatedAlias" and typing.get_origin(tp) in _ANNOTATED_ORIGINS
 
 
 def split_annotated(tp: Any) -> tuple[Any, Param]:
@@ -241,8 +242,8 @@ def _hint_source(fn: Any) -> Any:
 
 def _hides_injection(tp: Any, depth: int = 0) -> bool:
     """Whether an injection marker or `ToolContext` appears inside `tp` (not on its outside)."""
-    if depth > 20:
-        return False
+    if depth > 20 or (type(tp) is not types.GenericAlias and isinstance(tp, type)):
+        return False  # a plain class has no arguments to hide anything in
     for arg in typing.get_args(tp):
         if _is_context_type(arg) or (_is_annotated(arg) and split_annotated(arg)[1].injected):
             return True

@@ -44,9 +44,10 @@ def prepare(
         if args.get(key, _ABSENT) is None:
             args = {k: v for k, v in args.items() if v is not None or k not in nulls}
             break
-    problems = plan.validator.validate(args)
-    if problems:
-        args, problems = _repair(plan, args, problems, coerce, max_depth)
+    found = plan.validator.check(args)  # arguments nest at most max_depth levels
+    problems: list[Problem] = []
+    if found is not None:
+        args, problems = _repair(plan, args, found, coerce, max_depth)
     reserved: Collection[str] = plan.reserved.intersection(args) if plan.reserved else ()
     if plan.closed_keys is not None:  # an explicit schema in front of a closed signature
         reserved = {*reserved, *(args.keys() - plan.closed_keys)}
@@ -114,6 +115,8 @@ def bind(
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The positional and keyword arguments of the call, from the prepared `args`."""
     plan = tool.plan
+    if not plan.binds:
+        return (), args
     kwargs = _inject(plan, args, context, tool, call_id) if plan.context else args
     if plan.absent_is_none:
         kwargs = {**dict.fromkeys(plan.absent_is_none), **kwargs}

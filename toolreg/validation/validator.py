@@ -197,6 +197,15 @@ class _Compiler:
         def typed(v: Any) -> Errors:
             return None if type(v) in exact or is_type(want, v) else wrong(v)
 
+        if names == ["string"] and s.keys() - _ANNOTATION_KEYS == {"type", "enum"}:
+            strings = frozenset(x for x in s["enum"] if isinstance(x, str))
+            if len(strings) == len(s["enum"]):  # a Literal or Enum of strings: one check
+
+                def string_enum(v: Any) -> Errors:
+                    return None if isinstance(v, str) and v in strings else wrong(v)
+
+                return string_enum
+
         def node(v: Any) -> Errors:
             return rest(v) if type(v) in exact or is_type(want, v) else wrong(v)
 
@@ -434,7 +443,7 @@ def _translate(error: Any) -> list[str]:
 class Validator:
     """A JSON Schema compiled once, then used to check and coerce many instances."""
 
-    __slots__ = ("_compiler", "_fallback", "_node", "_schema")
+    __slots__ = ("_compiler", "_fallback", "_node", "_schema", "check")
 
     def __init__(self, schema: Mapping[str, Any] | bool, *, copy: bool = True) -> None:
         """Compile `schema`. With `copy=False` the caller promises never to change it (the
@@ -449,6 +458,9 @@ class Validator:
             self._node = self._fallback.errors
         except (TypeError, AttributeError, KeyError, re.error) as error:
             raise ValueError(f"invalid JSON Schema: {error}") from error
+        self.check = self._node
+        """The compiled check itself: None when valid, else the problems. For instances
+        whose nesting is already bounded (dispatch's arguments); `validate` otherwise."""
 
     def validate(self, instance: object) -> list[Problem]:
         """Every problem with `instance`; `[]` when it is valid."""
