@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import threading
 from collections.abc import Iterator
 from typing import Annotated, Any
@@ -564,3 +565,52 @@ def test_registry_settings_are_checked(settings: dict[str, Any]) -> None:
     (key,) = settings
     with pytest.raises(ValueError, match=rf"ToolRegistry\({key}=.*must be a whole number >= 1"):
         ToolRegistry(**settings)
+
+
+class Size(enum.Enum):
+    S = "s"
+    L = "l"
+
+
+def test_the_call_plan_is_built_at_registration_and_typed() -> None:
+    from toolreg.tool import CallPlan
+    from toolreg.validation import Validator
+
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def order(item: str, size: Size = Size.S, /, *, note: str | None = None) -> str:
+        """Order an item."""
+        return item
+
+    plan = reg["order"].plan
+    assert isinstance(plan, CallPlan)
+    assert isinstance(plan.validator, Validator)
+    assert [name for name, _ in plan.converters] == ["size"]
+    assert plan.positional == (("item", None), ("size", Size.S))
+    assert plan.binds is True
+    assert not hasattr(reg["order"], "runtime")  # no untyped, lazily filled state
+    with pytest.raises(ToolDefinitionError, match="cannot be validated"):
+        reg.register_schema(
+            "dangling", {"type": "object", "properties": {"a": {"$ref": "#/$defs/Nope"}}}, print
+        )
+    assert "dangling" not in reg
+
+
+def test_misuse_raises_toolreg_errors_that_are_also_builtin_errors() -> None:
+    from toolreg import ToolNotFoundError, ToolregError, UsageError
+
+    reg = ToolRegistry()
+    with pytest.raises(ToolNotFoundError, match=r"no tool named 'nope' \(registered: none\)"):
+        reg["nope"]
+    with pytest.raises(KeyError):
+        reg.unregister("nope")
+    with pytest.raises(UsageError, match="max_depth=0"):
+        ToolRegistry(max_depth=0)
+    with pytest.raises(ValueError, match="max_concurrency"):
+        ToolRegistry(max_concurrency=-1)
+    with pytest.raises(TypeError, match="a call must be"):
+        reg.dispatch_many([42])  # type: ignore[list-item]
+    assert issubclass(ToolNotFoundError, ToolregError)
+    assert issubclass(UsageError, ToolregError)
+    assert str(ToolNotFoundError("no tool named 'x'")) == "no tool named 'x'"

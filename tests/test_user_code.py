@@ -1,0 +1,153 @@
+"""User code is called from one place: `toolreg.dispatch.calling`, whatever calls it.
+
+Each kind of user code (the tool, a converter, the `confirm` callback, a `result_filter`, a
+conversation hook, `on_text`) records the toolreg modules on its stack when it runs; the
+one module that hands control to the application must be among them.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from toolreg import Conversation, Hooks, Tool, ToolRegistry
+from toolreg.dispatch import Dispatcher
+from toolreg.testing import ScriptedServer, text, tool_call
+
+CALLING = "toolreg.dispatch.calling"
+
+
+def toolreg_frames() -> list[str]:
+    """The toolreg modules on the caller's stack, nearest first."""
+    frame = sys._getframe(2)
+    names = []
+    while frame is not None:
+        name = frame.f_globals.get("__name__", "")
+        if name.startswith("toolreg."):
+            names.append(name)
+        frame = frame.f_back
+    return names
+
+
+def test_the_tool_sync_and_under_a_time_limit() -> None:
+    seen: dict[str, list[str]] = {}
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def plain(x: int) -> int:
+        """Plain."""
+        seen["plain"] = toolreg_frames()
+        return x
+
+    @reg.register_tool(timeout=5)
+    def limited(x: int) -> int:
+        """In a thread of its own."""
+        seen["limited"] = toolreg_frames()
+        return x
+
+    assert reg.dispatch_tool("plain", {"x": 1}).ok
+    assert reg.dispatch_tool("limited", {"x": 1}).ok
+    assert seen["plain"][0] == CALLING
+    assert seen["limited"][0] == CALLING  # the thread runs a function of `calling`
+
+
+@dataclass
+class Range:
+    low: int
+    high: int
+
+    def __post_init__(self) -> None:
+        STACKS.append(toolreg_frames())
+        if self.low > self.high:
+            raise ValueError("low is above high")
+
+
+STACKS: list[list[str]] = []
+
+
+def test_converters_confirm_filter() -> None:
+    STACKS.clear()
+    reg = ToolRegistry()
+    stacks: dict[str, list[str]] = {}
+
+    def confirm(tool: Tool, args: dict[str, Any]) -> bool:
+        stacks["confirm"] = toolreg_frames()
+        return True
+
+    def keep(value: Any) -> Any:
+        stacks["filter"] = toolreg_frames()
+        return value
+
+    @reg.register_tool(destructive=True, result_filter=keep)
+    def pick(span: Range) -> int:
+        """Pick."""
+        return span.low
+
+    result = reg.dispatch_tool("pick", {"span": {"low": 1, "high": 2}}, confirm=confirm)
+    assert result.ok, result.content
+    assert CALLING in STACKS[0]  # the dataclass runs inside calling.convert
+    assert stacks["confirm"][0] == CALLING
+    assert stacks["filter"][0] == CALLING
+    bad = reg.dispatch_tool("pick", {"span": {"low": 3, "high": 2}}, confirm=confirm)
+    assert bad.error_kind == "invalid_arguments"
+    assert "low is above high" in bad.content
+
+
+def test_hooks_and_on_text() -> None:
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def get_weather(city: str) -> str:
+        """Weather of a city."""
+        return f"sunny in {city}"
+
+    stacks: dict[str, list[str]] = {}
+
+    def hook(name: str) -> Any:
+        return lambda event: stacks.setdefault(name, toolreg_frames())
+
+    hooks = Hooks(
+        before_model_call=hook("before_model_call"),
+        after_model_call=hook("after_model_call"),
+        before_tool_call=hook("before_tool_call"),
+        after_tool_call=hook("after_tool_call"),
+    )
+    with ScriptedServer([tool_call("get_weather", city="Oslo"), text("Sunny.")]) as server:
+        chat = Conversation(
+            server.client(),
+            server.model,
+            registry=reg,
+            hooks=hooks,
+            stream=True,
+            on_text=lambda part: stacks.setdefault("on_text", toolreg_frames()),
+        )
+        assert chat.send("Weather in Oslo?").text == "Sunny."
+    assert set(stacks) == {
+        "before_model_call",
+        "after_model_call",
+        "before_tool_call",
+        "after_tool_call",
+        "on_text",
+    }
+    for name, frames in stacks.items():
+        assert frames[0] == CALLING, name
+
+
+def test_the_registry_holds_a_dispatcher_and_no_class_is_a_mixin() -> None:
+    import toolreg
+
+    reg = ToolRegistry(max_concurrency=3)
+    assert isinstance(reg.dispatcher, Dispatcher)
+    assert reg.settings is reg.dispatcher.settings
+    assert reg.settings.max_concurrency == 3
+    classes = [
+        value
+        for module in list(sys.modules.values())
+        if getattr(module, "__name__", "").startswith("toolreg")
+        for value in vars(module).values()
+        if isinstance(value, type) and value.__module__.startswith("toolreg")
+    ]
+    assert toolreg.ToolRegistry in classes
+    assert [c.__name__ for c in classes if c.__name__.endswith("Mixin")] == []
+    assert ToolRegistry.__mro__ == (ToolRegistry, object)
