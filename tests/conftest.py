@@ -20,3 +20,16 @@ def registry() -> ToolRegistry:
         return {"city": city, "temp": 18}
 
     return reg
+
+
+@pytest.fixture
+def adder() -> ToolRegistry:
+    """A fresh registry with one tool: `add(a, b)` on integers."""
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    return reg

@@ -175,21 +175,8 @@ def test_chatglm3_final_call(registry: ToolRegistry) -> None:
     assert reply.stop_reason == "max_rounds"
 
 
-def adder_registry() -> ToolRegistry:
-    reg = ToolRegistry()
-
-    @reg.register_tool
-    def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-
-    return reg
-
-
-def test_a_deep_json_answer_in_the_chatglm3_dialect_is_just_text() -> None:
+def test_a_deep_json_answer_in_the_chatglm3_dialect_is_just_text(adder: ToolRegistry) -> None:
     deep = '{"a":' * 5000 + "1" + "}" * 5000
     with ScriptedServer([text(deep)]) as server:
-        reply = Conversation(
-            server.client(), "m", registry=adder_registry(), dialect="chatglm3"
-        ).send("go")
+        reply = Conversation(server.client(), "m", registry=adder, dialect="chatglm3").send("go")
     assert reply.text == deep

@@ -169,24 +169,13 @@ def test_malformed_answers_raise_conversation_error(
     assert conv.messages == []
 
 
-def adder_registry() -> ToolRegistry:
-    reg = ToolRegistry()
-
-    @reg.register_tool
-    def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-
-    return reg
-
-
 @pytest.mark.filterwarnings("ignore::UserWarning")  # the SDK warns while it parses the junk
-def test_a_malformed_tool_call_is_a_conversation_error() -> None:
+def test_a_malformed_tool_call_is_a_conversation_error(adder: ToolRegistry) -> None:
     turn = raw(
         {"role": "assistant", "content": None, "tool_calls": ["x"]}, finish_reason="tool_calls"
     )
     with ScriptedServer([turn]) as server:
-        conversation = Conversation(server.client(), "m", registry=adder_registry())
+        conversation = Conversation(server.client(), "m", registry=adder)
         with pytest.raises(ConversationError, match="tool call that is not an object"):
             conversation.send("go")
         assert conversation.messages == []

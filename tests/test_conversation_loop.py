@@ -188,21 +188,10 @@ def test_tool_errors_are_fed_back_and_the_loop_continues() -> None:
     assert reply.stop_reason == "answer"
 
 
-def adder_registry() -> ToolRegistry:
-    reg = ToolRegistry()
-
-    @reg.register_tool
-    def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-
-    return reg
-
-
-def test_deeply_nested_call_arguments_do_not_crash_the_loop() -> None:
+def test_deeply_nested_call_arguments_do_not_crash_the_loop(adder: ToolRegistry) -> None:
     deep = "[" * 100_000 + "]" * 100_000
     with ScriptedServer([tool_call("add", deep), text("done")]) as server:
-        reply = Conversation(server.client(), "m", registry=adder_registry()).send("go")
+        reply = Conversation(server.client(), "m", registry=adder).send("go")
     assert reply.text == "done"
     assert reply.tool_results[0].error_kind in ("invalid_json", "invalid_arguments")
 
