@@ -229,7 +229,7 @@ def _targets(rows: list[dict[str, Any]]) -> list[str]:
          "met" if r["met"] else f"**missed** ({r['value'] / r['limit']:.2f}× the limit)"]
         for r in rows
     ]  # fmt: skip
-    return ["### Targets (issue 6)", "", *_table(["target", "limit", "measured", "verdict"], body)]
+    return ["### Targets", "", *_table(["target", "limit", "measured", "verdict"], body)]
 
 
 def _profile(prof: dict[str, Any]) -> list[str]:
