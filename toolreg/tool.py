@@ -65,10 +65,14 @@ class Tool:
     params: tuple[ParamRecord, ...] = ()
     description_source: str = "none"
     strict_parameters: JsonSchema | None = field(default=None, repr=False)
+    needs_confirmation: bool = field(init=False, repr=False)
+    """`destructive` or `requires_confirmation`: dispatch asks `confirm=` first."""
 
-    @property
-    def needs_confirmation(self) -> bool:
-        return self.destructive or self.requires_confirmation
+    def __post_init__(self) -> None:
+        # read on every dispatch: worked out once
+        object.__setattr__(
+            self, "needs_confirmation", self.destructive or self.requires_confirmation
+        )
 
     @property
     def accepts_extra_keys(self) -> bool:

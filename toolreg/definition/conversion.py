@@ -184,7 +184,13 @@ class _Builder:
 
 
 def _enum(cls: type[enum.Enum]) -> Converter:
+    members = cls._value2member_map_  # value -> member: what cls(value) looks up first
+
     def convert(value: Any) -> Any:
+        try:
+            return members[value]
+        except (KeyError, TypeError):  # an alias, a _missing_ hook, an unhashable value
+            pass
         try:
             return cls(value)
         except ValueError:

@@ -52,6 +52,21 @@ def decode_arguments(arguments: object, max_bytes: int, max_depth: int) -> dict[
     """Decode `arguments` (JSON text, bytes, a mapping or None) into a dict."""
     if type(arguments) is str:
         text = arguments
+        # The usual call: a small JSON object, no white space around it, too few brackets
+        # to nest deeper than the limit. Anything else, or an error: the full path below.
+        if (
+            text[:1] == "{"
+            and text[-1:] == "}"
+            and len(text) * 4 <= max_bytes
+            and text.count("[") + text.count("{") <= max_depth
+        ):
+            try:
+                value, end = strict_decoder.raw_decode(text)
+            except (ValueError, RecursionError):
+                pass
+            else:
+                if end == len(text):
+                    return value  # type: ignore[no-any-return]  # "{...}" decodes to a dict
     elif arguments is None:
         return {}
     elif isinstance(arguments, Mapping):
