@@ -16,7 +16,9 @@ ToolregError
 ├── ConversationError          e.g. the endpoint answered something unusable
 └── UsageError                 toolreg itself was misused: a bad option, a wrong type;
     │                          also a ValueError and a TypeError
-    └── ToolNotFoundError      a lookup by a name no tool has; also a KeyError
+    ├── ToolNotFoundError      a lookup by a name no tool has; also a KeyError
+    └── ConversationStateError a saved conversation state cannot be resumed (already
+                               resumed, malformed, or a pending call's tool changed)
 
 ToolError                      raised by a tool author to send a chosen message to the model
 ```
@@ -37,6 +39,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "ConversationError",
+    "ConversationStateError",
     "DuplicateToolError",
     "InvalidArgumentsError",
     "InvalidJSONError",
@@ -245,3 +248,8 @@ class ToolNotFoundError(UsageError, KeyError):
 
     def __str__(self) -> str:  # KeyError would show the message in quotes
         return str(self.args[0])
+
+
+class ConversationStateError(UsageError):
+    """A saved conversation state cannot be used: it was resumed already, it is malformed,
+    or a tool that a pending call waits for is gone or has changed its parameters."""

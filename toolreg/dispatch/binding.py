@@ -27,7 +27,7 @@ from ..validation import Problem
 from .calling import convert
 from .decode import check_limits
 
-__all__ = ["MAX_PROBLEMS_SHOWN", "bind", "invalid_arguments", "prepare"]
+__all__ = ["MAX_PROBLEMS_SHOWN", "bind", "convert_arguments", "invalid_arguments", "prepare"]
 
 MAX_PROBLEMS_SHOWN = 20
 _MAX_COERCIBLE = 100
@@ -35,9 +35,15 @@ _ABSENT: Any = object()
 
 
 def prepare(
-    tool: Tool, args: dict[str, Any], coerce: bool, max_depth: int, mask_errors: bool
+    tool: Tool,
+    args: dict[str, Any],
+    coerce: bool,
+    max_depth: int,
+    mask_errors: bool,
+    convert: bool = True,
 ) -> dict[str, Any]:
-    """Validate (and coerce) `args`, then convert them; raise InvalidArgumentsError."""
+    """Validate (and coerce) `args`, then convert them (unless `convert` is False: then the
+    result is the checked JSON values); raise InvalidArgumentsError."""
     plan = tool.plan
     nulls = plan.null_means_default
     for key in nulls:  # a plain loop: cheaper than any() over a generator
@@ -54,8 +60,8 @@ def prepare(
     if problems or reserved:
         extra = [Problem((), f"unexpected property '{k}'") for k in sorted(reserved)]
         raise invalid_arguments(tool.name, [*problems, *extra])
-    if plan.converters:
-        args = _convert(tool, args, mask_errors)
+    if plan.converters and convert:
+        args = convert_arguments(tool, args, mask_errors)
     return args
 
 
@@ -78,7 +84,8 @@ def _repair(
     return args, problems
 
 
-def _convert(tool: Tool, args: dict[str, Any], mask: bool) -> dict[str, Any]:
+def convert_arguments(tool: Tool, args: dict[str, Any], mask: bool) -> dict[str, Any]:
+    """Checked JSON values -> the annotated Python types; raise InvalidArgumentsError."""
     out = args  # copied on the first change only: `args` may be the caller's dict
     for name, converter in tool.plan.converters:
         if name in args:

@@ -28,9 +28,10 @@ from ..errors import (
     UsageError,
     exception_text,
 )
+from ..jsonvalues import copy_json
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from .binding import bind, prepare
+from .binding import bind, convert_arguments, prepare
 from .calling import acall, call
 from .confirm import CONFIRM_LOCK, ConfirmCallback, async_confirm, loop_confirm_lock, sync_confirm
 from .decode import decode_arguments
@@ -199,6 +200,31 @@ class Dispatcher:
 
         return list(await asyncio.gather(*(run(c) for c in batch)))
 
+    # -- checking without running ---------------------------------------------------------
+    def check_call(
+        self,
+        name: str,
+        arguments: str | bytes | Mapping[str, Any] | None = None,
+        *,
+        allowed: Iterable[str] | None = None,
+    ) -> tuple[Tool, dict[str, Any]]:
+        """The tool and the arguments dispatch would accept, as JSON values (decoded,
+        validated, coerced; a copy), without running anything but the argument converters;
+        raise the `ToolCallError` dispatch would answer instead."""
+        tool = self._lookup(name, allowed)
+        settings = self.settings
+        try:
+            args = decode_arguments(arguments, settings.max_payload_bytes, settings.max_depth)
+            coerce = settings.coerce if tool.coerce is None else tool.coerce
+            args = prepare(
+                tool, args, coerce, settings.max_depth, settings.mask_errors, convert=False
+            )
+            convert_arguments(tool, args, settings.mask_errors)  # a value it cannot convert
+        except InvalidArgumentsError as err:
+            err.tool_name = tool.name
+            raise
+        return tool, copy_json(args)
+
     # -- decisions ------------------------------------------------------------------------
     def _begin(
         self,
@@ -209,12 +235,7 @@ class Dispatcher:
         call_id: str | None,
     ) -> _Prepared:
         """The tool and its call, or the `ToolCallError` that stops it (the model's fault)."""
-        tool = self._tools.get(name) if type(name) is str else None
-        allowed_set = None if allowed is None else _allowed_set(allowed)
-        if tool is not None and allowed_set is not None and name not in allowed_set:
-            tool = None  # not allowed: answered exactly like an unknown name
-        if tool is None:
-            raise self._unknown(name, allowed_set)
+        tool = self._lookup(name, allowed)
         settings = self.settings
         try:
             args = decode_arguments(arguments, settings.max_payload_bytes, settings.max_depth)
@@ -224,6 +245,16 @@ class Dispatcher:
             err.tool_name = tool.name
             raise
         return (tool, args, *bind(tool, args, context, call_id))
+
+    def _lookup(self, name: object, allowed: Iterable[str] | None) -> Tool:
+        """The tool `name` names, if it is allowed; else the `UnknownToolError` to answer."""
+        tool = self._tools.get(name) if type(name) is str else None
+        allowed_set = None if allowed is None else _allowed_set(allowed)
+        if tool is not None and allowed_set is not None and name not in allowed_set:
+            tool = None  # not allowed: answered exactly like an unknown name
+        if tool is None:
+            raise self._unknown(name, allowed_set)
+        return tool
 
     def _finish(
         self, tool: Tool, call_id: str | None, value: Any, args: dict[str, Any], start: float
