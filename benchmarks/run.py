@@ -1,6 +1,6 @@
 """toolreg against its peers, in one run: `python benchmarks/run.py [--quick] [--json]`.
 
-Sections: registration, dispatch, import, concurrency, scale (see benchmarks/README.md).
+Sections: registration, dispatch, import, concurrency, scale, loop (benchmarks/README.md).
 Everything is reported as a median of interleaved batches and as a ratio against a
 baseline measured in the same run. `--quick` is a smoke run of a few seconds (toolreg and
 the floors only, unless `--peers` names some); `--profile` adds cProfile's top functions
@@ -22,12 +22,13 @@ sys.path[:0] = [p for p in (HERE, ROOT) if p not in sys.path[:2]]  # this checko
 
 import baselines  # noqa: E402
 import corpus  # noqa: E402
+import loop  # noqa: E402
 import measure  # noqa: E402
 import peers  # noqa: E402
 import report  # noqa: E402
 import scenarios  # noqa: E402
 
-SECTIONS = ("registration", "dispatch", "import", "concurrency", "scale")
+SECTIONS = ("registration", "dispatch", "import", "concurrency", "scale", "loop")
 
 
 def _error(exc: BaseException) -> str:
@@ -120,6 +121,7 @@ def configure(args: argparse.Namespace) -> dict[str, Any]:
         "concurrency_runs": 1 if quick else 5,
         "scale_n": 500 if quick else 10_000,
         "export_reps": 2 if quick else 5,
+        "loop_target": 0.005 if quick else 0.1,
     }
     if args.peers is None:
         cfg["peers"] = [] if quick else list(peers.PEERS)
@@ -147,6 +149,8 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
             results[section] = scenarios.concurrency(cfg)
         elif section == "scale":
             results[section] = scenarios.scale(cfg)
+        elif section == "loop":
+            results[section] = loop.loop_overhead(cfg, peers.installed)
         elif section in ("registration", "dispatch", "import"):
             fn = {"registration": registration, "dispatch": dispatch, "import": imports}
             results[section] = fn[section](cfg["peers"], cfg)

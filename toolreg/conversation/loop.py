@@ -357,9 +357,11 @@ def _precheck(s: LoopSettings, state: TurnState, calls: list[ToolCall]) -> dict[
             why = verdict or f"Tool '{call.name}' was not run: the application blocked it."
             answered[i] = _synthetic(call, ToolDeniedError(why, tool_name=call.name))
             continue
-        key = _call_key(call)
         previous = state.recent[-(_REPEAT_ROUNDS - 1) :]
-        if len(previous) == _REPEAT_ROUNDS - 1 and all(key in r for r in previous):
+        if len(previous) < _REPEAT_ROUNDS - 1:
+            continue  # not enough rounds yet to repeat anything
+        key = _call_key(call)
+        if all(key in r for r in previous):
             answered[i] = _synthetic(call, _repeated(call, previous[-1][key]))
             state.stop_requested = True
     return answered
