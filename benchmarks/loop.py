@@ -12,6 +12,8 @@ Paths (each `label` -> a turn): toolreg `Conversation` / `AsyncConversation` in 
 "tools" and "responses" dialects; the OpenAI Agents SDK `Runner.run` and pydantic-ai
 `Agent.run`, each over chat completions and the Responses API; the floors, sync and async.
 Async paths use an async tool (no worker-thread hop for anyone); sync paths a sync one.
+With `--loop-baseline CHECKOUT`, that checkout's toolreg (imported beside this one) runs
+the toolreg rows too, in the same rounds: "baseline ..." rows.
 
 State: a conversation of 50 messages paused for approval: `export_state()` + `json.dumps`,
 `json.loads` + `from_state()`, and `resume()` less its floor: the one model call it makes,
@@ -214,22 +216,25 @@ def afloor_responses(client: Any) -> Turn:
     return turn
 
 
-def _registry(fn: Callable[..., Any], **flags: Any) -> Any:
+def _registry(fn: Callable[..., Any], package: Any = None, **flags: Any) -> Any:
     import toolreg
 
-    reg = toolreg.ToolRegistry()
+    reg = (package or toolreg).ToolRegistry()
     reg.register_tool(name="get_weather", **flags)(fn)
     return reg
 
 
-def toolreg_sync(dialect: str) -> Callable[[Any], Turn]:
+def toolreg_sync(dialect: str, package: Any = None) -> Callable[[Any], Turn]:
+    """A turn of `Conversation` (of `package`: another checkout's toolreg, for a baseline)."""
+
     def make(client: Any) -> Turn:
         import toolreg
 
-        reg = _registry(weather)
+        conversation = (package or toolreg).Conversation
+        reg = _registry(weather, package)
 
         def turn() -> str:
-            chat = toolreg.Conversation(client, MODEL, registry=reg, dialect=dialect)
+            chat = conversation(client, MODEL, registry=reg, dialect=dialect)
             return chat.send(PROMPT).text
 
         return turn
@@ -237,19 +242,55 @@ def toolreg_sync(dialect: str) -> Callable[[Any], Turn]:
     return make
 
 
-def toolreg_async(dialect: str) -> Callable[[Any], Turn]:
+def toolreg_async(dialect: str, package: Any = None) -> Callable[[Any], Turn]:
     def make(client: Any) -> Turn:
         import toolreg
 
-        reg = _registry(aweather)
+        conversation = (package or toolreg).AsyncConversation
+        reg = _registry(aweather, package)
 
         async def turn() -> str:
-            chat = toolreg.AsyncConversation(client, MODEL, registry=reg, dialect=dialect)
+            chat = conversation(client, MODEL, registry=reg, dialect=dialect)
             return (await chat.send(PROMPT)).text
 
         return turn
 
     return make
+
+
+BASELINE = "toolreg_baseline"
+
+
+def load_baseline(checkout: str) -> Any:
+    """Another checkout's toolreg (e.g. the main branch), imported as `toolreg_baseline`
+    beside this one, so that both run in the same process and the same rounds."""
+    import importlib.util
+
+    folder = os.path.join(os.path.abspath(checkout), "toolreg")
+    spec = importlib.util.spec_from_file_location(
+        BASELINE, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder]
+    )
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"no toolreg package in {checkout}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[BASELINE] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def baseline_paths(package: Any) -> dict[str, tuple[str, str, Callable[[Any], Turn]]]:
+    """The toolreg rows again, run by the baseline checkout (in the dialects it speaks)."""
+    import importlib
+
+    spoken = importlib.import_module(f"{package.__name__}.formats").DIALECTS
+    out = {}
+    for label, (peer, floor, _) in PATHS.items():
+        dialect = label.rsplit(", ", 1)[1]
+        if peer or dialect not in spoken:
+            continue
+        build = toolreg_async if "Async" in label else toolreg_sync
+        out[label.replace("toolreg", "baseline", 1)] = ("", floor, build(dialect, package))
+    return out
 
 
 def agents_path(api: str) -> Callable[[Any], Turn]:
@@ -402,7 +443,10 @@ def loop_overhead(cfg: dict[str, Any], installed: Callable[[str], bool]) -> dict
 
         floors = {label: ready(label, a, make) for label, (a, make) in FLOORS.items()}
         pairs, floor_of = [], {}
-        for label, (peer, floor, make) in PATHS.items():
+        paths = dict(PATHS)
+        if cfg.get("loop_baseline"):
+            paths |= baseline_paths(load_baseline(cfg["loop_baseline"]))
+        for label, (peer, floor, make) in paths.items():
             if peer and peer not in cfg["peers"]:
                 continue
             if peer and not installed(peer):

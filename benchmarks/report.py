@@ -126,9 +126,13 @@ def targets(results: dict[str, Any], clock: str) -> list[dict[str, Any]]:
         first = results["concurrency"]["rows"][0]["wall"]
         add("8 parallel calls of 200 ms (Conversation round, wall)", first["median"], 300, "ms")
     if "loop" in results:
-        for label, over in loop_overheads(results["loop"], clock).items():
+        overheads = loop_overheads(results["loop"], clock)
+        for label, over in overheads.items():
             if label.startswith("toolreg"):
                 add(f"loop overhead per turn, {label} (over its raw SDK floor)", over, 0.3, "ms")
+                before = overheads.get(label.replace("toolreg", "baseline", 1))
+                if before is not None:
+                    add(f"loop overhead per turn, {label}, ≤ the baseline's", over, before, "ms")
         total = state_total(results["loop"], clock)
         add("state export + rebuild + resume, 50 messages (less the model call)", total, 1, "ms")
     if "scale" in results:
@@ -294,7 +298,7 @@ def _signed(x: float | None) -> str:
 def _targets(rows: list[dict[str, Any]]) -> list[str]:
     body = [
         [r["target"], f"{'≥' if r['target'].startswith('registration, pyd') else '≤'} "
-         f"{r['limit']:g} {r['unit']}", f"{_num(r['value'])} {r['unit']}",
+         f"{r['limit']:.3g} {r['unit']}", f"{_num(r['value'])} {r['unit']}",
          "met" if r["met"] else f"**missed** ({r['value'] / r['limit']:.2f}× the limit)"]
         for r in rows
     ]  # fmt: skip

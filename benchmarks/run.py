@@ -183,11 +183,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, help="interleaved rounds per timed case")
     parser.add_argument("--profile", action="store_true", help="add cProfile hot spots")
     parser.add_argument(
+        "--loop-baseline",
+        metavar="CHECKOUT",
+        help="loop section: also run another checkout's toolreg (e.g. /path/to/main)",
+    )
+    parser.add_argument(
         "--clock", choices=("cpu", "wall"), default="cpu", help="the clock in the tables"
     )
     args = parser.parse_args(argv)
     cfg = configure(args)
     cfg["profile"] = args.profile
+    cfg["loop_baseline"] = args.loop_baseline
     results = run(cfg)
     print(
         json.dumps(results, indent=2, ensure_ascii=False) if args.json else report.markdown(results)

@@ -265,7 +265,6 @@ def test_chat_reads_lines_until_end_of_input() -> None:
     ("answer", "observation", "last"),
     [
         ("y", '  <- [ok] {"payee": "Ada", "amount": "5.00", "balance": "495.00"}', "Paid."),
-        ("n", "  <- [denied] Tool 'pay' was not run: the user declined.", "Not paid."),
         (
             "not today",
             "  <- [denied] Tool 'pay' was not run: the user declined (not today).",

@@ -344,6 +344,30 @@ def test_a_hook_error_after_the_approved_calls_ran_keeps_them_answered() -> None
     assert bank.ran.count("transfer 5 from A") == 1
 
 
+def test_an_interrupted_approved_call_is_answered_as_unknown() -> None:
+    bank = Bank()
+
+    @bank.registry.register_tool(destructive=True, replace=True)
+    def transfer(account: str, amount: int) -> str:
+        """Send money from an account (interrupted half-way here)."""
+        bank.ran.append("transfer started")
+        raise KeyboardInterrupt
+
+    with ScriptedServer([round_one(), text("I could not tell whether it went through.")]) as server:
+        chat = chat_for(server, bank)
+        chat.send("go")
+        with pytest.raises(KeyboardInterrupt):
+            chat.resume({"call_2": True})
+        assert observations(chat.messages) == [
+            "100",
+            "Tool 'transfer' was interrupted; whether it ran is unknown.",
+        ]
+        assert chat.pending == []
+        chat.send("Did it work?")
+        server.assert_all_consumed()  # every call answered once: a valid history
+    assert bank.ran == ["balance A", "transfer started"]
+
+
 # -- refusals -------------------------------------------------------------------------------
 
 
@@ -378,6 +402,15 @@ def mangled(**changes: Any) -> Any:
     return change
 
 
+@pytest.fixture(scope="module")
+def saved_state() -> str:
+    """A paused conversation's state as JSON text (made once for the refusal tests)."""
+    with ScriptedServer([round_one()]) as server:
+        chat = chat_for(server, Bank())
+        chat.send("go")
+        return json.dumps(chat.export_state())
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [
@@ -392,14 +425,10 @@ def mangled(**changes: Any) -> Any:
         (lambda state: {**state, "options": {**state["options"], "evil": 1}}, "its options"),
     ],
 )
-def test_malformed_states_are_refused(change: Any, message: str) -> None:
-    bank = Bank()
-    with ScriptedServer([round_one()]) as server:
-        chat = chat_for(server, bank)
-        chat.send("go")
-        state = change(json.loads(json.dumps(chat.export_state())))
-        with pytest.raises(ConversationStateError, match=message):
-            Conversation.from_state(state, server.client(), registry=bank.registry)
+def test_malformed_states_are_refused(saved_state: str, change: Any, message: str) -> None:
+    state = change(json.loads(saved_state))
+    with pytest.raises(ConversationStateError, match=message):
+        Conversation.from_state(state, None, registry=Bank().registry)
 
 
 def test_request_options_that_are_not_json_cannot_be_exported() -> None:
