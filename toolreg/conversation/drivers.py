@@ -74,9 +74,13 @@ class _Base:
         **request_options: Any,
     ) -> None:
         _check_options(dialect, max_rounds, output_retries, final_call, assistant_content)
-        _check_state_option(state, dialect, confirm, max_history_messages, max_history_chars)
-        if state == "server" and request_options.get("store") is False:
-            raise UsageError('state="server" keeps the history on the server: drop store=False')
+        _check_state_option(state, dialect, confirm, request_options)
+        trims = max_history_messages is not None or max_history_chars is not None
+        if state == "server" and trims:
+            raise UsageError(
+                'max_history_messages / max_history_chars trim what is sent; with state="server" '
+                "the server keeps the whole history"
+            )
         self.client = client
         self.model = model
         self.registry = registry if registry is not None else default_registry
@@ -418,11 +422,7 @@ def _canonical(shape: tuple[str, dict[str, Any]]) -> str:
 
 
 def _check_state_option(
-    state: str,
-    dialect: str,
-    confirm: Any,
-    max_history_messages: int | None,
-    max_history_chars: int | None,
+    state: str, dialect: str, confirm: Any, request_options: dict[str, Any]
 ) -> None:
     if isinstance(confirm, str) and confirm != "defer":
         raise UsageError(f'confirm must be a callable, "defer" or None, not {confirm!r}')
@@ -437,11 +437,8 @@ def _check_state_option(
             f'state="server" needs a dialect whose endpoint keeps the history '
             f"({', '.join(servers)}); the {dialect!r} dialect sends all of it every time"
         )
-    if max_history_messages is not None or max_history_chars is not None:
-        raise UsageError(
-            'max_history_messages / max_history_chars trim what is sent; with state="server" '
-            "the server keeps the whole history"
-        )
+    if request_options.get("store") is False:
+        raise UsageError('state="server" keeps the history on the server: drop store=False')
 
 
 def _check_options(
