@@ -28,6 +28,7 @@ from ..errors import (
     UsageError,
     exception_text,
 )
+from ..observe import OBSERVER, Trace
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
 from .binding import bind, prepare
@@ -101,18 +102,20 @@ class Dispatcher:
     ) -> ToolResult:
         """Run one call from a model. Never raises for the model's mistakes or the tool's."""
         start = _clock()
+        observer = OBSERVER.current
+        trace = None if observer is None else observer.tool_call(name, call_id, self._tools)
         try:
             tool, args, positional, kwargs = self._begin(name, arguments, context, allowed, call_id)
             if tool.needs_confirmation:
                 with CONFIRM_LOCK:  # one question at a time, also from dispatch_many
                     sync_confirm(confirm, tool, args)
         except ToolCallError as err:
-            return _failed(name, call_id, err, start)
+            return _failed(name, call_id, err, start, trace)
         try:
             value = call(tool, positional, kwargs)
         except Exception as exc:
-            return self._raised(tool, call_id, exc, start)
-        return self._finish(tool, call_id, value, args, start)
+            return self._raised(tool, call_id, exc, start, trace)
+        return self._finish(tool, call_id, value, args, start, trace)
 
     def dispatch_many(
         self,
@@ -158,18 +161,20 @@ class Dispatcher:
     ) -> ToolResult:
         """`dispatch_tool` for async code: async tools are awaited, sync ones run in a thread."""
         start = _clock()
+        observer = OBSERVER.current
+        trace = None if observer is None else observer.tool_call(name, call_id, self._tools)
         try:
             tool, args, positional, kwargs = self._begin(name, arguments, context, allowed, call_id)
             if tool.needs_confirmation:
                 async with loop_confirm_lock():  # one question at a time per event loop
                     await async_confirm(confirm, tool, args)
         except ToolCallError as err:
-            return _failed(name, call_id, err, start)
+            return _failed(name, call_id, err, start, trace)
         try:
             value = await acall(tool, positional, kwargs)
         except Exception as exc:
-            return self._raised(tool, call_id, exc, start)
-        return self._finish(tool, call_id, value, args, start)
+            return self._raised(tool, call_id, exc, start, trace)
+        return self._finish(tool, call_id, value, args, start, trace)
 
     async def adispatch_many(
         self,
@@ -226,27 +231,38 @@ class Dispatcher:
         return (tool, args, *bind(tool, args, context, call_id))
 
     def _finish(
-        self, tool: Tool, call_id: str | None, value: Any, args: dict[str, Any], start: float
+        self,
+        tool: Tool,
+        call_id: str | None,
+        value: Any,
+        args: dict[str, Any],
+        start: float,
+        trace: Trace | None,
     ) -> ToolResult:
         """The result of a tool that returned `value`: rendered as text for the model."""
         try:
             content = render_result(tool, value, self.settings.max_result_chars)
         except ToolCallError as err:
-            return _failed(tool.name, call_id, err, start)
+            return _failed(tool.name, call_id, err, start, trace)
         # positional: the hot path; the order is ToolResult's field order
         elapsed = _clock() - start
-        return ToolResult(
+        result = ToolResult(
             tool.name, call_id, True, content, value, None, None, tool.return_direct, elapsed, args
         )
+        if trace is not None:
+            trace.end(result)
+        return result
 
-    def _raised(self, tool: Tool, call_id: str | None, exc: Exception, start: float) -> ToolResult:
+    def _raised(
+        self, tool: Tool, call_id: str | None, exc: Exception, start: float, trace: Trace | None
+    ) -> ToolResult:
         """The result of a tool that raised: a `ToolCallError` raised inside (a time limit, a
         nested dispatch) keeps its kind; anything else is an execution error."""
         if isinstance(exc, ToolCallError):
-            return _failed(tool.name, call_id, exc, start)
+            return _failed(tool.name, call_id, exc, start, trace)
         error = self._execution_error(tool, exc)
         error.__cause__ = exc
-        return _failed(tool.name, call_id, error, start)
+        return _failed(tool.name, call_id, error, start, trace)
 
     def _unknown(self, name: object, allowed: frozenset[str] | None) -> UnknownToolError:
         shown = _safe_name(name)
@@ -296,14 +312,16 @@ def _debug(message: str, *args: Any, exc_info: BaseException | None = None) -> N
         logging.getLogger("toolreg").debug(message, *args, exc_info=exc_info)
 
 
-def _failed(name: object, call_id: str | None, err: ToolCallError, start: float) -> ToolResult:
+def _failed(
+    name: object, call_id: str | None, err: ToolCallError, start: float, trace: Trace | None
+) -> ToolResult:
     # past the lookup, `name` is exactly a registered name: keep it whole, whatever the error
     # says (a ToolCallError raised inside the tool may name some other tool)
     if isinstance(name, str) and not isinstance(err, UnknownToolError):
         tool_name = name
     else:
         tool_name = err.tool_name or _safe_name(name)
-    return ToolResult(
+    result = ToolResult(
         tool_name=tool_name,
         call_id=call_id,
         ok=False,
@@ -312,6 +330,9 @@ def _failed(name: object, call_id: str | None, err: ToolCallError, start: float)
         exception=err.__cause__,
         elapsed=_clock() - start,
     )
+    if trace is not None:
+        trace.end(result)
+    return result
 
 
 def _close_matches(word: str, names: list[str]) -> list[str]:
