@@ -24,7 +24,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 import toolreg
 from toolreg import AsyncConversation, Conversation, ConversationError, ToolRegistry
 from toolreg.telemetry import extracted, inject, instrumented
-from toolreg.testing import ScriptedServer, call, error, text, tool_call, tool_calls
+from toolreg.testing import ScriptedServer, call, error, text, tool_calls
 
 ROOT = Path(__file__).resolve().parent.parent
 
