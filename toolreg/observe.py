@@ -22,9 +22,12 @@ __all__ = ["OBSERVER", "ModelCallTrace", "Observer", "ObserverSlot", "Trace", "T
 
 
 class Trace(Protocol):
-    """One tool call under observation; `end` is called exactly once, with its result."""
+    """One tool call under observation: `end` is called exactly once with its result, or
+    `abort` with the exception that dispatch raised to its caller instead."""
 
     def end(self, result: ToolResult) -> None: ...
+
+    def abort(self, error: BaseException) -> None: ...
 
 
 class ModelCallTrace(Protocol):

@@ -225,6 +225,12 @@ class _ToolTrace:
         span.end()
         otel.tool_duration.record(result.elapsed, metric)
 
+    def abort(self, error: BaseException) -> None:
+        error_type = type(error).__name__
+        self.otel.failed(self.span, error_type, error_type)
+        self.otel.context.detach(self.token)
+        self.span.end()
+
 
 class _ModelTrace:
     __slots__ = ("attributes", "otel", "span", "start", "token")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +28,7 @@ from .definition.signature import (
 from .definition.strict import make_strict
 from .errors import ToolDefinitionError
 from .jsonvalues import copy_json
-from .types import Converter
+from .types import ANY_TYPES, Converter
 from .validation import Validator
 from .validation.nulls import NullDropper
 
@@ -319,6 +320,7 @@ class CallPlan:
     positional: tuple[tuple[str, Any], ...]  # positional-only parameters and their defaults
     reserved: frozenset[str]  # injected names the model may never send (even with **kwargs)
     binds: bool  # context, absent or positional: the call needs more than the arguments
+    needs_context: tuple[str, ...]  # injected parameters that cannot do without `context=`
     nulls: NullDropper = field(repr=False, compare=False)
     closed_keys: frozenset[str] | None = None  # the only keys allowed (explicit schemas)
 
@@ -379,9 +381,26 @@ def _build_plan(
         positional=tuple(positional),
         reserved=frozenset(n for n, _ in context) if open_keys else frozenset(),
         binds=bool(context or absent or positional),
+        needs_context=tuple(p.name for p in params if p.inject is not None and _needs_context(p)),
         nulls=NullDropper(parameters),
         closed_keys=_closed_keys(params, open_keys, function, properties),
     )
+
+
+def _needs_context(p: ParamRecord) -> bool:
+    """Whether an injected parameter cannot do without a context: no default, and a type
+    (a `ToolContext`'s deps type) that does not admit None."""
+    if p.default is not MISSING:
+        return False
+    tp = p.annotation
+    if p.inject == "context":
+        args = typing.get_args(tp)
+        if not args:  # a bare `ToolContext`: it asks for a context
+            return True
+        tp = args[0]
+    if tp in ANY_TYPES or tp is None or tp is type(None):
+        return False
+    return type(None) not in typing.get_args(tp)
 
 
 def _takes_null(validator: Validator, schema: Any) -> bool:

@@ -60,7 +60,7 @@ JsonSchema = dict[str, Any]
 
 class ConversionError(Exception):
     """A value that validated but cannot become its Python type. `user_text`: the message
-    quotes an exception from the application's own code (hidden under `mask_errors`)."""
+    quotes an exception from the application's own code (redacted or masked by `errors=`)."""
 
     def __init__(
         self, path: tuple[str | int, ...], message: str, *, user_text: bool = False

@@ -178,7 +178,7 @@ class _Builder:
                 return make(**data)
             except (TypeError, ValueError) as exc:
                 text = f"{type(exc).__name__}: {exception_text(exc, 200)}"
-                raise ConversionError((), text, user_text=True) from None
+                raise ConversionError((), text, user_text=True) from exc
 
         return convert
 

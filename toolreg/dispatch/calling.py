@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import inspect
 import threading
 import time
@@ -219,8 +220,9 @@ def convert(converter: Converter, value: Any) -> Any:
 
 
 def ask(confirm: Callable[[Tool, dict[str, Any]], Any], tool: Tool, args: dict[str, Any]) -> Any:
-    """The `confirm=` callback's answer about this exact call (a copy of its arguments)."""
-    return confirm(tool, dict(args))
+    """The `confirm=` callback's answer about this exact call (a deep copy of its arguments:
+    the callback cannot change what runs)."""
+    return confirm(tool, copy.deepcopy(args))
 
 
 def filter_result(tool: Tool, result_filter: Callable[[Any], Any], value: Any) -> Any:
