@@ -319,7 +319,8 @@ class CallPlan:
     context: tuple[tuple[str, InjectKind], ...]  # injected parameters: "context" | "raw"
     positional: tuple[tuple[str, Any], ...]  # positional-only parameters and their defaults
     reserved: frozenset[str]  # injected names the model may never send (even with **kwargs)
-    binds: bool  # context, absent or positional: the call needs more than the arguments
+    fills: tuple[tuple[str, Callable[[], Any]], ...]  # defaults the function does not declare
+    binds: bool  # context, absent, fills or positional: the call needs more than the arguments
     needs_context: tuple[str, ...]  # injected parameters that cannot do without `context=`
     nulls: NullDropper = field(repr=False, compare=False)
     closed_keys: frozenset[str] | None = None  # the only keys allowed (explicit schemas)
@@ -359,7 +360,7 @@ def _build_plan(
         conv = converter_for(p.annotation, name)
         if conv is not None:
             converters.append((p.name, conv))
-        if p.default is MISSING and not p.required:
+        if p.default is MISSING and not p.required and p.fill is None:
             absent.append(p.name)
         optional = p.default is not MISSING or not p.required
         if optional and not _takes_null(validator, properties.get(p.name, {})):
@@ -380,7 +381,8 @@ def _build_plan(
         context=tuple(context),
         positional=tuple(positional),
         reserved=frozenset(n for n, _ in context) if open_keys else frozenset(),
-        binds=bool(context or absent or positional),
+        fills=tuple((p.name, p.fill) for p in params if p.fill is not None),
+        binds=bool(context or absent or positional or any(p.fill for p in params)),
         needs_context=tuple(p.name for p in params if p.inject is not None and _needs_context(p)),
         nulls=NullDropper(parameters),
         closed_keys=_closed_keys(params, open_keys, function, properties),

@@ -24,7 +24,7 @@ from ..params import ToolContext
 from ..tool import CallPlan, Tool
 from ..types import ConversionError
 from ..validation import Problem
-from .calling import convert
+from .calling import convert, fill_default
 from .decode import check_limits
 from .redaction import ErrorMode, redact
 
@@ -148,6 +148,11 @@ def bind(
     kwargs = _inject(plan, args, context, tool, call_id) if plan.context else args
     if plan.absent_is_none:
         kwargs = {**dict.fromkeys(plan.absent_is_none), **kwargs}
+    if plan.fills:
+        kwargs = {**kwargs}  # `args` stays what the model sent, validated
+        for name, make in plan.fills:
+            if name not in kwargs:
+                kwargs[name] = fill_default(tool, name, make)
     if plan.positional:
         return _split_positional(plan, kwargs)
     return (), kwargs
