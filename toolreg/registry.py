@@ -84,6 +84,7 @@ class ToolRegistry:
         tags: Iterable[str] = (),
         result_filter: ResultFilter | None = None,
         coerce: bool | None = None,
+        flatten: bool = False,
         replace: bool = False,
     ) -> Callable[[F], F]: ...
 

@@ -70,6 +70,18 @@ def prepare(
     return args
 
 
+def _build_record(
+    tool: Tool, args: dict[str, Any], errors: ErrorMode, context: Any
+) -> dict[str, Any]:
+    """`flatten=True`: the arguments object becomes the one record parameter."""
+    name, converter = tool.plan.record  # type: ignore[misc]  # checked by the caller
+    try:
+        return {name: convert(converter, args)}
+    except ConversionError as exc:
+        problem = Problem(exc.path, _conversion_text(exc, errors, context))
+        raise invalid_arguments(tool.name, [problem]) from exc.__cause__
+
+
 def _repair(
     plan: CallPlan, args: dict[str, Any], problems: list[Problem], coerce: bool, max_depth: int
 ) -> tuple[dict[str, Any], list[Problem]]:
@@ -139,12 +151,18 @@ def invalid_arguments(tool: str, problems: list[Problem]) -> InvalidArgumentsErr
 
 
 def bind(
-    tool: Tool, args: dict[str, Any], context: Any, call_id: str | None
+    tool: Tool,
+    args: dict[str, Any],
+    context: Any,
+    call_id: str | None,
+    errors: ErrorMode = "redact",
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The positional and keyword arguments of the call, from the prepared `args`."""
     plan = tool.plan
     if not plan.binds:
         return (), args
+    if plan.record is not None:
+        args = _build_record(tool, args, errors, context)
     kwargs = _inject(plan, args, context, tool, call_id) if plan.context else args
     if plan.absent_is_none:
         kwargs = {**dict.fromkeys(plan.absent_is_none), **kwargs}

@@ -257,7 +257,7 @@ class Dispatcher:
         except InvalidArgumentsError as err:
             err.tool_name = tool.name
             raise
-        return (tool, args, *bind(tool, args, context, call_id))
+        return (tool, args, *bind(tool, args, context, call_id, settings.errors))
 
     def _finish(
         self,
