@@ -170,11 +170,11 @@ LAYERS: list[set[str]] = [
     {"types"},
     {"validation"},
     {"definition"},
-    {"tool"},
+    {"tool", "observe"},
     {"dispatch"},
     {"formats"},
     {"registry"},
-    {"conversation"},
+    {"conversation", "telemetry"},
     {"testing"},
     {"cli", "__main__"},
     {"__init__"},  # the package: re-exports only

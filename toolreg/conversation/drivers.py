@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import json
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
 from typing_extensions import Self
@@ -37,6 +38,7 @@ from .loop import LoopSettings, Step, TurnState, Verdict, abandon, resume_loop, 
 from .output import OutputSpec
 from .reply import Hooks, PendingCall, Reply
 from .state import dump_state, load_state, schema_fingerprint, verdicts
+from .tracing import model_call, turn
 
 if TYPE_CHECKING:
     import openai
@@ -62,6 +64,7 @@ class _Base:
         confirm: ConfirmCallback | Literal["defer"] | None = None,
         dialect: str = "tools",
         state: Literal["client", "server"] = "client",
+        name: str = "toolreg",
         hooks: Hooks | None = None,
         tool_choice: str = "auto",
         final_call: Literal["tool_choice_none", "drop_tools"] = "tool_choice_none",
@@ -83,6 +86,7 @@ class _Base:
             )
         self.client = client
         self.model = model
+        self.name = name
         self.registry = registry if registry is not None else default_registry
         self.tool_filter = None if tools is None else _tool_filter(self.registry, tools)
         self.parallel = parallel
@@ -116,6 +120,7 @@ class _Base:
         self._settings.dialect.choice(tool_choice)  # one the dialect cannot express fails now
         self._endpoint = ENDPOINTS[self._settings.dialect.api]
         self._saved_options: dict[str, Any] = {
+            "name": name,
             "dialect": dialect,
             "state": state,
             "tools": self.tool_filter,
@@ -201,7 +206,7 @@ class _Base:
             return None
         try:
             _, arguments = self.registry.dispatcher.check_call(
-                call.name, call.arguments, allowed=self.offered_names()
+                call.name, call.arguments, context=self.context, allowed=self.offered_names()
             )
         except ToolCallError:
             return None
@@ -213,7 +218,10 @@ class _Base:
             raise UsageError(f"resume(): the arguments for {pending.call_id!r} must be a dict")
         try:
             _, checked = self.registry.dispatcher.check_call(
-                pending.tool_name, dict(arguments), allowed=self.offered_names()
+                pending.tool_name,
+                dict(arguments),
+                context=self.context,
+                allowed=self.offered_names(),
             )
         except ToolCallError as err:
             raise UsageError(
@@ -352,6 +360,7 @@ class _Base:
 
 
 _SAVED_OPTIONS = (
+    "name",
     "dialect",
     "state",
     "tools",
@@ -542,18 +551,24 @@ class Conversation(_Base):
         return self._end(reply, settings, turn, keep=True)
 
     def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
-        step = next(loop)
-        while True:
-            kind, payload = step
-            if kind == "model":
-                answer: Any = self._model(payload)
-            else:
-                answer = self._tools(payload, approved=kind == "approved")
-            try:
-                step = loop.send(answer)
-            except StopIteration as done:
-                reply: Reply = done.value
-                return reply
+        with turn(self.name, self.model):  # one span per send / run / resume
+            step = next(loop)
+            parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
+            while True:
+                kind, payload = step
+                answer: Any
+                if kind == "model":
+                    with model_call(payload, self.client) as call:
+                        answer = call.response = self._model(payload)
+                    parent = call.parent
+                else:
+                    with parent():
+                        answer = self._tools(payload, approved=kind == "approved")
+                try:
+                    step = loop.send(answer)
+                except StopIteration as done:
+                    reply: Reply = done.value
+                    return reply
 
     def _model(self, request: dict[str, Any]) -> dict[str, Any]:
         with _endpoint_errors():
@@ -606,18 +621,24 @@ class AsyncConversation(_Base):
         return self._end(reply, settings, turn, keep=True)
 
     async def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
-        step = next(loop)
-        while True:
-            kind, payload = step
-            if kind == "model":
-                answer: Any = await self._model(payload)
-            else:
-                answer = await self._tools(payload, approved=kind == "approved")
-            try:
-                step = loop.send(answer)
-            except StopIteration as done:
-                reply: Reply = done.value
-                return reply
+        with turn(self.name, self.model):  # one span per send / run / resume
+            step = next(loop)
+            parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
+            while True:
+                kind, payload = step
+                answer: Any
+                if kind == "model":
+                    with model_call(payload, self.client) as call:
+                        answer = call.response = await self._model(payload)
+                    parent = call.parent
+                else:
+                    with parent():
+                        answer = await self._tools(payload, approved=kind == "approved")
+                try:
+                    step = loop.send(answer)
+                except StopIteration as done:
+                    reply: Reply = done.value
+                    return reply
 
     async def _model(self, request: dict[str, Any]) -> dict[str, Any]:
         with _endpoint_errors():

@@ -46,7 +46,7 @@ def normalize_response(response: Any) -> Normalized:
         details = data.get("incomplete_details")
         reason = details.get("reason") if isinstance(details, dict) else None
         finish = _FINISH.get(reason, "length") if isinstance(reason, str) else "length"
-    rid = data.get("id")
+    rid, model = data.get("id"), data.get("model")
     return {
         "message": data,
         "entries": items,
@@ -54,6 +54,7 @@ def normalize_response(response: Any) -> Normalized:
         "finish_reason": finish,
         "usage": data.get("usage") or None,
         "id": rid if isinstance(rid, str) else None,
+        "model": model if isinstance(model, str) else None,
     }
 
 

@@ -2,7 +2,7 @@
 
 - `message`: what the model sent, as plain data: what `parse_calls` reads and hooks see;
 - `entries`: what the model added to the history, as received (here: the one message);
-- `text`: its answer text; `finish_reason`; `usage` (a dict or None); `id`.
+- `text`: its answer text; `finish_reason`; `usage` (a dict or None); `id`; `model`.
 
 The non-streaming `ChatCompletion` and a stream of `ChatCompletionChunk`s end up as the same
 dict, so the loop never knows which one it got; `responses_api` reads the Responses API
@@ -51,19 +51,30 @@ def normalize_completion(response: Any) -> Normalized:
     if not isinstance(message, dict):
         raise ConversationError("the endpoint answered a choice without a message")
     return _normalized(
-        _clean_message(message), choice.get("finish_reason"), data.get("usage"), data.get("id")
+        _clean_message(message),
+        choice.get("finish_reason"),
+        data.get("usage"),
+        data.get("id"),
+        data.get("model"),
     )
 
 
-def _normalized(message: dict[str, Any], finish: Any, usage: Any, rid: Any) -> Normalized:
+def _normalized(
+    message: dict[str, Any], finish: Any, usage: Any, rid: Any, model: Any
+) -> Normalized:
     return {
         "message": message,
         "entries": [message],
         "text": message.get("content") or "",
         "finish_reason": finish,
         "usage": usage or None,
-        "id": rid if isinstance(rid, str) else None,
+        "id": _text(rid),
+        "model": _text(model),
     }
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 class StreamAssembler:
@@ -76,8 +87,9 @@ class StreamAssembler:
         self.function_call: dict[str, str] | None = None
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
-        self.id: str | None = None
         self.chunks = 0
+        self.id: str | None = None
+        self.model: str | None = None
 
     def feed(self, chunk: Any) -> None:
         self.chunks += 1
@@ -86,8 +98,8 @@ class StreamAssembler:
             raise ConversationError("the endpoint streamed an unusable chunk")
         if data.get("usage"):
             self.usage = data["usage"]
-        if self.id is None and isinstance(data.get("id"), str):
-            self.id = data["id"]
+        self.id = self.id or _text(data.get("id"))
+        self.model = self.model or _text(data.get("model"))
         for choice in data.get("choices") or ():
             if choice.get("index", 0) != 0:
                 continue
@@ -136,4 +148,4 @@ class StreamAssembler:
             message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
         if self.function_call is not None:
             message["function_call"] = self.function_call
-        return _normalized(message, self.finish_reason, self.usage, self.id)
+        return _normalized(message, self.finish_reason, self.usage, self.id, self.model)
