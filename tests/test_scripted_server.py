@@ -592,3 +592,13 @@ def test_importing_the_module_does_not_import_openai() -> None:
         "import sys, toolreg.testing.server; assert 'openai' not in sys.modules, 'openai imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+
+
+def test_history_problems_is_public_and_reads_both_shapes() -> None:
+    from toolreg.testing import history_problems
+
+    chat = [*HI, {"role": "assistant", "content": "", "tool_calls": [CHAT_CALL]}]
+    assert history_problems([*chat, {"role": "tool", "tool_call_id": "c1", "content": "x"}]) == []
+    assert history_problems(chat) == ["the call 'c1' is never answered"]
+    items = [*HI, fc_item("a"), fc_item("b"), fc_output("b"), fc_output("a")]
+    assert history_problems(items) == []  # Responses API outputs may come in any order
