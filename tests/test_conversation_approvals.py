@@ -462,6 +462,7 @@ def test_a_conversation_between_turns_is_saved_and_rebuilt() -> None:
     assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant", "user"]
     assert later.messages[-1]["content"] == "Still here."
     assert state["options"]["max_rounds"] == 3
+    assert later.export_state()["options"] == state["options"]  # every option comes back
 
 
 def test_server_state_survives_the_pause() -> None:

@@ -119,24 +119,6 @@ class _Base:
         )
         self._settings.dialect.choice(tool_choice)  # one the dialect cannot express fails now
         self._endpoint = ENDPOINTS[self._settings.dialect.api]
-        self._saved_options: dict[str, Any] = {
-            "name": name,
-            "dialect": dialect,
-            "state": state,
-            "tools": self.tool_filter,
-            "max_rounds": max_rounds,
-            "parallel": parallel,
-            "strict": strict,
-            "confirm": "defer" if confirm == "defer" else None,
-            "tool_choice": tool_choice,
-            "final_call": final_call,
-            "assistant_content": assistant_content,
-            "stream": stream,
-            "output_retries": output_retries,
-            "max_history_messages": max_history_messages,
-            "max_history_chars": max_history_chars,
-        }
-        self._request_options = request_options
         self._previous: tuple[str, int] | None = None  # the server's copy of the history
         self._paused: _Paused | None = None  # a turn that waits for approvals
 
@@ -259,7 +241,8 @@ class _Base:
         resumes once (`state["id"]` and the pending call ids let an application make sure
         of that across processes too).
         """
-        unsaved = [k for k, v in self._request_options.items() if not _is_json(v)]
+        settings = self._settings
+        unsaved = [k for k, v in settings.request_options.items() if not _is_json(v)]
         if unsaved:
             raise UsageError(
                 f"export_state(): the request option(s) {', '.join(unsaved)} are not JSON; "
@@ -269,8 +252,22 @@ class _Base:
         state = dump_state(
             options={
                 "model": self.model,
-                **self._saved_options,
-                "request_options": self._request_options,
+                "name": self.name,
+                "dialect": settings.dialect.name,
+                "state": "server" if settings.server_state else "client",
+                "tools": self.tool_filter,
+                "max_rounds": settings.max_rounds,
+                "parallel": self.parallel,
+                "strict": self.strict,
+                "confirm": "defer" if self.confirm == "defer" else None,
+                "tool_choice": settings.tool_choice,
+                "final_call": settings.final_call,
+                "assistant_content": settings.assistant_content,
+                "stream": self.stream,
+                "output_retries": settings.output_retries,
+                "max_history_messages": settings.max_history_messages,
+                "max_history_chars": settings.max_history_chars,
+                "request_options": settings.request_options,
             },
             messages=self.messages,
             previous=self._previous,
