@@ -174,7 +174,7 @@ LAYERS: list[set[str]] = [
     {"dispatch"},
     {"formats"},
     {"registry"},
-    {"conversation", "telemetry"},
+    {"conversation", "telemetry", "compat"},
     {"testing"},
     {"cli", "__main__"},
     {"__init__"},  # the package: re-exports only

@@ -59,7 +59,8 @@ def ok(result: Any) -> Any:
 
 
 @pytest.mark.parametrize(
-    "name", ["weather", "expense_tracker", "user_registry", "orders", "approvals"]
+    "name",
+    ["weather", "expense_tracker", "user_registry", "orders", "chatglm3_tools", "approvals"],
 )
 def test_sample_passes_lint(name: str) -> None:
     assert lint_registry(sample(name).registry) == []
