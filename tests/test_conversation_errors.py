@@ -187,3 +187,32 @@ def test_programming_errors_are_not_disguised(registry: ToolRegistry) -> None:
         with pytest.raises(TypeError, match="not_an_option"):
             conv.send("hi")
         assert server.requests == []
+
+
+def test_broken_call_arguments_are_echoed_parseable_and_the_model_is_told() -> None:
+    """A small local model cut off at max_tokens sends arguments that are not JSON. Like
+    llama.cpp's server, ScriptedServer refuses a history that echoes them as they are; the
+    loop echoes `{}` instead and the observation says what was wrong, so the model retries."""
+    from toolreg.testing import call, tool_calls
+
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def get_weather(city: str) -> str:
+        """Weather of a city."""
+        return f"sunny in {city}"
+
+    script = [
+        tool_calls(call("get_weather", '{"city": "Par'), call("get_weather", city="Rome")),
+        tool_call("get_weather", city="Paris"),
+        text("Sunny in both."),
+    ]
+    with ScriptedServer(script) as server:
+        reply = Conversation(server.client(), "m", registry=reg).send("Paris and Rome?")
+        second = server.requests[1]["messages"]
+    assert reply.text == "Sunny in both."
+    echoed = second[-3]["tool_calls"]
+    assert [c["function"]["arguments"] for c in echoed] == ["{}", '{"city": "Rome"}']
+    assert second[-2]["content"].startswith("Arguments are not valid JSON")
+    assert [r.error_kind for r in reply.tool_results] == ["invalid_json", None, None]
+    assert server.errors == []

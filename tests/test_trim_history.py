@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolreg import Conversation, ToolRegistry, trim_history
+from toolreg.conversation.history import fits_history
 from toolreg.testing import ScriptedServer, text, tool_call
 
 Message = dict[str, Any]
@@ -72,8 +73,8 @@ def test_calls_and_their_answers_go_together() -> None:
 def test_the_newest_unit_is_kept_even_over_the_limit() -> None:
     assert trim_history(HISTORY, max_messages=0) == [SYSTEM, user("three")]
     assert trim_history(HISTORY, max_chars=1) == [SYSTEM, user("three")]
-    ends_in_calls = HISTORY[:7]
-    assert trim_history(ends_in_calls, max_messages=1) == [SYSTEM, *HISTORY[4:7]]
+    ends_in_calls = HISTORY[:7]  # the question ("two") stays with the calls it led to
+    assert trim_history(ends_in_calls, max_messages=1) == [SYSTEM, *HISTORY[3:7]]
 
 
 def test_max_chars_counts_content_and_calls() -> None:
@@ -172,9 +173,16 @@ def test_trimming_keeps_the_pairing_rule(
     head = history[:1] if history[:1] == [SYSTEM] else []
     assert trimmed[: len(head)] == head
     rest, kept = history[len(head) :], trimmed[len(head) :]
-    # a suffix of the non-system messages, cut at a unit boundary
-    start = len(rest) - len(kept)
-    assert kept == rest[start:]
+    # the turn's question (the newest user message) is always kept...
+    questions = [i for i, m in enumerate(rest) if m["role"] == "user"]
+    question = questions[-1] if questions else None
+    if question is not None:
+        assert any(m is rest[question] for m in kept)
+    # ...and the rest is a suffix of the non-system messages, cut at a unit boundary
+    pinned = question is not None and kept[:1] and kept[0] is rest[question]
+    suffix = kept[1:] if pinned and (len(kept) == 1 or kept[1] is not rest[question + 1]) else kept
+    start = len(rest) - len(suffix)
+    assert suffix == rest[start:]
     assert start == len(rest) or start in units_of(rest)
     if kept:
         assert kept[0]["role"] != "tool"
@@ -186,17 +194,20 @@ def test_trimming_keeps_the_pairing_rule(
     answer_ids = [m["tool_call_id"] for m in kept if m["role"] == "tool"]
     assert sorted(call_ids) == sorted(answer_ids)
 
-    # limits hold unless only the newest unit is left, and nothing more could have been kept
+    # limits hold unless only the question and the newest unit are left, and nothing more
+    # could have been kept
     count, chars = len(trimmed), sum(size(m) for m in trimmed)
 
     def fits(n: int, c: int) -> bool:
         return (max_messages is None or n <= max_messages) and (max_chars is None or c <= max_chars)
 
-    if len([i for i in units_of(rest) if i >= start]) > 1:
+    droppable = [i for i in units_of(rest) if i >= start and i != question]
+    if len(droppable) > 1:
         assert fits(count, chars)
-    if start > 0:
-        previous = max(i for i in units_of(rest) if i < start)
-        extra = rest[previous:start]
+    before = [i for i in units_of(rest) if i < start and i != question]
+    if before and start > 0:
+        previous = max(before)
+        extra = rest[previous : next(i for i in [*units_of(rest), len(rest)] if i > previous)]
         assert not fits(count + len(extra), chars + sum(size(m) for m in extra))
 
 
@@ -229,3 +240,54 @@ def test_the_driver_sends_a_trimmed_history_and_keeps_the_whole_one() -> None:
         "tool",
         "assistant",
     ]
+
+
+def test_the_newest_question_is_never_trimmed() -> None:
+    history = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "old question"},
+        {"role": "assistant", "content": "old answer"},
+        {"role": "user", "content": "What is the weather in Paris and Rome?"},
+        calls("c1", content=""),
+        result("c1", "sunny"),
+        calls("c2", content=""),
+        result("c2", "cloudy"),
+    ]
+    kept = trim_history(history, max_messages=5)
+    assert [m.get("content") for m in kept] == [
+        "Be brief.",
+        "What is the weather in Paris and Rome?",
+        "",
+        "cloudy",
+    ]
+    assert fits_history(kept, 5, None)
+    tight = trim_history(history, max_messages=2)  # cannot hold system + question + newest
+    assert [m.get("content") for m in tight] == [
+        "Be brief.",
+        "What is the weather in Paris and Rome?",
+        "",
+        "cloudy",
+    ]
+    assert not fits_history(tight, 2, None)
+
+
+def test_a_turn_that_cannot_fit_says_so_in_the_reply() -> None:
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def get_weather(city: str) -> str:
+        """Weather of a city."""
+        return f"sunny in {city}"
+
+    script = [
+        tool_call("get_weather", city="Paris"),
+        tool_call("get_weather", city="Rome"),
+        text("Sunny in both."),
+    ]
+    with ScriptedServer(script) as server:
+        chat = Conversation(server.client(), "m", registry=reg, system="S", max_history_messages=3)
+        reply = chat.send("Weather in Paris and Rome?")
+        last = server.requests[2]["messages"]
+    assert [m["role"] for m in last] == ["system", "user", "assistant", "tool"]
+    assert last[1]["content"] == "Weather in Paris and Rome?"
+    assert reply.over_history_limit is True

@@ -101,25 +101,44 @@ def trim_history(
     its `tool_calls` / `function_call`; a Responses API item without a role (a call, its
     output, a reasoning item) counts as its JSON.
 
-    Leading system messages are always kept. An assistant message with tool calls and the
-    tool messages that answer it are kept or dropped together (in the Responses API: the
-    `function_call` items of one response, the reasoning item before them and their
-    `function_call_output` items), and the history never starts with orphaned answers. The
-    newest unit (e.g. the last user message) is always kept, even when it alone exceeds a
-    limit.
+    Leading system messages are always kept, and so are the newest user message (the
+    question of the turn in progress) and the newest unit after it. An assistant message
+    with tool calls and the tool messages that answer it are kept or dropped together (in
+    the Responses API: the `function_call` items of one response, the reasoning item before
+    them and their `function_call_output` items), and the history never starts with
+    orphaned answers. What cannot be dropped is kept even when it exceeds a limit (see
+    `fits_history`).
     """
+    return _trim(messages, max_messages, max_chars)
+
+
+def fits_history(
+    messages: Sequence[Message], max_messages: int | None, max_chars: int | None
+) -> bool:
+    """Whether `messages` is within the limits (after `trim_history`: whether it could be)."""
+    return not _over(len(messages), _size(list(messages)), max_messages, max_chars)
+
+
+def _trim(
+    messages: Sequence[Message], max_messages: int | None, max_chars: int | None
+) -> list[Message]:
     start = 0
     while start < len(messages) and messages[start].get("role") in ("system", "developer"):
         start += 1
     head, units = list(messages[:start]), _units(messages[start:])
     count = sum(len(u) for u in units) + len(head)
     chars = sum(_size(u) for u in units) + _size(head)
-    kept_from = 0
-    while kept_from < len(units) - 1 and _over(count, chars, max_messages, max_chars):
-        count -= len(units[kept_from])
-        chars -= _size(units[kept_from])
-        kept_from += 1
-    tail = units[kept_from:]
+    question = max((i for i, u in enumerate(units) if u[0].get("role") == "user"), default=-1)
+    keep = [True] * len(units)
+    for i in range(len(units) - 1):  # oldest first; never the question nor the newest unit
+        if not _over(count, chars, max_messages, max_chars):
+            break
+        if i == question:
+            continue
+        keep[i] = False
+        count -= len(units[i])
+        chars -= _size(units[i])
+    tail = [unit for unit, kept in zip(units, keep) if kept]
     while len(tail) > 1 and _is_answer(tail[0][0]):
         tail = tail[1:]  # an answer whose call was trimmed earlier
     return head + [m for unit in tail for m in unit]

@@ -26,8 +26,9 @@ from ..errors import (
     UsageError,
 )
 from ..formats import Dialect, Format
+from ..jsonvalues import strict_decoder
 from ..result import ToolCall, ToolResult
-from .history import CALL_ITEMS, CALL_KEYS, trim_history
+from .history import CALL_ITEMS, CALL_KEYS, fits_history, trim_history
 from .output import OutputSpec
 from .reply import (
     Hooks,
@@ -127,6 +128,7 @@ class TurnState:
     paused: PausedRound | None = None
     previous_id: str | None = None
     known: int = 0
+    over_history_limit: bool = False  # trimming had to keep more than the limits allow
 
 
 def run_loop(s: LoopSettings, state: TurnState) -> Generator[Step, Any, Reply]:
@@ -221,6 +223,8 @@ def _request(s: LoopSettings, state: TurnState) -> dict[str, Any]:
         sent = list(state.history)  # a copy: the request (and its hook event) must not grow
         if s.max_history_messages is not None or s.max_history_chars is not None:
             sent = trim_history(sent, s.max_history_messages, s.max_history_chars)
+            if not fits_history(sent, s.max_history_messages, s.max_history_chars):
+                state.over_history_limit = True
         request[dialect.history_key] = sent
     tools = s.tools()
     if tools and not (state.final and s.final_call == "drop_tools"):
@@ -264,11 +268,15 @@ def _echo(s: LoopSettings, message: Message, drop_calls: bool = False) -> Messag
 
     An item of the Responses API (it has a `type`) goes back exactly as received."""
     if "type" in message:
+        if message.get("type") == "function_call" and not _parseable(message.get("arguments")):
+            return {**message, "arguments": "{}"}
         return message
     out = dict(message)
     if drop_calls:  # every kind of call, not only the dialect's: none may stay unanswered
         for key in CALL_KEYS:
             out.pop(key, None)
+    else:
+        _repair_arguments(out)
     has_calls = any(out.get(k) for k in s.dialect.call_keys)
     if has_calls and not out.get("content"):
         if s.assistant_content == "empty":
@@ -280,6 +288,41 @@ def _echo(s: LoopSettings, message: Message, drop_calls: bool = False) -> Messag
     elif out.get("content") is None:
         out["content"] = ""
     return out
+
+
+def _repair_arguments(message: Message) -> None:
+    """Calls whose arguments are not a JSON object (a local model cut off mid-call) are sent
+    back with `{}`: servers such as llama.cpp's refuse the whole history otherwise, and the
+    model would never read the observation that tells it what went wrong."""
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and any(not _parseable(_arguments_of(c)) for c in calls):
+        message["tool_calls"] = [
+            c if _parseable(_arguments_of(c)) else _with_arguments(c, "{}") for c in calls
+        ]
+    legacy = message.get("function_call")
+    if isinstance(legacy, dict) and not _parseable(legacy.get("arguments")):
+        message["function_call"] = {**legacy, "arguments": "{}"}
+
+
+def _arguments_of(call: Any) -> Any:
+    function = call.get("function") if isinstance(call, dict) else None
+    return function.get("arguments") if isinstance(function, dict) else "{}"
+
+
+def _with_arguments(call: dict[str, Any], arguments: str) -> dict[str, Any]:
+    return {**call, "function": {**call["function"], "arguments": arguments}}
+
+
+def _parseable(arguments: Any) -> bool:
+    """Whether `arguments` is a JSON object, as text or already decoded."""
+    if isinstance(arguments, dict):
+        return True
+    if not isinstance(arguments, str):
+        return False
+    try:
+        return isinstance(strict_decoder.decode(arguments), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _call_key(call: ToolCall) -> tuple[str, str]:
@@ -456,5 +499,6 @@ def _reply(
         usage=state.usage,
         stop_reason=reason,
         output=output,
+        over_history_limit=state.over_history_limit,
         pending=pending or [],
     )

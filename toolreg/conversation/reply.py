@@ -88,6 +88,10 @@ class Reply:
     person; the other calls of that round ran. `messages` then ends with calls that are
     not all answered yet, and `text` is what the model said with them. A resumed turn
     counts `rounds`, `usage` and `tool_results` from the `send` that started it.
+
+    `over_history_limit`: `max_history_messages` / `max_history_chars` could not be kept in
+    some round, since the system messages, the turn's question and the newest call and its
+    results are always sent.
     """
 
     text: str
@@ -98,6 +102,7 @@ class Reply:
     stop_reason: str
     output: Any = None
     pending: list[PendingCall] = field(default_factory=list)
+    over_history_limit: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,6 +65,9 @@ def history_problems(entries: list[Json]) -> list[str]:
 
     for entry in entries:
         kind, role = entry.get("type"), entry.get("role")
+        for arguments in _echoed_arguments(entry):
+            if not _is_json_object(arguments):  # llama.cpp's server answers HTTP 500 here
+                problems.append(f"Failed to parse tool call arguments as JSON: {arguments!r:.60}")
         if kind == "function_call":
             answers.setdefault(str(entry.get("call_id")), 0)
         elif kind == "function_call_output":
@@ -95,6 +98,35 @@ def history_problems(entries: list[Json]) -> list[str]:
         if count == 0:
             problems.append(f"the call {call_id!r} is never answered")
     return problems
+
+
+def _echoed_arguments(entry: Json) -> list[Any]:
+    """The arguments of the calls an assistant entry carries, as it was sent back."""
+    if entry.get("type") == "function_call":
+        return [entry.get("arguments")]
+    if entry.get("role") != "assistant":
+        return []
+    found = []
+    calls = entry.get("tool_calls")
+    for call in calls if isinstance(calls, list) else []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            found.append(function.get("arguments"))
+    legacy = entry.get("function_call")
+    if isinstance(legacy, dict):
+        found.append(legacy.get("arguments"))
+    return found
+
+
+def _is_json_object(arguments: Any) -> bool:
+    if isinstance(arguments, dict):
+        return True
+    if not isinstance(arguments, str):
+        return False
+    try:
+        return isinstance(json.loads(arguments), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def tool_names(body: Json) -> list[str]:
