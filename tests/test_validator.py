@@ -566,3 +566,13 @@ def test_coerce_survives_hostile_input() -> None:
     assert Validator(odd).coerce({"a": {1, 2}}) == {"a": {1, 2}}
     loop = Validator({"$defs": {"A": {"allOf": [{"$ref": "#/$defs/A"}]}}, "$ref": "#/$defs/A"})
     assert loop.coerce("1") == "1"
+
+
+def test_a_ref_loop_in_a_schema_jsonschema_checks_is_a_failed_check_not_a_crash() -> None:
+    # `if` sends the schema to jsonschema; `$ref: "#"` then recurses until it gives up
+    # (a RecursionError, or a panic of its Rust-backed maps, which is a BaseException)
+    validator = Validator({"if": True, "$ref": "#"})
+    assert validator.validate({"a": 1}) == [
+        Problem((), "value could not be checked against the schema")
+    ]
+    assert validator.is_valid({"a": 1}) is False

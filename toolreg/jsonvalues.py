@@ -8,10 +8,19 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["MAX_INT_DIGITS", "NOT_JSONABLE", "NumberRefused", "copy_json", "strict_decoder"]
+__all__ = [
+    "MAX_INT_DIGITS",
+    "NOT_JSONABLE",
+    "NumberRefused",
+    "copy_json",
+    "safe_json",
+    "safe_text",
+    "strict_decoder",
+]
 
 MAX_INT_DIGITS: Final = 4300  # CPython's own default limit for int(str)
 
@@ -69,3 +78,42 @@ def copy_json(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {k: copy_json(v) for k, v in value.items()}
     return copy.deepcopy(value)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def safe_text(text: str) -> str:
+    """`text` with lone surrogates replaced by U+FFFD: valid JSON may hold them (`"\\ud800"`),
+    but no UTF-8 encoder takes them, so they would crash whatever sends the text on."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def safe_json(value: Any, _depth: int = 0) -> Any:
+    """`value` with `safe_text` applied to every string in it, keys included; the very same
+    object when nothing needed replacing (the usual case costs one `isascii` per string)."""
+    kind = type(value)
+    if kind is str:
+        return safe_text(value)
+    if _depth > 200:
+        return value
+    if kind is dict:
+        changed = {}
+        for key, item in value.items():
+            new_key, new_item = safe_json(key, _depth + 1), safe_json(item, _depth + 1)
+            if new_key is not key or new_item is not item:
+                changed[key] = (new_key, new_item)
+        if not changed:
+            return value
+        return {
+            changed[k][0] if k in changed else k: changed[k][1] if k in changed else v
+            for k, v in value.items()
+        }
+    if kind is list or kind is tuple:
+        items = [safe_json(item, _depth + 1) for item in value]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        return items if kind is list else tuple(items)
+    return value

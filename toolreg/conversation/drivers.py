@@ -29,6 +29,7 @@ from typing_extensions import Self
 from ..dispatch import ConfirmCallback
 from ..errors import ConversationError, ConversationStateError, ToolCallError, UsageError
 from ..formats import DIALECTS, Dialect
+from ..jsonvalues import safe_json
 from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
@@ -570,7 +571,7 @@ class Conversation(_Base):
     def _model(self, request: dict[str, Any]) -> dict[str, Any]:
         with _endpoint_errors():
             create = self._endpoint.method(self.client)
-            response = create(**request, **self._stream_kwargs())
+            response = create(**safe_json(request), **self._stream_kwargs())
             if not self.stream:
                 return self._endpoint.normalize(response)
             assembler = self._endpoint.assembler(self.on_text)
@@ -640,7 +641,7 @@ class AsyncConversation(_Base):
     async def _model(self, request: dict[str, Any]) -> dict[str, Any]:
         with _endpoint_errors():
             create = self._endpoint.method(self.client)
-            response = await create(**request, **self._stream_kwargs())
+            response = await create(**safe_json(request), **self._stream_kwargs())
             if not self.stream:
                 return self._endpoint.normalize(response)
             assembler = self._endpoint.assembler(self.on_text)

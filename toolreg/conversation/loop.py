@@ -26,7 +26,7 @@ from ..errors import (
     UsageError,
 )
 from ..formats import Dialect, Format
-from ..jsonvalues import strict_decoder
+from ..jsonvalues import safe_json, strict_decoder
 from ..result import ToolCall, ToolResult
 from .history import CALL_ITEMS, CALL_KEYS, fits_history, trim_history
 from .output import OutputSpec
@@ -138,7 +138,7 @@ def run_loop(s: LoopSettings, state: TurnState) -> Generator[Step, Any, Reply]:
     while True:
         if state.tool_rounds >= s.max_rounds and not state.final:
             state.final = state.limit_reached = True
-        response = yield ("model", _request(s, state))
+        response = safe_json((yield ("model", _request(s, state))))  # no lone surrogates
         state.calls_made += 1
         state.usage = state.usage.add(response.get("usage"))
         message, finish = response["message"], response.get("finish_reason")

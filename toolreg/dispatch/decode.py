@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..errors import InvalidArgumentsError, InvalidJSONError
-from ..jsonvalues import MAX_INT_DIGITS, NumberRefused, strict_decoder
+from ..jsonvalues import MAX_INT_DIGITS, NumberRefused, safe_json, strict_decoder
 
 __all__ = ["MAX_INT_DIGITS", "check_limits", "decode_arguments", "json_type_name"]
 
@@ -66,13 +66,13 @@ def decode_arguments(arguments: object, max_bytes: int, max_depth: int) -> dict[
                 pass
             else:
                 if end == len(text):
-                    return value  # type: ignore[no-any-return]  # "{...}" decodes to a dict
+                    return _safe(text, value)
     elif arguments is None:
         return {}
     elif isinstance(arguments, Mapping):
         value = arguments if type(arguments) is dict else dict(arguments)
         check_limits(value, max_depth, python=True)
-        return value
+        return safe_json(value)  # type: ignore[no-any-return]
     elif isinstance(arguments, (bytes, bytearray, memoryview)):
         data = bytes(arguments)
         if len(data) > max_bytes:
@@ -86,6 +86,14 @@ def decode_arguments(arguments: object, max_bytes: int, max_depth: int) -> dict[
     else:
         raise _invalid_json(f"Arguments must be a JSON object, got {json_type_name(arguments)}.")
     return _decode_text(text, max_bytes, max_depth)
+
+
+def _safe(text: str, value: dict[str, Any]) -> dict[str, Any]:
+    """`value` without lone surrogates: only text that is not plain ASCII, or that escapes
+    characters (`"\\ud800"`), can hold one."""
+    if text.isascii() and "\\u" not in text:
+        return value
+    return safe_json(value)  # type: ignore[no-any-return]
 
 
 def _decode_text(text: str, max_bytes: int, max_depth: int) -> dict[str, Any]:
@@ -109,7 +117,7 @@ def _decode_text(text: str, max_bytes: int, max_depth: int) -> dict[str, Any]:
         raise _invalid_json(f"Arguments must be a JSON object, got {json_type_name(value)}.")
     if text.count("[") + text.count("{") > max_depth:  # else it cannot be deeper
         check_limits(value, max_depth)
-    return value
+    return _safe(text, value)
 
 
 def check_limits(value: object, max_depth: int, *, python: bool = False) -> None:

@@ -6,6 +6,7 @@ import enum
 from typing import Any
 
 from ..errors import ToolExecutionError
+from ..jsonvalues import safe_text
 from ..tool import Tool
 from ..types import to_json
 from .calling import filter_result
@@ -31,6 +32,7 @@ def render_result(tool: Tool, value: Any, limit: int | None) -> str:
         text = _to_json(tool, value._asdict())  # a NamedTuple is an object, as in schemas
     else:
         text = _to_json(tool, value)
+    text = safe_text(text)  # a lone surrogate would crash whatever sends the text on
     cut = tool.max_result_chars or limit
     return truncate(text, cut) if cut is not None and len(text) > cut else text
 

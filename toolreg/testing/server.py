@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..errors import UsageError
+from ..jsonvalues import safe_json
 from . import wire
 from .inspection import check_request, history_problems
 from .turns import Turn, TurnLike
@@ -361,7 +362,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _send(self, status: int, payload: Json | list[bytes]) -> None:
         self.send_response(status)
         if isinstance(payload, dict):
-            data = json.dumps(payload, ensure_ascii=False).encode()
+            data = json.dumps(safe_json(payload), ensure_ascii=False).encode()
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ..jsonvalues import safe_json
 from .turns import Turn
 
 CREATED = 1_700_000_000
@@ -114,7 +115,7 @@ def chunks(turn: Turn, message: Json, *, rid: str, model: str, include_usage: bo
 
 
 def sse_chat(chunk_list: list[Json]) -> list[bytes]:
-    frames = [f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in chunk_list]
+    frames = [f"data: {json.dumps(safe_json(c), ensure_ascii=False)}\n\n" for c in chunk_list]
     return [frame.encode() for frame in [*frames, "data: [DONE]\n\n"]]
 
 
@@ -240,6 +241,6 @@ def response_events(resp: Json) -> list[Json]:
 
 def sse_events(events: list[Json]) -> list[bytes]:
     return [
-        f"event: {e['type']}\ndata: {json.dumps(e, ensure_ascii=False)}\n\n".encode()
+        f"event: {e['type']}\ndata: {json.dumps(safe_json(e), ensure_ascii=False)}\n\n".encode()
         for e in events
     ]

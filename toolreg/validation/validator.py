@@ -400,12 +400,26 @@ class _Jsonschema:
                 for error in self.validator.iter_errors(instance)
                 for text in _translate(error)
             }
-        except Exception:  # e.g. a $ref jsonschema cannot resolve
+        except BaseException as exc:  # e.g. a $ref jsonschema cannot resolve, or loops on
+            _reraise_unless_a_failure(exc)
             return say("value could not be checked against the schema")
         return list(found) or None
 
     def is_valid_under(self, schema: Any, value: object) -> bool:
-        return bool(self.validator.evolve(schema=schema).is_valid(value))
+        try:
+            return bool(self.validator.evolve(schema=schema).is_valid(value))
+        except BaseException as exc:
+            _reraise_unless_a_failure(exc)
+            return False
+
+
+def _reraise_unless_a_failure(exc: BaseException) -> None:
+    """jsonschema failing on a value (an exception, or a panic of its Rust-backed reference
+    maps when a `$ref` loop recurses too deep: a BaseException) is a failed check; an
+    interrupt, an exit or a cancellation is not, and goes on."""
+    if isinstance(exc, Exception) or type(exc).__name__ == "PanicException":
+        return
+    raise exc
 
 
 def _translate(error: Any) -> list[str]:
