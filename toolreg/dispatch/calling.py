@@ -13,6 +13,9 @@
 | `result_filter=`               | `filter_result`  | the tool failed (`ToolExecutionError`)       |
 | a conversation hook, `on_text` | `call_hook`      | a bug in the application: propagated; the    |
 |                                |                  | turn ends and the history stays as it was    |
+| an MCP server's `context=`     | `make_context`   | the call is refused (`ToolDeniedError`): a   |
+| factory (deps from a request)  |                  | `ToolError`'s message as written, else a     |
+|                                |                  | fixed text (the exception chained, unshown)  |
 
 A sync tool that must not block the caller (one with a time limit, or any sync tool under
 async dispatch) runs in a thread of its own, with a copy of the caller's `contextvars`: an
@@ -39,7 +42,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import ToolExecutionError, ToolTimeoutError, exception_text
+from ..errors import ToolDeniedError, ToolError, ToolExecutionError, ToolTimeoutError, exception_text
 from ..tool import Tool
 from ..types import ConversionError, Converter
 
@@ -53,6 +56,7 @@ __all__ = [
     "call_hook",
     "convert",
     "filter_result",
+    "make_context",
     "run_coroutine",
 ]
 
@@ -294,3 +298,23 @@ def call_hook(hook: Callable[[Any], T], event: Any) -> T:
     """A conversation hook or `on_text`: its exception propagates (a bug to fix)."""
     return hook(event)
 
+
+async def make_context(factory: Callable[[Any], Any], request: Any, tool_name: str) -> Any:
+    """The deps an MCP server's `context=` factory builds from one request (sync or async).
+
+    Whatever it raises refuses the call: a `ToolError`'s message is the answer as written
+    (the application's words, e.g. "Sign in first."); anything else becomes a fixed text,
+    so that nothing of the request or the application leaks into it.
+    """
+    try:
+        value = factory(request)
+        if type(value) not in _PLAIN and inspect.isawaitable(value):
+            value = await value
+    except ToolError as exc:
+        raise ToolDeniedError(str(exc.message), tool_name=tool_name) from exc
+    except Exception as exc:
+        raise ToolDeniedError(
+            f"Tool '{tool_name}' was not run: the server could not build its context.",
+            tool_name=tool_name,
+        ) from exc
+    return value
