@@ -42,7 +42,13 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import ToolDeniedError, ToolError, ToolExecutionError, ToolTimeoutError, exception_text
+from ..errors import (
+    ToolDeniedError,
+    ToolError,
+    ToolExecutionError,
+    ToolTimeoutError,
+    exception_text,
+)
 from ..tool import Tool
 from ..types import ConversionError, Converter
 

@@ -59,7 +59,7 @@ def output_schema(tool: Tool) -> dict[str, Any] | None:
 def _return_annotation(function: Any) -> Any:
     target = inspect.unwrap(function)
     if not (inspect.isfunction(target) or inspect.ismethod(target)):
-        target = getattr(type(target), "__call__", None)  # a callable object
+        target = type(target).__call__  # a callable object: its __call__ method
     try:
         hints = typing.get_type_hints(target, include_extras=True)
     except Exception:  # an unresolvable or missing annotation: no output schema

@@ -72,13 +72,17 @@ class Reporter:
         self._count = 0
         self._task: asyncio.Task[None] | None = None
 
-    def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+    def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
         if not _is_number(progress) or (total is not None and not _is_number(total)):
             return  # a tool's mistake must not break its call
         self._put(Note("progress", float(progress), _float(total), _text(message)))
 
     def log(self, message: str, level: LogLevel = "info") -> None:
-        self._put(Note("log", message=_text(message) or "", level=level if level in _LEVELS else "info"))
+        self._put(
+            Note("log", message=_text(message) or "", level=level if level in _LEVELS else "info")
+        )
 
     def _put(self, note: Note) -> None:
         """Any thread: hand the line to the event loop, in order."""

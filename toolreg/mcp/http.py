@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMappi
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
+import mcp_types as types
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 from mcp.shared.inbound import (
@@ -31,7 +32,6 @@ from mcp.shared.inbound import (
     InboundModernRoute,
     classify_inbound_request,
 )
-import mcp_types as types
 from mcp_types import (
     LOG_LEVEL_META_KEY,
     PROTOCOL_VERSION_META_KEY,
@@ -324,7 +324,11 @@ def _allowed(value: str | None, patterns: tuple[str, ...]) -> bool:
     for pattern in patterns:
         if value == pattern:
             return True
-        if pattern.endswith(":*") and value.startswith(pattern[:-1]) and value[len(pattern) - 1 :].isdigit():
+        if (
+            pattern.endswith(":*")
+            and value.startswith(pattern[:-1])
+            and value[len(pattern) - 1 :].isdigit()
+        ):
             return True
     return False
 
@@ -365,11 +369,8 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-async def _respond(
-    send: Send, status: int, body: bytes, headers: list[Any] | None = None
-) -> None:
+async def _respond(send: Send, status: int, body: bytes, headers: list[Any] | None = None) -> None:
     start_headers = [*(headers or [(b"content-type", b"text/plain; charset=utf-8")])]
     start_headers.append((b"content-length", str(len(body)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": start_headers})
     await send({"type": "http.response.body", "body": body})
-

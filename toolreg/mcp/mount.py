@@ -89,6 +89,7 @@ def mount(
     prefix: str = "",
     include: Iterable[str] | None = None,
     timeout: float = 30.0,
+    connect_timeout: float = 30.0,
     env: Mapping[str, str] | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> Mount:
@@ -98,8 +99,8 @@ def mount(
     `server` is a streamable-HTTP URL, or a stdio command as a list of strings
     (`["uvx", "mcp-server-time"]`; its environment is the SDK's safe default plus `env`).
     `prefix` goes before every remote name; `include` keeps only those remote names;
-    `timeout` bounds connecting and every call, in seconds; `headers` go with every HTTP
-    request (e.g. `{"Authorization": "Bearer ..."}`).
+    `timeout` bounds every call and `connect_timeout` starting, connecting and listing, in
+    seconds; `headers` go with every HTTP request (e.g. `{"Authorization": "Bearer ..."}`).
     """
     return Mount(
         registry,
@@ -107,6 +108,7 @@ def mount(
         prefix=prefix,
         include=include,
         timeout=timeout,
+        connect_timeout=connect_timeout,
         env=env,
         headers=headers,
     )
@@ -123,6 +125,7 @@ class Mount:
         prefix: str = "",
         include: Iterable[str] | None = None,
         timeout: float = 30.0,
+        connect_timeout: float = 30.0,
         env: Mapping[str, str] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
@@ -130,15 +133,12 @@ class Mount:
             raise UsageError(f"mount() needs a ToolRegistry, not {type(registry).__name__}")
         if not isinstance(prefix, str):
             raise UsageError("prefix= must be a string")
-        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-            raise UsageError(f"timeout={timeout!r}: must be a positive number of seconds")
-        if not (math.isfinite(timeout) and timeout > 0):
-            raise UsageError(f"timeout={timeout!r}: must be a positive number of seconds")
+        self.timeout = _seconds("timeout", timeout)
+        self.connect_timeout = _seconds("connect_timeout", connect_timeout)
         self.registry = registry
         self.server = server
         self.prefix = prefix
         self.include = None if include is None else _names(include)
-        self.timeout = float(timeout)
         self._url, self._command = _target(server, env)
         self._headers = None if headers is None else dict(headers)
         self._mounted: dict[str, Tool] = {}  # local name -> the Tool this mount added
@@ -193,7 +193,7 @@ class Mount:
         if self._state != "closed":
             future = asyncio.run_coroutine_threadsafe(self._finish(), loop)
             with contextlib.suppress(Exception):
-                future.result(self.timeout + 10)
+                future.result(self.connect_timeout + 10)
         self._stop_thread(loop)
 
     def _stop_thread(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -238,14 +238,18 @@ class Mount:
         ready: asyncio.Future[None] = loop.create_future()
         self._owner = loop.create_task(self._own(ready))
         try:
-            await asyncio.wait_for(asyncio.shield(ready), self.timeout)
-        except BaseException as exc:
+            await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
+        except BaseException as raised:
             await self._finish()
-            if isinstance(exc, (ToolregError, asyncio.CancelledError)):
+            exc = _innermost(raised)
+            if isinstance(exc, ToolregError):
+                raise exc from None
+            if isinstance(raised, asyncio.CancelledError):
                 raise
-            if isinstance(exc, asyncio.TimeoutError):
+            if isinstance(raised, asyncio.TimeoutError):
                 raise McpConnectionError(
-                    f"the MCP server {self._label()} did not answer within {self.timeout:g} s"
+                    f"the MCP server {self._label()} did not answer within "
+                    f"{self.connect_timeout:g} s"
                 ) from None
             raise McpConnectionError(
                 f"cannot mount the MCP server {self._label()}: {_reason(exc)}"
@@ -267,7 +271,7 @@ class Mount:
                 client = await stack.enter_async_context(
                     Client(
                         transport,
-                        read_timeout_seconds=self.timeout + _GRACE,
+                        read_timeout_seconds=max(self.timeout, self.connect_timeout) + _GRACE,
                         message_handler=self._on_message,
                     )
                 )
@@ -295,7 +299,7 @@ class Mount:
         owner = self._owner
         if owner is not None and not owner.done():
             try:
-                await asyncio.wait_for(asyncio.shield(owner), self.timeout)
+                await asyncio.wait_for(asyncio.shield(owner), self.connect_timeout)
             except BaseException:
                 owner.cancel()
                 with contextlib.suppress(BaseException):
@@ -396,7 +400,9 @@ class Mount:
             raise ToolError(f"Tool '{local}' failed: its MCP server is not connected.") from None
         return await asyncio.wrap_future(future)
 
-    async def _remote_call(self, remote: str, local: str, arguments: dict[str, Any]) -> RemoteResult:
+    async def _remote_call(
+        self, remote: str, local: str, arguments: dict[str, Any]
+    ) -> RemoteResult:
         client = self._client
         if client is None:
             raise ToolError(f"Tool '{local}' failed: its MCP server is not connected.")
@@ -404,11 +410,16 @@ class Mount:
             result = await client.call_tool(remote, arguments)
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
-                raise ToolError(f"Tool '{local}' failed: the MCP server closed the connection.") from exc
+                self._client = None  # later calls fail at once, and `connected` says so
+                raise ToolError(
+                    f"Tool '{local}' failed: the MCP server closed the connection."
+                ) from exc
             raise ToolError(f"Tool '{local}' failed: {exception_text(exc, 300)}") from exc
         except Exception as exc:  # the transport broke: a dead process, a dropped connection
+            self._client = None
+            reason = type(exc).__name__
             raise ToolError(
-                f"Tool '{local}' failed: the MCP server could not be reached ({type(exc).__name__})."
+                f"Tool '{local}' failed: the MCP server could not be reached ({reason})."
             ) from exc
         text = remote_text(result)
         if result.is_error:
@@ -448,6 +459,14 @@ class Mount:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             _log.warning("refreshing the tools of %s failed: %s", self._label(), task.exception())
+
+
+def _seconds(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UsageError(f"{name}={value!r}: must be a positive number of seconds")
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(f"{name}={value!r}: must be a positive number of seconds")
+    return float(value)
 
 
 def _names(include: Iterable[str]) -> tuple[str, ...]:
@@ -491,9 +510,15 @@ async def _list_tools(client: Client, *, refresh: bool) -> list[types.Tool]:
     raise McpConnectionError(f"the tools/list answer ran past {_MAX_PAGES} pages")
 
 
+def _innermost(exc: BaseException) -> BaseException:
+    """The first exception inside (nested) exception groups; `exc` when it is none."""
+    while getattr(exc, "exceptions", None):
+        exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    return exc
+
+
 def _reason(exc: BaseException) -> str:
     """One line about why a connection failed, from inside exception groups too."""
-    while getattr(exc, "exceptions", None):  # an exception group: its first member
-        exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    exc = _innermost(exc)
     text = exception_text(exc, 300)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

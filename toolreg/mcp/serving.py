@@ -11,6 +11,7 @@ client's delayed ACK (Nagle's algorithm), about 40 ms a call on loopback. The
 from __future__ import annotations
 
 import asyncio
+import inspect
 import ipaddress
 import socket
 import sys
@@ -29,6 +30,7 @@ from .server import ContextFactory, build_server
 __all__ = ["HttpServer", "allowed_hosts_for", "listening_socket", "run_http", "serve"]
 
 _WILDCARDS = frozenset({"", "0.0.0.0", "::"})
+_BACKLOG = 2048  # uvicorn's default
 
 
 def serve(
@@ -111,6 +113,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.bind(address)
+        sock.listen(_BACKLOG)  # connections wait in the backlog until the server accepts
     except BaseException:
         sock.close()
         raise
@@ -152,10 +155,12 @@ def run_http(
     )
     print(f"toolreg: serving MCP at {_url(sock, path)}", file=sys.stderr, flush=True)
     server = uvicorn.Server(config)
-    if workers > 1:
-        Multiprocess(config, target=server.run, sockets=[sock]).run()
-    else:
+    if workers == 1:
         server.run(sockets=[sock])
+    elif "target" in inspect.signature(Multiprocess).parameters:  # older uvicorn
+        Multiprocess(config, target=server.run, sockets=[sock]).run()  # type: ignore[call-arg]
+    else:
+        Multiprocess(config, sockets=[sock]).run()
 
 
 class HttpServer:
