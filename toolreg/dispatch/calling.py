@@ -97,19 +97,24 @@ class _Deadline(Exception):
 _IDLE_SECONDS = 30.0
 
 
+_Work = Callable[[], Callable[[], None]]
+"""A call to run in a thread: it returns how to hand its outcome over (neither may raise)."""
+
+
 class _Threads:
     """Threads for calls that must not block their caller. An idle thread takes the next
     call; when none is idle a new one starts, so no call ever waits for another (a slow or
-    stuck tool only holds its own thread). Forgotten in a forked child, whose copy of the
-    idle list names threads that do not exist there."""
+    stuck tool only holds its own thread). A thread is idle again before it hands the
+    outcome over, so the caller's next call finds it free. Forgotten in a forked child,
+    whose copy of the idle list names threads that do not exist there."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._idle: list[queue.SimpleQueue[Callable[[], None]]] = []
+        self._idle: list[queue.SimpleQueue[_Work]] = []
         self._pid = os.getpid()
 
-    def run(self, target: Callable[[], None]) -> None:
-        """Run `target` (which must not raise) in an idle or a new thread."""
+    def run(self, work: _Work) -> None:
+        """Run `work` in an idle or a new thread."""
         with self._lock:
             if self._pid != os.getpid():
                 self._idle, self._pid = [], os.getpid()
@@ -118,46 +123,47 @@ class _Threads:
             inbox = queue.SimpleQueue()
             name = "toolreg-call"
             threading.Thread(target=self._serve, args=(inbox,), name=name, daemon=True).start()
-        inbox.put(target)
+        inbox.put(work)
 
-    def _serve(self, inbox: queue.SimpleQueue[Callable[[], None]]) -> None:
+    def _serve(self, inbox: queue.SimpleQueue[_Work]) -> None:
         while True:
             try:
-                target = inbox.get(timeout=_IDLE_SECONDS)
+                work = inbox.get(timeout=_IDLE_SECONDS)
             except queue.Empty:
                 with self._lock:
                     if inbox in self._idle:  # still idle: end; else a call is on its way
                         self._idle.remove(inbox)
                         return
                 continue
-            target()
-            del target  # the call's frames, arguments and result go now, not at the next call
+            hand_over = work()
+            del work  # the call's frames and arguments go now, not at the next call
             with self._lock:
                 self._idle.append(inbox)
+            hand_over()
+            del hand_over
 
 
 _THREADS = _Threads()
 
 
-def _start(target: Callable[[], None]) -> None:
+def _start(work: _Work) -> None:
     context = contextvars.copy_context()
-    _THREADS.run(lambda: context.run(target))
+    _THREADS.run(lambda: context.run(work))
 
 
 def _in_thread(fn: Callable[[], T], timeout: float | None) -> T:
-    """Run `fn` in a fresh daemon thread; raise `_Deadline` if it is not done in time."""
+    """Run `fn` in a thread of its own; raise `_Deadline` if it is not done in time."""
     box: dict[str, Any] = {}
     done = threading.Event()
 
-    def target() -> None:
+    def work() -> Callable[[], None]:
         try:
             box["value"] = fn()
         except BaseException as exc:  # handed over to the caller, who re-raises it
             box["error"] = exc
-        finally:
-            done.set()
+        return done.set
 
-    _start(target)
+    _start(work)
     if not done.wait(timeout):
         raise _Deadline
     if "error" in box:
@@ -182,7 +188,7 @@ def _thread_future(fn: Callable[[], T]) -> asyncio.Future[T]:
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
 
-    def target() -> None:
+    def work() -> Callable[[], None]:
         value: Any = None
         error: BaseException | None = None
         try:
@@ -192,10 +198,14 @@ def _thread_future(fn: Callable[[], T]) -> asyncio.Future[T]:
             error.__cause__ = exc
         except BaseException as exc:
             error = exc
-        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
-            loop.call_soon_threadsafe(_settle, future, value, error)
 
-    _start(target)
+        def hand_over() -> None:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+                loop.call_soon_threadsafe(_settle, future, value, error)
+
+        return hand_over
+
+    _start(work)
     return future
 
 
