@@ -118,6 +118,12 @@ def die() -> str:
     os._exit(3)
 
 
+@process.register_tool(requires_confirmation=True)
+def reset() -> str:
+    """Needs a confirmation, but says nothing about it in MCP's annotations (not destructive)."""
+    return "reset"
+
+
 @process.register_tool
 def hang() -> str:
     """Never answer (until the process ends)."""

@@ -55,6 +55,18 @@ def check_round_trip(mounted: ToolRegistry) -> None:
     assert mounted.get_tools("anthropic") == tools.registry.get_tools("anthropic")
     remote = [(r.ok, r.content) for r in (mounted.dispatch_tool(n, dict(a)) for n, a in CALLS)]
     assert remote == local_outcomes(tools.registry)
+    # a call approved here is not asked about again there: the same answer as locally
+    for answer in (True, False):
+        asked: list[dict[str, Any]] = []
+
+        def confirm(tool: Any, arguments: dict[str, Any], answer: bool = answer) -> bool:
+            asked.append(arguments)
+            return answer
+
+        local = tools.registry.dispatch_tool("delete_file", {"path": "/x"}, confirm=confirm)
+        there = mounted.dispatch_tool("delete_file", {"path": "/x"}, confirm=confirm)
+        assert (there.ok, there.content) == (local.ok, local.content)
+        assert asked == [{"path": "/x"}, {"path": "/x"}]
 
 
 def test_round_trip_over_http(served_url: str) -> None:
@@ -285,6 +297,19 @@ def test_a_hanging_call_times_out() -> None:
         )
         assert handle.connected  # a slow tool is not a dead server
         assert registry.dispatch_tool("pid", {}).ok
+
+
+def test_the_mount_declines_what_was_not_approved_here() -> None:
+    """`requires_confirmation` has no MCP annotation: the mounted tool runs unasked here,
+    and the server's question about it gets a no (only calls approved here get a yes)."""
+    registry = ToolRegistry()
+    with mount(registry, serve_command(PROCESS_TOOLS), env=child_env(), include=["reset"]):
+        assert not registry["reset"].needs_confirmation
+        result = registry.dispatch_tool("reset", {})
+        assert result.content == (
+            "Tool 'reset' was not run: the user declined. Do not retry it unless the user asks."
+        )
+        assert registry.dispatch_tool("reset", {}, confirm=yes).error_kind == "execution_error"
 
 
 def test_an_unreachable_server_is_an_error_at_mount() -> None:

@@ -182,7 +182,7 @@ def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None
 
 
 def _thread_future(fn: Callable[[], T]) -> asyncio.Future[T]:
-    """A future of the running loop, resolved when `fn` finishes in a fresh thread."""
+    """A future of the running loop, resolved when `fn` finishes in a thread of its own."""
     import asyncio  # lazy: see the module's imports
 
     loop = asyncio.get_running_loop()

@@ -13,6 +13,9 @@ structured content too); a result with `isError` is an `execution_error` with th
 text; the call is bounded by `timeout`; a server that dies mid-call gives an error result at
 once. `readOnlyHint` and `destructiveHint` become `read_only` and `destructive` (MCP's
 default: a tool that says nothing may destroy, so it needs `confirm=` like any local one).
+When a server asks to confirm a call that the local `confirm=` has already approved (toolreg's
+own confirmation form, during that very call), the mount answers yes; any other elicitation
+it declines.
 
 A `Mount` is a context manager both ways. `with` runs the connection on an event loop of its
 own, in a background thread, so plain scripts and sync `dispatch_tool` work; `async with`
@@ -25,17 +28,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import json
 import logging
 import math
+import os
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 import httpx2
 import mcp_types as types
 from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -44,6 +51,7 @@ from ..errors import ToolDefinitionError, ToolError, ToolregError, UsageError, e
 from ..registry import ToolRegistry
 from ..tool import Tool
 from .errors import McpConnectionError
+from .server import CONFIRM_SCHEMA
 
 __all__ = ["Mount", "RemoteResult", "mount"]
 
@@ -51,6 +59,10 @@ _log = logging.getLogger("toolreg.mcp")
 _MAX_PAGES = 100  # of a tools/list answer: a server whose cursor never ends cannot hang us
 _GRACE = 1.0  # the SDK's read timeout runs this much past dispatch's, which reports first
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the SDK's own: a response may stream long
+_APPROVED: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "toolreg_mcp_approved", default=False
+)
+"""Set while a call the local `confirm=` approved is on its way to the server."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,12 +279,14 @@ class Mount:
                     )
                     transport: Any = streamable_http_client(self._url, http_client=http)
                 else:
-                    transport = self._command
+                    assert self._command is not None
+                    transport = stdio_client(self._command, errlog=_errlog(stack))
                 client = await stack.enter_async_context(
                     Client(
                         transport,
                         read_timeout_seconds=max(self.timeout, self.connect_timeout) + _GRACE,
                         message_handler=self._on_message,
+                        elicitation_callback=_answer_elicitation,
                     )
                 )
                 self._client = client
@@ -406,6 +420,8 @@ class Mount:
         client = self._client
         if client is None:
             raise ToolError(f"Tool '{local}' failed: its MCP server is not connected.")
+        mounted = self._mounted.get(local)
+        approved = _APPROVED.set(mounted is not None and mounted.needs_confirmation)
         try:
             result = await client.call_tool(remote, arguments)
         except MCPError as exc:
@@ -421,6 +437,8 @@ class Mount:
             raise ToolError(
                 f"Tool '{local}' failed: the MCP server could not be reached ({reason})."
             ) from exc
+        finally:
+            _APPROVED.reset(approved)
         text = remote_text(result)
         if result.is_error:
             raise ToolError(text or f"Tool '{local}' failed.")
@@ -469,6 +487,15 @@ def _seconds(name: str, value: object) -> float:
     return float(value)
 
 
+async def _answer_elicitation(context: Any, params: Any) -> types.ElicitResult:
+    """Yes to a server's confirmation of a call the local `confirm=` approved (the mounted
+    tool needs confirmation, so dispatch asked before running it); no to anything else."""
+    form = getattr(params, "requested_schema", None)
+    if _APPROVED.get() and form == CONFIRM_SCHEMA:
+        return types.ElicitResult(action="accept", content={"confirm": True})
+    return types.ElicitResult(action="decline")
+
+
 def _names(include: Iterable[str]) -> tuple[str, ...]:
     if isinstance(include, str):
         raise UsageError(f"include= takes a list of names, e.g. include=[{include!r}]")
@@ -508,6 +535,20 @@ async def _list_tools(client: Client, *, refresh: bool) -> list[types.Tool]:
         if cursor is None:
             return tools
     raise McpConnectionError(f"the tools/list answer ran past {_MAX_PAGES} pages")
+
+
+def _errlog(stack: contextlib.AsyncExitStack) -> TextIO:
+    """Where a stdio server's stderr goes: ours, if it is a real file (under a test runner's
+    capture it may not be), else nowhere."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None and stream.fileno() >= 0:
+                return stream
+        except (AttributeError, OSError, ValueError):
+            continue
+    devnull = open(os.devnull, "w")  # noqa: SIM115 - closed with the connection
+    stack.callback(devnull.close)
+    return devnull
 
 
 def _innermost(exc: BaseException) -> BaseException:
