@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -34,6 +35,7 @@ from mcp.shared.exceptions import MCPError
 import toolreg
 from toolreg import ToolContext, ToolError, ToolRegistry
 from toolreg.mcp import HttpServer, McpRequest, asgi_app, build_server, serve
+from toolreg.mcp.http import fast_request
 from toolreg.mcp.serving import allowed_hosts_for
 
 MODES = {"auto": "2026-07-28", "legacy": "2025-11-25"}  # Client(mode=...) -> protocol
@@ -289,7 +291,7 @@ def test_binding_every_interface_needs_the_names_clients_use() -> None:
         capture_output=True,
         text=True,
         cwd=ROOT,
-        env={**__import__("os").environ, **child_env()},
+        env={**os.environ, **child_env()},
         timeout=60,
     )
     assert done.returncode == 2
@@ -306,16 +308,20 @@ def test_serve_checks_its_options() -> None:
         asgi_app(registry, token="  ")
     with pytest.raises(toolreg.UsageError, match="context"):
         asgi_app(registry, context="user")  # type: ignore[arg-type]
-    done = subprocess.run(
-        serve_command(TOOLS, "--token", "x"),
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**__import__("os").environ, **child_env()},
-        timeout=60,
-    )
-    assert done.returncode == 2
-    assert "--token applies to --transport http" in done.stderr
+    for options, problem in (
+        (["--token", "x"], "--token applies to --transport http"),
+        (["--transport", "http", "--workers", "2", "--stateful"], "use one worker"),
+    ):
+        done = subprocess.run(
+            serve_command(TOOLS, *options),
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, **child_env()},
+            timeout=60,
+        )
+        assert done.returncode == 2
+        assert problem in done.stderr
 
 
 # -- the gate: DNS rebinding, bearer token -------------------------------------------------
@@ -521,3 +527,35 @@ def test_a_port_in_use_is_an_error() -> None:
         port = taken.getsockname()[1]
         with pytest.raises(OSError):
             HttpServer(asgi_app(tools.registry), port=port).start()
+
+
+def test_what_the_fast_path_leaves_to_the_sdk() -> None:
+    """Only plain requests are answered without the SDK's machinery; the rest keep every
+    behaviour the SDK has (streams for progress and logs, elicitation answers, paging)."""
+    modern = {**HEADERS, "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call"}
+    modern["mcp-name"] = "add"
+    call = envelope("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}, "2026-07-28")
+
+    def taken(body: dict[str, Any], headers: dict[str, str] = modern) -> bool:
+        return fast_request(headers, json.dumps(body).encode()) is not None
+
+    request = fast_request(modern, json.dumps(call).encode())
+    assert request is not None
+    assert (request.method, request.version, request.request_id) == ("tools/call", "2026-07-28", 7)
+    assert request.client == {"name": "test", "version": "1"}
+    meta = call["params"]["_meta"]
+    assert not taken({**call, "params": {**call["params"], "_meta": {**meta, "progressToken": 1}}})
+    logs = {**meta, "io.modelcontextprotocol/logLevel": "info"}
+    assert not taken({**call, "params": {**call["params"], "_meta": logs}})
+    assert not taken({**call, "params": {**call["params"], "inputResponses": {}}})
+    assert not taken(call, {**modern, "mcp-name": "subtract"})  # the SDK rejects a mismatch
+    assert not taken(call, {**modern, "accept": "application/json"})  # the SDK answers 406
+    assert not taken(call, {**modern, "mcp-protocol-version": "2099-01-01"})
+    assert not taken({**call, "id": None})
+    assert not taken({**call, "params": {**call["params"], "arguments": [1, 2]}})
+    legacy = {**HEADERS}
+    plain = {"jsonrpc": "2.0", "id": "x", "method": "tools/list"}
+    assert taken(plain, legacy)
+    assert not taken({**plain, "params": {"cursor": "2"}}, legacy)
+    assert not taken({**plain, "method": "initialize"}, legacy)
+    assert not taken(plain, {k: v for k, v in legacy.items() if k != "mcp-protocol-version"})

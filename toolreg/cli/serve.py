@@ -76,6 +76,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.workers > 1:
         if args.target.startswith("mcp:"):
             raise ServeError("an mcp: target is served by one worker; drop --workers")
+        if args.stateful:
+            raise ServeError("--stateful sessions live in one process: use one worker")
         settings = {
             "target": args.target,
             "path": args.path,

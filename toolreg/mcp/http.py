@@ -22,6 +22,7 @@ import hmac
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
@@ -32,12 +33,7 @@ from mcp.shared.inbound import (
     InboundModernRoute,
     classify_inbound_request,
 )
-from mcp_types import (
-    LOG_LEVEL_META_KEY,
-    PROTOCOL_VERSION_META_KEY,
-    SERVER_INFO_META_KEY,
-    methods,
-)
+from mcp_types import LOG_LEVEL_META_KEY, SERVER_INFO_META_KEY, methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 from ..errors import UsageError
@@ -46,7 +42,14 @@ from ..tool import Tool
 from .context import McpRequest
 from .server import ContextFactory, ToolService, sdk_server
 
-__all__ = ["LOOPBACK_HOSTS", "LOOPBACK_ORIGINS", "McpApp", "asgi_app"]
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "LOOPBACK_ORIGINS",
+    "FastRequest",
+    "McpApp",
+    "asgi_app",
+    "fast_request",
+]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -195,75 +198,41 @@ class McpApp:
     async def _fast(self, headers: Mapping[str, str], body: bytes) -> bytes | None:
         """The response to a plain stateless `tools/call` or `tools/list`, or None to leave
         the request to the SDK (which then answers it, errors included, its own way)."""
-        version = headers.get("mcp-protocol-version")
-        if version is None or not _accepts(headers):
+        request = fast_request(headers, body)
+        if request is None:
             return None
-        try:
-            message = json.loads(body)
-        except (ValueError, RecursionError):
-            return None
-        if type(message) is not dict or message.get("jsonrpc") != "2.0":
-            return None
-        request_id, method = message.get("id"), message.get("method")
-        if type(request_id) not in (int, str) or method not in _FAST_METHODS:
-            return None
-        params = message.get("params")
-        modern = version in MODERN_PROTOCOL_VERSIONS
-        if modern:
-            route = _modern_route(headers, message)
-            if route is None:
-                return None
-        elif version not in HANDSHAKE_PROTOCOL_VERSIONS:
-            return None
-        try:
-            methods.validate_client_request(method, version, params)
-        except Exception:  # the SDK answers it with the right error
-            return None
-        meta = params.get("_meta") if type(params) is dict else None
-        if meta and ("progressToken" in meta or LOG_LEVEL_META_KEY in meta):
-            return None  # the client wants notifications: the SDK streams them
-        if method == "tools/list":
-            if params and params.get("cursor") is not None:
-                return None
+        if request.method == "tools/list":
             listed = types.ListToolsResult.model_validate(self.service.list_result())
             dumped = listed.model_dump(by_alias=True, mode="json", exclude_none=True)
-            result = methods.serialize_server_result(method, version, dumped)  # the SDK's sieve
+            result = methods.serialize_server_result(request.method, request.version, dumped)
         else:
-            result_or_none = await self._call(params, headers, version, route if modern else None)
-            if result_or_none is None:
+            called = await self._call(request, headers)
+            if called is None:
                 return None
-            result = result_or_none
-        if modern:
+            result = called
+        if request.version in MODERN_PROTOCOL_VERSIONS:
             result["resultType"] = "complete"
             result["_meta"] = {SERVER_INFO_META_KEY: self._stamp}  # the SDK's stamp (2026)
-        envelope = {"jsonrpc": "2.0", "id": request_id, "result": result}
+        envelope = {"jsonrpc": "2.0", "id": request.request_id, "result": result}
         return _ENCODER.encode(envelope).encode()
 
     async def _call(
-        self,
-        params: Any,
-        headers: Mapping[str, str],
-        version: str,
-        route: InboundModernRoute | None,
+        self, request: FastRequest, headers: Mapping[str, str]
     ) -> dict[str, Any] | None:
-        if type(params) is not dict or not _CALL_KEYS.issuperset(params):
-            return None
-        tool = self.service.registry.get(params["name"])
+        tool = self.service.registry.get(request.params["name"])
         if tool is None or tool.needs_confirmation or self._declares_headers(tool):
-            return None
-        arguments = params.get("arguments")
+            return None  # the SDK's path: an unknown-tool error, elicitation, header checks
 
-        def request() -> McpRequest:
-            client = route.client_info if route is not None else None
+        def about() -> McpRequest:
             return McpRequest(
                 transport="http",
                 tool=tool.name,
-                protocol_version=version,
+                protocol_version=request.version,
                 headers=dict(headers),
-                client=client if isinstance(client, dict) else None,
+                client=request.client,
             )
 
-        result = await self.service.call(tool, arguments, request, call_id=None)
+        result = await self.service.call(tool, request.params.get("arguments"), about, call_id=None)
         return self.service.result(tool, result)
 
     def _declares_headers(self, tool: Tool) -> bool:
@@ -276,13 +245,61 @@ class McpApp:
         return known[1]
 
 
-def _modern_route(headers: Mapping[str, str], message: dict[str, Any]) -> InboundModernRoute | None:
-    """The envelope of a 2026-07-28 request when it passes the SDK's own checks."""
-    verdict = classify_inbound_request(message, headers=headers)
-    if not isinstance(verdict, InboundModernRoute):
+@dataclass(frozen=True, slots=True)
+class FastRequest:
+    """A stateless request the fast path answers: valid by the SDK's own checks, asking for
+    no notification stream."""
+
+    request_id: int | str
+    method: str  # "tools/call" or "tools/list"
+    version: str
+    params: dict[str, Any]
+    client: dict[str, Any] | None = None
+
+
+def fast_request(headers: Mapping[str, str], body: bytes) -> FastRequest | None:
+    """The request in `body` if the fast path may answer it, else None (the SDK will).
+
+    A single JSON-RPC `tools/call` or `tools/list` (first page) on a protocol version the
+    SDK serves, that a client able to take either a JSON or an SSE answer sent as JSON,
+    whose envelope (2026-07-28) and params pass the SDK's `classify_inbound_request` and
+    `validate_client_request`, and that asks for no progress or log notifications.
+    """
+    version = headers.get("mcp-protocol-version")
+    if version is None or not _accepts(headers):
         return None
-    meta = message["params"]["_meta"]
-    return verdict if meta.get(PROTOCOL_VERSION_META_KEY) == verdict.protocol_version else None
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if type(message) is not dict or message.get("jsonrpc") != "2.0":
+        return None
+    request_id, method, params = message.get("id"), message.get("method"), message.get("params")
+    if not isinstance(request_id, (int, str)) or isinstance(request_id, bool):
+        return None
+    if method not in _FAST_METHODS:
+        return None
+    client = None
+    if version in MODERN_PROTOCOL_VERSIONS:
+        route = classify_inbound_request(message, headers=headers)
+        if not isinstance(route, InboundModernRoute):
+            return None
+        client = route.client_info if isinstance(route.client_info, dict) else None
+    elif version not in HANDSHAKE_PROTOCOL_VERSIONS:
+        return None
+    try:
+        methods.validate_client_request(method, version, params)
+    except Exception:  # malformed: the SDK answers with the right error
+        return None
+    params = params if type(params) is dict else {}
+    meta = params.get("_meta") or {}
+    if "progressToken" in meta or LOG_LEVEL_META_KEY in meta:
+        return None  # the client wants notifications: the SDK streams them
+    if method == "tools/list" and params.get("cursor") is not None:
+        return None
+    if method == "tools/call" and not _CALL_KEYS.issuperset(params):
+        return None  # e.g. the answers of an elicitation (inputResponses)
+    return FastRequest(request_id, method, version, params, client)
 
 
 _ROUTING = frozenset({b"mcp-protocol-version", b"mcp-method", b"mcp-name"})
