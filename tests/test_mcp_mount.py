@@ -287,29 +287,35 @@ def test_server_death_mid_call_is_a_clean_error_at_once() -> None:
     assert registry.names() == []
 
 
-def test_a_hanging_call_times_out() -> None:
+@pytest.fixture(scope="module")
+def process_tools() -> Iterator[tuple[ToolRegistry, Mount]]:
+    """The process tools of a `toolreg serve` child, mounted with a short call time limit."""
     registry = ToolRegistry()
-    with mount(registry, serve_command(PROCESS_TOOLS), env=child_env(), timeout=0.5) as handle:
-        result = registry.dispatch_tool("hang", {})
-        assert (result.error_kind, result.content) == (
-            "timeout",
-            "Tool 'hang' timed out after 0.5 s.",
-        )
-        assert handle.connected  # a slow tool is not a dead server
-        assert registry.dispatch_tool("pid", {}).ok
+    command = serve_command(PROCESS_TOOLS)
+    with mount(registry, command, env=child_env(), timeout=0.5) as handle:
+        yield registry, handle
 
 
-def test_the_mount_declines_what_was_not_approved_here() -> None:
+def test_a_hanging_call_times_out(process_tools: tuple[ToolRegistry, Mount]) -> None:
+    registry, handle = process_tools
+    result = registry.dispatch_tool("hang", {})
+    assert (result.error_kind, result.content) == ("timeout", "Tool 'hang' timed out after 0.5 s.")
+    assert handle.connected  # a slow tool is not a dead server
+    assert registry.dispatch_tool("pid", {}).ok
+
+
+def test_the_mount_declines_what_was_not_approved_here(
+    process_tools: tuple[ToolRegistry, Mount],
+) -> None:
     """`requires_confirmation` has no MCP annotation: the mounted tool runs unasked here,
     and the server's question about it gets a no (only calls approved here get a yes)."""
-    registry = ToolRegistry()
-    with mount(registry, serve_command(PROCESS_TOOLS), env=child_env(), include=["reset"]):
-        assert not registry["reset"].needs_confirmation
-        result = registry.dispatch_tool("reset", {})
-        assert result.content == (
-            "Tool 'reset' was not run: the user declined. Do not retry it unless the user asks."
-        )
-        assert registry.dispatch_tool("reset", {}, confirm=yes).error_kind == "execution_error"
+    registry, _ = process_tools
+    assert not registry["reset"].needs_confirmation
+    result = registry.dispatch_tool("reset", {})
+    assert result.content == (
+        "Tool 'reset' was not run: the user declined. Do not retry it unless the user asks."
+    )
+    assert registry.dispatch_tool("reset", {}, confirm=yes).error_kind == "execution_error"
 
 
 def test_an_unreachable_server_is_an_error_at_mount() -> None:
