@@ -28,6 +28,7 @@ __all__ = [
     "openai_definition",
     "render",
     "toolreg_dispatch",
+    "toolreg_instrumented_dispatch",
     "toolreg_registration",
 ]
 
@@ -138,6 +139,36 @@ def toolreg_dispatch(fns: Sequence[Fn]) -> DispatchPath:
         return result.content
 
     return DispatchPath("toolreg", "toolreg", call=call, note="reg.dispatch_tool(name, json)")
+
+
+def toolreg_instrumented_dispatch(fns: Sequence[Fn]) -> DispatchPath:
+    """toolreg's dispatch with `toolreg.instrument()` on: an SDK tracer and meter provider that
+    record every span and metric (and export nothing). Instrumentation is process-wide, so
+    it is switched on around each call only: the other rows measure it off."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.trace import TracerProvider
+
+    import toolreg
+    from toolreg.observe import OBSERVER
+
+    reg = toolreg.ToolRegistry()
+    for fn in fns:
+        reg.register_tool(fn)
+    toolreg.instrument(TracerProvider(), MeterProvider())
+    observer, OBSERVER.current = OBSERVER.current, None
+
+    def call(name: str, args: str) -> str:
+        OBSERVER.current = observer
+        try:
+            result = reg.dispatch_tool(name, args)
+        finally:
+            OBSERVER.current = None
+        if not result.ok:
+            raise RuntimeError(result.content)
+        return result.content
+
+    note = "reg.dispatch_tool with instrument() on (SDK providers, no exporter)"
+    return DispatchPath("toolreg (instrumented)", "toolreg", call=call, note=note)
 
 
 def floor_dispatch(fns: Sequence[Fn]) -> list[DispatchPath]:

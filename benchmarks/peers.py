@@ -22,6 +22,7 @@ from baselines import (
     openai_definition,
     render,
     toolreg_dispatch,
+    toolreg_instrumented_dispatch,
     toolreg_registration,
 )
 
@@ -239,6 +240,10 @@ def dispatch_paths(
     """toolreg's dispatch, the floors, each selected peer's path; skipped ones with why."""
     paths = [toolreg_dispatch(fns), *floor_dispatch(fns)]
     skipped: dict[str, str] = {}
+    if _module_installed("opentelemetry.sdk"):  # toolreg's own cost when traced
+        paths.append(toolreg_instrumented_dispatch(fns))
+    else:
+        skipped["toolreg (instrumented)"] = "not installed (pip install opentelemetry-sdk)"
     if _module_installed("fastjsonschema"):  # a floor, so it runs with --quick too
         try:
             paths.append(fastjsonschema_dispatch(fns))

@@ -344,7 +344,7 @@ def test_tool_error_sends_exactly_its_message(tool: str) -> None:
 
 
 def test_tool_error_message_is_sent_even_when_errors_are_masked() -> None:
-    reg = make_registry(mask_errors=True)
+    reg = make_registry(errors="mask")
     result = reg.dispatch_tool("boom", {"kind": "tool"})
     assert result.content == "The city 'Atlantis' does not exist. Ask the user for another."
 
@@ -358,7 +358,7 @@ def test_tool_error_message_is_sent_even_when_errors_are_masked() -> None:
         ("broken", "Tool '{}' failed: Broken"),
         (
             "multiline",
-            "Tool '{}' failed: ValueError: line one line two File \"/srv/app/secret.py\", line 3",
+            "Tool '{}' failed: ValueError: line one line two File \"[redacted]\", line 3",
         ),
         ("long", "Tool '{}' failed: ValueError: " + "x" * 500),
     ],
@@ -407,8 +407,8 @@ def test_original_exception_is_kept_for_logging() -> None:
 
 
 @pytest.mark.parametrize("tool", ["boom", "aboom", "slow_boom"])
-def test_mask_errors_hides_the_message(tool: str) -> None:
-    reg = make_registry(mask_errors=True)
+def test_errors_mask_hides_the_message(tool: str) -> None:
+    reg = make_registry(errors="mask")
     for result in (
         reg.dispatch_tool(tool, {"kind": "value"}),
         asyncio.run(reg.adispatch_tool(tool, {"kind": "value"})),
@@ -418,8 +418,8 @@ def test_mask_errors_hides_the_message(tool: str) -> None:
         assert isinstance(result.exception, ValueError)
 
 
-def test_mask_errors_does_not_hide_the_models_own_mistakes() -> None:
-    reg = make_registry(mask_errors=True)
+def test_errors_mask_does_not_hide_the_models_own_mistakes() -> None:
+    reg = make_registry(errors="mask")
     assert reg.dispatch_tool("add", {}).content == (
         "Invalid arguments for tool 'add': missing required property 'a'."
     )

@@ -591,7 +591,7 @@ def test_errors_raised_while_building_a_class_are_invalid_arguments() -> None:
     assert seen == []
 
 
-def test_mask_errors_hides_exception_text_from_conversion_too() -> None:
+def test_errors_mode_applies_to_exception_text_from_conversion_too() -> None:
     @dataclasses.dataclass
     class Query:
         path: str
@@ -599,11 +599,12 @@ def test_mask_errors_hides_exception_text_from_conversion_too() -> None:
         def __post_init__(self) -> None:
             raise ValueError("cannot open /etc/secret/db.conf")
 
-    for mask, expected in [
-        (False, "q: ValueError: cannot open /etc/secret/db.conf"),
-        (True, "q: cannot be converted"),
+    for mode, expected in [
+        ("full", "q: ValueError: cannot open /etc/secret/db.conf"),
+        ("redact", "q: ValueError: cannot open [redacted]"),
+        ("mask", "q: cannot be converted"),
     ]:
-        reg = ToolRegistry(mask_errors=mask)
+        reg = ToolRegistry(errors=mode)  # type: ignore[arg-type]
 
         def run(q: Query) -> str:
             """Run a query."""

@@ -260,3 +260,141 @@ def test_confirmations_of_concurrent_calls_are_asked_one_at_a_time() -> None:
     results = reg.dispatch_many([("remove", {"item": i}) for i in range(5)], confirm=confirm)
     assert [r.content for r in results] == ["0", "1", "2", "3", "4"]
     assert peak[0] == 1
+
+
+def test_the_callback_gets_a_deep_copy() -> None:
+    reg = ToolRegistry()
+    seen: list[Any] = []
+
+    @reg.register_tool(destructive=True)
+    def purge(paths: list[str], options: dict[str, list[int]]) -> str:
+        """Purge paths."""
+        seen.append((paths, options))
+        return "purged"
+
+    def meddle(tool: Tool, args: dict[str, Any]) -> bool:
+        args["paths"].append("/etc")  # a nested change: must not reach the call
+        args["options"]["keep"].clear()
+        return True
+
+    result = reg.dispatch_tool(
+        "purge", '{"paths": ["/tmp/a"], "options": {"keep": [1, 2]}}', confirm=meddle
+    )
+    assert result.ok
+    assert seen == [(["/tmp/a"], {"keep": [1, 2]})]
+
+
+def _in_time(fn: Any, seconds: float = 10.0) -> Any:
+    """Run `fn` in a thread; fail (instead of hanging the suite) if it deadlocks."""
+    box: dict[str, Any] = {}
+    thread = threading.Thread(target=lambda: box.setdefault("value", fn()), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), "deadlock: the dispatch never returned"
+    return box["value"]
+
+
+def test_a_callback_may_dispatch_and_dispatch_many_without_deadlock() -> None:
+    reg, ran = make_registry()
+
+    def approve_after_a_dry_run(tool: Tool, args: dict[str, Any]) -> bool:
+        if tool.name == "delete_file":  # asks about send_mail calls, from pool threads too
+            results = reg.dispatch_many(
+                [
+                    ("send_mail", '{"to": "a@x", "body": "1"}'),
+                    ("send_mail", '{"to": "b@x", "body": "2"}'),
+                ],
+                confirm=lambda t, a: True,
+            )
+            single = reg.dispatch_tool("send_mail", '{"to": "c@x", "body": "3"}', confirm=yes)
+            return all(r.ok for r in [*results, single])
+        return True
+
+    def yes(tool: Tool, args: dict[str, Any]) -> bool:
+        return True
+
+    result = _in_time(
+        lambda: reg.dispatch_tool(
+            "delete_file", '{"path": "/tmp/x"}', confirm=approve_after_a_dry_run
+        )
+    )
+    assert result.ok, result.content
+    assert sorted(r[1] for r in ran if r[0] == "send_mail") == ["a@x", "b@x", "c@x"]
+
+
+def test_an_async_callback_may_dispatch_without_deadlock() -> None:
+    reg, ran = make_registry()
+
+    async def approve(tool: Tool, args: dict[str, Any]) -> bool:
+        if tool.name == "delete_file":
+            inner = await reg.adispatch_many(
+                [("send_mail", '{"to": "a@x", "body": "1"}')], confirm=lambda t, a: True
+            )
+            return inner[0].ok
+        return True
+
+    async def main() -> Any:
+        return await asyncio.wait_for(
+            reg.adispatch_tool("delete_file", '{"path": "/tmp/x"}', confirm=approve), 10
+        )
+
+    assert asyncio.run(main()).ok
+    assert [r[0] for r in ran] == ["send_mail", "delete_file"]
+
+
+def test_no_event_loop_is_kept_alive_after_it_is_closed() -> None:
+    import gc
+    import weakref
+
+    reg, _ = make_registry()
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+
+    async def slow_yes(tool: Tool, args: dict[str, Any]) -> bool:
+        await asyncio.sleep(0.01)
+        return True
+
+    async def main() -> None:
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        calls = [("delete_file", f'{{"path": "/tmp/{i}"}}') for i in range(3)]
+        results = await reg.adispatch_many(calls, confirm=slow_yes)  # they wait for each other
+        assert all(r.ok for r in results)
+
+    for _ in range(3):
+        asyncio.run(main())
+    deadline = time.monotonic() + 5  # the tools' own threads may still be finishing
+    while any(ref() is not None for ref in loops) and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.02)
+    assert [ref() for ref in loops] == [None, None, None]
+
+
+def test_a_cancelled_waiter_does_not_block_the_next_question() -> None:
+    reg, ran = make_registry()
+
+    async def main() -> None:
+        release = asyncio.Event()
+
+        async def hold(tool: Tool, args: dict[str, Any]) -> bool:
+            await release.wait()
+            return True
+
+        first = asyncio.create_task(
+            reg.adispatch_tool("delete_file", '{"path": "/a"}', confirm=hold)
+        )
+        await asyncio.sleep(0.01)
+        waiter = asyncio.create_task(
+            reg.adispatch_tool("delete_file", '{"path": "/b"}', confirm=hold)
+        )
+        await asyncio.sleep(0.01)
+        waiter.cancel()  # gave up while waiting for its turn
+        release.set()
+        assert (await first).ok
+        third = await asyncio.wait_for(
+            reg.adispatch_tool("delete_file", '{"path": "/c"}', confirm=hold), 5
+        )
+        assert third.ok
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+
+    asyncio.run(main())
+    assert [str(r[1]) for r in ran] == ["/a", "/c"]

@@ -67,11 +67,15 @@ def test_tool_context_carries_deps_tool_name_and_call_id() -> None:
     assert seen[0].deps is session
 
 
-def test_context_is_none_when_dispatch_gets_none() -> None:
+def test_a_context_that_admits_none_is_none_when_dispatch_gets_none() -> None:
+    from toolreg import MissingContextError
+
     reg, seen = make_registry()
-    assert reg.dispatch_tool("raw", "{}").ok
-    assert reg.dispatch_tool("open_ended", "{}").ok
-    assert seen == [None, (ToolContext(deps=None, tool_name="open_ended", call_id=None), {})]
+    assert reg.dispatch_tool("raw_open", "{}").ok  # Annotated[Any, Injected]
+    assert seen == [(None, {})]
+    for name in ("raw", "open_ended", "whoami"):  # Session, bare ToolContext, ToolContext[...]
+        with pytest.raises(MissingContextError):
+            reg.dispatch_tool(name, "{}")
 
 
 def test_a_tool_context_passed_in_is_filled_with_this_call() -> None:
@@ -194,3 +198,56 @@ def test_injection_on_the_outside_of_an_optional_works() -> None:
 
     assert reg.dispatch_tool("orders", "{}", context={"user": "u1"}).content == "{'user': 'u1'}"
     assert not reg.dispatch_tool("orders", '{"ctx": {"user": "u2"}}', context={}).ok
+
+
+# -- a tool that needs a context and gets none --------------------------------------------------
+
+
+def context_registry() -> ToolRegistry:
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def my_orders(ctx: ToolContext[dict[str, str]]) -> str:
+        """The user's orders."""
+        return ctx.deps["user"]
+
+    @reg.register_tool
+    def greet(name: str, user: Annotated[str | None, Injected] = None) -> str:
+        """Greet, maybe personally."""
+        return f"hi {name} from {user}"
+
+    return reg
+
+
+def test_a_missing_context_is_raised_to_the_caller_not_sent_to_the_model() -> None:
+    import asyncio
+
+    from toolreg import Conversation, MissingContextError, ToolregError
+    from toolreg.testing import ScriptedServer, tool_call
+
+    reg = context_registry()
+    expected = (
+        "tool 'my_orders' needs a context for its parameter 'ctx' and none was given. "
+        "Fix: pass context=... to dispatch_tool, dispatch_many or Conversation "
+        "(toolreg call: --context JSON)"
+    )
+    with pytest.raises(MissingContextError) as info:
+        reg.dispatch_tool("my_orders", "{}")
+    assert str(info.value) == expected
+    assert (info.value.tool_name, info.value.parameter) == ("my_orders", "ctx")
+    assert isinstance(info.value, ToolregError)
+    with pytest.raises(MissingContextError):
+        asyncio.run(reg.adispatch_tool("my_orders", "{}"))
+    with pytest.raises(MissingContextError):
+        reg.dispatch_many([("my_orders", "{}"), ("greet", '{"name": "x"}')])
+    with ScriptedServer([tool_call("my_orders")]) as server:
+        chat = Conversation(server.client(), server.model, registry=reg)
+        with pytest.raises(MissingContextError):
+            chat.send("my orders?")
+        assert chat.messages == []  # the history stays as it was
+    assert reg.dispatch_tool("my_orders", "{}", context={"user": "ada"}).content == "ada"
+
+
+def test_a_context_that_may_be_none_is_not_required() -> None:
+    reg = context_registry()
+    assert reg.dispatch_tool("greet", '{"name": "x"}').content == "hi x from None"

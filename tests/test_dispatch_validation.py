@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
 import enum
 import json
 from typing import Annotated, Any, Literal, Optional, TypedDict
@@ -332,4 +333,54 @@ def test_chatglm3_not_required_parameter_without_default_gets_none() -> None:
     assert seen == [("x", None), ("x", "f")]
     assert reg.dispatch_tool("weather", {"unit": "f"}).content == (
         "Invalid arguments for tool 'weather': missing required property 'city'."
+    )
+
+
+# -- every problem at once --------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Window:
+    start: str
+    end: str
+
+    def __post_init__(self) -> None:
+        if self.start > self.end:
+            raise ValueError("start is after end")
+
+
+def every_problem_registry() -> ToolRegistry:
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def book(day: datetime.date, window: Window, room: str, seats: int = 1) -> str:
+        """Book a room."""
+        return "booked"
+
+    return reg
+
+
+def test_conversion_problems_are_all_reported_when_the_schema_passes() -> None:
+    result = every_problem_registry().dispatch_tool(
+        "book", '{"day": "2024-02-30", "window": {"start": "18:00", "end": "09:00"}, "room": "A"}'
+    )
+    assert result.error_kind == "invalid_arguments"
+    assert result.content == (
+        "Invalid arguments for tool 'book':\n"
+        "- day: expected an ISO 8601 date, e.g. 2024-05-01\n"
+        "- window: ValueError: start is after end"
+    )
+    assert isinstance(result.exception, ValueError)  # the application's own, kept
+
+
+def test_schema_and_conversion_problems_come_together() -> None:
+    result = every_problem_registry().dispatch_tool(
+        "book", '{"day": "2024-02-30", "window": {"start": "18:00", "end": "09:00"}, "seats": "x"}'
+    )
+    assert result.content == (
+        "Invalid arguments for tool 'book':\n"
+        "- missing required property 'room'\n"
+        "- seats: expected integer, got string\n"
+        "- day: expected an ISO 8601 date, e.g. 2024-05-01\n"
+        "- window: ValueError: start is after end"
     )

@@ -308,12 +308,24 @@ def test_serve_checks_its_options() -> None:
         asgi_app(registry, token="  ")
     with pytest.raises(toolreg.UsageError, match="context"):
         asgi_app(registry, context="user")  # type: ignore[arg-type]
-    for options, problem in (
-        (["--token", "x"], "--token applies to --transport http"),
-        (["--transport", "http", "--workers", "2", "--stateful"], "use one worker"),
+
+    @registry.register_tool
+    def whoami(ctx: ToolContext[dict[str, str]]) -> str:
+        """Needs a context: the deps' type does not admit None."""
+        return ctx.deps["user"]
+
+    with pytest.raises(toolreg.UsageError, match="'whoami' need a context"):
+        asgi_app(registry)  # refused now, not on every call
+    with pytest.raises(toolreg.UsageError, match="context="):
+        build_server(registry)
+    assert asgi_app(registry, context=lambda request: {"user": "ada"}).path == "/mcp"
+    for target, options, problem in (
+        (TOOLS, ["--token", "x"], "--token applies to --transport http"),
+        (TOOLS, ["--transport", "http", "--workers", "2", "--stateful"], "use one worker"),
+        ("samples/orders.py", [], "--context JSON"),
     ):
         done = subprocess.run(
-            serve_command(TOOLS, *options),
+            serve_command(target, *options),
             capture_output=True,
             text=True,
             cwd=ROOT,

@@ -182,11 +182,11 @@ LAYERS: list[set[str]] = [
     {"types"},
     {"validation"},
     {"definition"},
-    {"tool"},
+    {"tool", "observe"},
     {"dispatch"},
     {"formats"},
     {"registry"},
-    {"conversation", "mcp"},
+    {"conversation", "telemetry", "compat", "mcp"},
     {"testing"},
     {"cli", "__main__"},
     {"__init__"},  # the package: re-exports only

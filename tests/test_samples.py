@@ -55,7 +55,9 @@ def ok(result: Any) -> Any:
     return json.loads(result.content)
 
 
-@pytest.mark.parametrize("name", ["weather", "expense_tracker", "user_registry", "orders"])
+@pytest.mark.parametrize(
+    "name", ["weather", "expense_tracker", "user_registry", "orders", "chatglm3_tools"]
+)
 def test_sample_passes_lint(name: str) -> None:
     assert lint_registry(sample(name).registry) == []
 

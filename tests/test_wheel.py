@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import email
 import os
+import re
 import site
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,6 +38,7 @@ def test_wheel_installs_and_runs_the_demo(tmp_path: Path) -> None:
     pip = (sys.executable, "-m", "pip")
     run(*pip, "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", dist, ROOT, cwd=tmp_path)
     (wheel,) = dist.glob("toolreg-*.whl")
+    check_metadata(wheel)
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(clear=True).create(env_dir)
     bin_dir = env_dir / ("Scripts" if os.name == "nt" else "bin")
@@ -51,3 +55,31 @@ def test_wheel_installs_and_runs_the_demo(tmp_path: Path) -> None:
     assert lines[-1].endswith("net, 6.00 USD with 20% tax.")
     where = run(bin_dir / "python", "-c", "import toolreg; print(toolreg.__file__)", cwd=tmp_path)
     assert str(env_dir) in where.stdout  # the installed wheel, not the checkout
+
+
+def check_metadata(wheel: Path) -> None:
+    """What an index shows: the license (its file shipped), the Pythons, the status, keywords."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        (metadata_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        metadata = email.message_from_bytes(archive.read(metadata_name))
+        (license_name,) = [n for n in names if n.endswith("/LICENSE")]
+        license_text = archive.read(license_name).decode()
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert license_text.startswith("MIT License")
+    assert re.search(r'^license = "MIT"$', pyproject, re.MULTILINE)
+    assert metadata["License-Expression"] == "MIT"
+    assert metadata.get_all("License-File") == ["LICENSE"]
+    classifiers = metadata.get_all("Classifier")
+    lowest = re.search(r'^requires-python = ">=3\.(\d+)"$', pyproject, re.MULTILINE)
+    assert lowest is not None
+    pythons = sorted(
+        int(c.rsplit(".", 1)[1])
+        for c in classifiers
+        if re.fullmatch(r"Programming Language :: Python :: 3\.\d+", c)
+    )
+    assert pythons[0] == int(lowest.group(1))
+    assert pythons == list(range(pythons[0], pythons[-1] + 1))  # no gap
+    assert any(c.startswith("Development Status :: ") for c in classifiers)
+    keywords = metadata["Keywords"].split(",")
+    assert {"llm", "function-calling", "mcp", "chatglm3"} <= set(keywords)

@@ -15,6 +15,7 @@ from .errors import (
     DuplicateToolError,
     InvalidArgumentsError,
     InvalidJSONError,
+    MissingContextError,
     RepeatedCallError,
     ToolCallError,
     ToolDefinitionError,
@@ -47,28 +48,32 @@ if _typing.TYPE_CHECKING:
         run_conversation,
         trim_history,
     )
+    from .telemetry import instrument, uninstrument
 
-# The conversation driver loads on first use (PEP 562): `import toolreg` stays light for
-# applications that only register and dispatch.
+# The conversation driver and the telemetry load on first use (PEP 562): `import toolreg`
+# stays light for applications that only register and dispatch.
 _LAZY = {
-    "AsyncConversation",
-    "Conversation",
-    "Hooks",
-    "ModelCallEvent",
-    "ModelResponseEvent",
-    "Reply",
-    "ToolCallEvent",
-    "ToolResultEvent",
-    "Usage",
-    "run_conversation",
-    "trim_history",
+    "AsyncConversation": "conversation",
+    "Conversation": "conversation",
+    "Hooks": "conversation",
+    "ModelCallEvent": "conversation",
+    "ModelResponseEvent": "conversation",
+    "Reply": "conversation",
+    "ToolCallEvent": "conversation",
+    "ToolResultEvent": "conversation",
+    "Usage": "conversation",
+    "instrument": "telemetry",
+    "run_conversation": "conversation",
+    "trim_history": "conversation",
+    "uninstrument": "telemetry",
 }
 
 
 def __getattr__(name: str) -> _typing.Any:
-    if name not in _LAZY:
+    module = _LAZY.get(name)
+    if module is None:
         raise AttributeError(f"module 'toolreg' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(".conversation", __name__), name)
+    value = getattr(_importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value
 
@@ -96,6 +101,7 @@ __all__ = [
     "Injected",
     "InvalidArgumentsError",
     "InvalidJSONError",
+    "MissingContextError",
     "ModelCallEvent",
     "ModelResponseEvent",
     "Param",
@@ -127,8 +133,10 @@ __all__ = [
     "dispatch_many",
     "dispatch_tool",
     "get_tools",
+    "instrument",
     "register_schema",
     "register_tool",
     "run_conversation",
     "trim_history",
+    "uninstrument",
 ]

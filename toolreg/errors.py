@@ -16,7 +16,8 @@ ToolregError
 ├── ConversationError          e.g. the endpoint answered something unusable
 └── UsageError                 toolreg itself was misused: a bad option, a wrong type;
     │                          also a ValueError and a TypeError
-    └── ToolNotFoundError      a lookup by a name no tool has; also a KeyError
+    ├── ToolNotFoundError      a lookup by a name no tool has; also a KeyError
+    └── MissingContextError    a tool that needs `context=` was dispatched without one
 
 ToolError                      raised by a tool author to send a chosen message to the model
 ```
@@ -40,6 +41,7 @@ __all__ = [
     "DuplicateToolError",
     "InvalidArgumentsError",
     "InvalidJSONError",
+    "MissingContextError",
     "RepeatedCallError",
     "ToolCallError",
     "ToolDefinitionError",
@@ -245,3 +247,19 @@ class ToolNotFoundError(UsageError, KeyError):
 
     def __str__(self) -> str:  # KeyError would show the message in quotes
         return str(self.args[0])
+
+
+class MissingContextError(UsageError):
+    """A tool with a `ToolContext` (or `Injected`) parameter was dispatched without `context=`.
+
+    Raised to the caller, never sent to the model: the application has to pass the context.
+    """
+
+    def __init__(self, tool_name: str, parameter: str) -> None:
+        self.tool_name = tool_name
+        self.parameter = parameter
+        super().__init__(
+            f"tool '{tool_name}' needs a context for its parameter '{parameter}' and none was "
+            "given. Fix: pass context=... to dispatch_tool, dispatch_many or Conversation "
+            "(toolreg call: --context JSON)"
+        )

@@ -11,22 +11,44 @@ def search(
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-__all__ = ["Injected", "LogLevel", "LogReporter", "Param", "ProgressReporter", "ToolContext"]
+__all__ = [
+    "UNSET",
+    "Injected",
+    "LogLevel",
+    "LogReporter",
+    "Param",
+    "ProgressReporter",
+    "ToolContext",
+]
 
 DepsT = TypeVar("DepsT")
+
+
+class _Unset:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Any = _Unset()
+"""`Param.default` when no default is given (None is a default like any other)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Param:
     """Metadata for one parameter, placed in `typing.Annotated`.
 
-    Every field is optional; `None` means "not set". Several `Param`s (and plain strings,
-    `Doc`, ChatGLM3 booleans, `annotated_types` constraints) in one `Annotated` are merged,
-    the later one winning field by field.
+    Every field is optional; `None` means "not set" (for `default`: `UNSET`). Several
+    `Param`s (and plain strings, `Doc`, ChatGLM3 booleans, `annotated_types` constraints,
+    pydantic's `Field(...)`) in one `Annotated` are merged, the later one winning field by
+    field. `default` / `default_factory` give the parameter a default the function itself
+    does not declare (dispatch passes it when the model leaves the argument out); `ignored`
+    lists metadata toolreg did not understand (`toolreg lint` reports it).
     """
 
     description: str | None = None
@@ -44,6 +66,9 @@ class Param:
     title: str | None = None
     injected: bool = False
     extra: dict[str, Any] = field(default_factory=dict, hash=False)
+    default: Any = field(default_factory=lambda: UNSET, hash=False)
+    default_factory: Callable[[], Any] | None = None
+    ignored: tuple[str, ...] = ()
 
     def merged(self, other: Param) -> Param:
         """Return a copy where every field set on `other` replaces this one's."""
@@ -56,6 +81,12 @@ class Param:
             elif f.name == "injected":
                 if value:
                     changes["injected"] = True
+            elif f.name == "default":
+                if value is not UNSET:
+                    changes["default"] = value
+            elif f.name == "ignored":
+                if value:
+                    changes["ignored"] = (*self.ignored, *value)
             elif value is not None:
                 changes[f.name] = value
         return replace(self, **changes) if changes else self

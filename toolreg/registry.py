@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar, overload
 
-from .dispatch import CallLike, ConfirmCallback, Dispatcher, DispatchSettings
+from .dispatch import CallLike, ConfirmCallback, Dispatcher, DispatchSettings, ErrorMode
 from .errors import DuplicateToolError, ToolDefinitionError, ToolNotFoundError
 from .formats import export_tools
 from .result import ToolResult
@@ -26,7 +26,8 @@ class ToolRegistry:
     """A set of tools a model may call: register, look up, export, dispatch.
 
     Dispatch settings (see the README and `DispatchSettings`): `coerce` (safe coercion of
-    near-miss arguments), `mask_errors` (hide exception messages from the model),
+    near-miss arguments), `errors` (what the model reads of an exception: "redact" by
+    default, "mask" or "full"),
     `max_payload_bytes` and `max_depth` (limits on the arguments), `max_concurrency` (for
     `dispatch_many`), `max_result_chars` (default cut for results). The registry holds a
     `Dispatcher` over its own tool map; the dispatch verbs here hand over to it.
@@ -36,7 +37,7 @@ class ToolRegistry:
         self,
         *,
         coerce: bool = True,
-        mask_errors: bool = False,
+        errors: ErrorMode = "redact",
         max_payload_bytes: int = 1 << 20,
         max_depth: int = 64,
         max_concurrency: int = 8,
@@ -49,7 +50,7 @@ class ToolRegistry:
             self._tools,
             DispatchSettings(
                 coerce=coerce,
-                mask_errors=mask_errors,
+                errors=errors,
                 max_payload_bytes=max_payload_bytes,
                 max_depth=max_depth,
                 max_concurrency=max_concurrency,
@@ -83,6 +84,7 @@ class ToolRegistry:
         tags: Iterable[str] = (),
         result_filter: ResultFilter | None = None,
         coerce: bool | None = None,
+        flatten: bool = False,
         replace: bool = False,
     ) -> Callable[[F], F]: ...
 

@@ -47,3 +47,7 @@ class ToolResult:
     @property
     def error_kind(self) -> str | None:
         return None if self.error is None else self.error.kind
+
+    def __str__(self) -> str:
+        """The text for the model: `content` (ChatGLM3's `dispatch_tool` returns this)."""
+        return self.content

@@ -8,13 +8,16 @@ then: the schema, its strict form (for strict tools), the compiled validator and
 from __future__ import annotations
 
 import inspect
+import json
 import math
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from .definition.conversion import converter_for
 from .definition.docstrings import EMPTY_DOC, parse_docstring
+from .definition.fields import kind_of
 from .definition.names import NAME_RULES, accepted_somewhere
 from .definition.schema import JsonSchema, SchemaBuilder
 from .definition.signature import (
@@ -27,7 +30,7 @@ from .definition.signature import (
 from .definition.strict import make_strict
 from .errors import ToolDefinitionError
 from .jsonvalues import copy_json
-from .types import Converter
+from .types import ANY_TYPES, Converter
 from .validation import Validator
 from .validation.nulls import NullDropper
 
@@ -61,6 +64,7 @@ class Tool:
     tags: frozenset[str] = frozenset()
     result_filter: ResultFilter | None = None
     coerce: bool | None = None
+    flatten: bool = False
     is_async: bool = False
     params: tuple[ParamRecord, ...] = ()
     description_source: str = "none"
@@ -93,8 +97,11 @@ class Tool:
         doc = parse_docstring(sig.doc) if sig.doc else EMPTY_DOC
         builder = SchemaBuilder(sig.qualname)
         visible = [p for p in sig.params if p.inject is None and not p.var_keyword]
-        extra = _extra_keys_schema(builder, sig.params)
-        schema = builder.object_schema(visible, doc.params, extra)
+        if options.get("flatten"):
+            schema = _flattened(builder, visible, sig.params, sig.qualname)
+        else:
+            extra = _extra_keys_schema(builder, sig.params)
+            schema = builder.object_schema(visible, doc.params, extra)
         if builder.defs:
             schema["$defs"] = builder.defs
         tool_name = _check_name(name if name is not None else _default_name(fn), sig.qualname)
@@ -151,7 +158,12 @@ class Tool:
         if fields.get("strict"):  # fail loud now, not at export
             fields["strict_parameters"] = make_strict(parameters, tool=name)
         fields["plan"] = _build_plan(
-            name, parameters, fields.get("params", ()), fields["function"], owner
+            name,
+            parameters,
+            fields.get("params", ()),
+            fields["function"],
+            owner,
+            bool(fields.get("flatten")),
         )
         return cls(tags=frozenset(_check_tags(owner, tags)), **fields)
 
@@ -179,6 +191,7 @@ OPTIONS = frozenset(
         "tags",
         "result_filter",
         "coerce",
+        "flatten",
     }
 )
 """Options `register_tool` / `register_schema` accept besides `name` and `description`."""
@@ -212,6 +225,48 @@ def _check_name(name: str, owner: str) -> str:
             fix="pass name='letters_digits_underscores' to register_tool",
         )
     return name
+
+
+_RECORD_KINDS = ("dataclass", "typeddict", "pydantic", "namedtuple")
+
+
+def _flattened(
+    builder: SchemaBuilder,
+    visible: list[ParamRecord],
+    params: tuple[ParamRecord, ...],
+    owner: str,
+) -> JsonSchema:
+    """`flatten=True`: the one record parameter's fields are the tool's parameters."""
+    record = visible[0] if len(visible) == 1 else None
+    if (
+        record is None
+        or any(p.var_keyword for p in params)
+        or kind_of(typing.get_origin(record.annotation) or record.annotation) not in _RECORD_KINDS
+    ):
+        raise ToolDefinitionError(
+            "flatten=True needs exactly one parameter the model fills, typed as a dataclass, "
+            "TypedDict, NamedTuple or pydantic model",
+            function=owner,
+            fix="take one record parameter (plus injected ones), or drop flatten=True",
+        )
+    builder.parameter = record.name
+    ref = builder.build(record.annotation)
+    builder.parameter = None
+    name = str(ref.get("$ref", "")).rsplit("/", 1)[-1]
+    top = builder.defs.get(name)
+    if not isinstance(top, dict) or top.get("type") != "object":
+        raise ToolDefinitionError(
+            "flatten=True: the record has no object schema to advertise",
+            function=owner,
+            parameter=record.name,
+            fix="drop flatten=True",
+        )
+    schema: JsonSchema = copy_json(top)
+    del builder.defs[name]
+    if f'"#/$defs/{name}"' in json.dumps([schema, builder.defs]):
+        builder.defs[name] = top  # a record that refers to itself keeps its entry
+    schema.pop("description", None)  # the tool's description says what the call does
+    return schema
 
 
 def _extra_keys_schema(builder: SchemaBuilder, params: Iterable[ParamRecord]) -> bool | JsonSchema:
@@ -250,7 +305,7 @@ _POSITIVE: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
     ("timeout", (int, float), "a positive number of seconds"),
     ("max_result_chars", int, "a positive whole number"),
 )
-_FLAGS = ("strict", "read_only", "destructive", "requires_confirmation", "return_direct")
+_FLAGS = ("strict", "read_only", "destructive", "requires_confirmation", "return_direct", "flatten")
 
 
 def _check_options(owner: str, fields: dict[str, Any]) -> None:
@@ -318,9 +373,12 @@ class CallPlan:
     context: tuple[tuple[str, InjectKind], ...]  # injected parameters: "context" | "raw"
     positional: tuple[tuple[str, Any], ...]  # positional-only parameters and their defaults
     reserved: frozenset[str]  # injected names the model may never send (even with **kwargs)
-    binds: bool  # context, absent or positional: the call needs more than the arguments
+    fills: tuple[tuple[str, Callable[[], Any]], ...]  # defaults the function does not declare
+    binds: bool  # context, absent, fills or positional: the call needs more than the arguments
+    needs_context: tuple[str, ...]  # injected parameters that cannot do without `context=`
     nulls: NullDropper = field(repr=False, compare=False)
     closed_keys: frozenset[str] | None = None  # the only keys allowed (explicit schemas)
+    record: tuple[str, Converter] | None = None  # flatten=True: parameter, builds it from all
 
 
 def _build_plan(
@@ -329,6 +387,7 @@ def _build_plan(
     params: tuple[ParamRecord, ...],
     function: Callable[..., Any],
     owner: str,
+    flatten: bool = False,
 ) -> CallPlan:
     try:
         # The tool's own copy of the schema (read-only from now on) is compiled in place, so
@@ -346,23 +405,27 @@ def _build_plan(
     absent: list[str] = []
     context: list[tuple[str, InjectKind]] = []
     positional: list[tuple[str, Any]] = []
+    record: tuple[str, Converter] | None = None
     for p in params:
         if p.inject is not None:
             context.append((p.name, p.inject))
             continue
         if p.var_keyword:
             continue
+        if flatten:  # the one record parameter: built from the whole arguments object
+            record = (p.name, _record_converter(p, name))
+            continue
         if p.positional_only:
             positional.append((p.name, None if p.default is MISSING else p.default))
         conv = converter_for(p.annotation, name)
         if conv is not None:
             converters.append((p.name, conv))
-        if p.default is MISSING and not p.required:
+        if p.default is MISSING and not p.required and p.fill is None:
             absent.append(p.name)
         optional = p.default is not MISSING or not p.required
         if optional and not _takes_null(validator, properties.get(p.name, {})):
             null_default.add(p.name)  # strict mode offers null for it: "use the default"
-    if not params:  # an explicit schema: its optional properties take null as "absent"
+    if not params or flatten:  # the schema's optional properties take null as "absent"
         required = set(parameters.get("required", ()))
         null_default = {
             key
@@ -378,10 +441,36 @@ def _build_plan(
         context=tuple(context),
         positional=tuple(positional),
         reserved=frozenset(n for n, _ in context) if open_keys else frozenset(),
-        binds=bool(context or absent or positional),
+        fills=tuple((p.name, p.fill) for p in params if p.fill is not None),
+        binds=bool(context or absent or positional or any(p.fill for p in params) or record),
+        record=record,
+        needs_context=tuple(p.name for p in params if p.inject is not None and _needs_context(p)),
         nulls=NullDropper(parameters),
         closed_keys=_closed_keys(params, open_keys, function, properties),
     )
+
+
+def _record_converter(p: ParamRecord, tool: str) -> Converter:
+    converter = converter_for(p.annotation, tool)
+    if converter is None:  # a TypedDict of plain values: the dict itself
+        return dict
+    return converter
+
+
+def _needs_context(p: ParamRecord) -> bool:
+    """Whether an injected parameter cannot do without a context: no default, and a type
+    (a `ToolContext`'s deps type) that does not admit None."""
+    if p.default is not MISSING:
+        return False
+    tp = p.annotation
+    if p.inject == "context":
+        args = typing.get_args(tp)
+        if not args:  # a bare `ToolContext`: it asks for a context
+            return True
+        tp = args[0]
+    if tp in ANY_TYPES or tp is None or tp is type(None):
+        return False
+    return type(None) not in typing.get_args(tp)
 
 
 def _takes_null(validator: Validator, schema: Any) -> bool:

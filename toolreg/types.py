@@ -60,7 +60,7 @@ JsonSchema = dict[str, Any]
 
 class ConversionError(Exception):
     """A value that validated but cannot become its Python type. `user_text`: the message
-    quotes an exception from the application's own code (hidden under `mask_errors`)."""
+    quotes an exception from the application's own code (redacted or masked by `errors=`)."""
 
     def __init__(
         self, path: tuple[str | int, ...], message: str, *, user_text: bool = False
@@ -307,6 +307,10 @@ def json_default(obj: Any) -> Any:
     pydantic = sys.modules.get("pydantic")
     if pydantic is not None and isinstance(obj, pydantic.BaseModel):
         return obj.model_dump(mode="json")
+    if pydantic is not None and type(obj).__module__.startswith("pydantic"):
+        # pydantic's own types as pydantic writes them: a SecretStr as "**********", a URL
+        # as text
+        return pydantic.TypeAdapter(type(obj)).dump_python(obj, mode="json")
     if isinstance(obj, Mapping):
         return dict(obj)
     raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")

@@ -4,10 +4,16 @@ Checks (code, severity):
 
 - `no-description` (error): the tool has no description; the model must guess its purpose.
 - `no-param-description` (warning): a parameter has no description.
-- `no-usage-hint` (warning): the description is short (under 40 characters) or never says
-  when to use the tool; toolreg looks for the words "use", "when", "call" (and their forms).
+- `no-usage-hint` (warning): the description is short (under 40 characters, a Chinese or
+  Japanese character counting as three) or never says when to use the tool; toolreg looks
+  for the words "use", "when", "call" (and their forms), and 当…时, 用于, 使用, 调用, 如果,
+  需要, 场合/場合, とき.
 - `overlap` (warning): two tools' descriptions share most of their words (Jaccard
-  similarity of their word sets above 0.6), so a model must guess between them.
+  similarity of their word sets above 0.6; Chinese and Japanese text is read as pairs of
+  characters, since it has no spaces), so a model must guess between them.
+- `ignored-metadata` (warning): `Annotated` metadata toolreg does not understand (a
+  validator, an option of another library) was ignored: the model is not told about it and
+  dispatch does not enforce it.
 - `invalid-name` (warning): a provider rejects the tool name (the error names which).
 - `not-strict` (info): the parameters cannot be exported with strict=True, and why.
 - `unconfirmed-destructive` (warning): the name reads destructive (delete, remove, cancel,
@@ -28,9 +34,15 @@ from ..tool import Tool
 
 __all__ = ["Finding", "lint_registry"]
 
-_USAGE_WORDS = re.compile(r"\b(use|used|uses|using|when|whenever|call|calls|called)\b", re.I)
+_USAGE_WORDS = re.compile(
+    r"\b(use|used|uses|using|when|whenever|call|calls|called)\b"
+    r"|[当在](?![前地然天时])[^。！？]{1,40}?时(?![间区刻代])|用于|使用|调用|如果|需要|场合|場合|とき",
+    re.I,
+)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
 _DESTRUCTIVE = re.compile(r"^(delete|remove|cancel|drop|destroy|erase|purge|wipe|kill|refund)")
 _WORD = re.compile(r"[^\W\d_]{3,}", re.UNICODE)
+_CJK_WEIGHT = 3  # a Chinese or Japanese character says about as much as three Latin ones
 _STOP = frozenset(
     [
         "the",
@@ -94,7 +106,7 @@ def _lint_tool(tool: Tool) -> list[Finding]:
     text = tool.description.strip()
     if not text:
         out.append(Finding(tool.name, "no-description", "error", _NO_DESCRIPTION))
-    elif len(text) < MIN_DESCRIPTION or not _USAGE_WORDS.search(text):
+    elif _weight(text) < MIN_DESCRIPTION or not _USAGE_WORDS.search(text):
         out.append(Finding(tool.name, "no-usage-hint", "warning", _NO_USAGE))
     for name, schema in tool.parameters.get("properties", {}).items():
         if not schema.get("description"):
@@ -108,14 +120,30 @@ def _lint_tool(tool: Tool) -> list[Finding]:
     problem = strict_problem(tool.parameters)
     if problem:
         out.append(Finding(tool.name, "not-strict", "info", problem))
+    for p in tool.params:
+        if p.param.ignored:
+            message = (
+                f"ignored {', '.join(p.param.ignored)}: toolreg does not understand it, so the "
+                "model is not told and dispatch does not enforce it; use Param/Field constraints"
+            )
+            out.append(Finding(tool.name, "ignored-metadata", "warning", message, p.name))
     if _DESTRUCTIVE.match(tool.name) and not tool.needs_confirmation:
         message = "the name reads destructive; mark it destructive=True to require confirmation"
         out.append(Finding(tool.name, "unconfirmed-destructive", "warning", message))
     return out
 
 
+def _weight(text: str) -> int:
+    cjk = sum(len(run) for run in _CJK.findall(text))
+    return len(text) - cjk + cjk * _CJK_WEIGHT
+
+
 def _words(text: str) -> set[str]:
-    return {w for w in (m.lower() for m in _WORD.findall(text)) if w not in _STOP}
+    """Words of three letters or more; in Chinese and Japanese runs, pairs of characters."""
+    words = {w for w in (m.lower() for m in _WORD.findall(_CJK.sub(" ", text))) if w not in _STOP}
+    for run in _CJK.findall(text):
+        words.update(run[i : i + 2] for i in range(max(1, len(run) - 1)))
+    return words
 
 
 def _overlaps(tools: list[Tool]) -> list[Finding]:

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from ..errors import UsageError
 from ..formats import DIALECTS, FORMATS
 from ..registry import ToolRegistry
 from ..tool import Tool
@@ -27,10 +28,6 @@ from .serve import cmd_serve
 from .target import TargetError, load_file, load_target, sample_names, sample_path
 
 __all__ = ["main"]
-
-
-class UsageError(Exception):
-    """A mistake on the command line: one line on stderr, exit status 2."""
 
 
 def _print_json(value: Any) -> None:
@@ -188,8 +185,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
     demo = getattr(module, "DEMO", None)
     if not isinstance(demo, Demo):
         raise UsageError(f"sample '{args.sample}' has no DEMO")
+    if args.trace:
+        _trace_to_stderr()
     run_demo(demo, confirm="y" if args.yes else None)
     return 0
+
+
+def _trace_to_stderr() -> None:
+    """`--trace`: every span to stderr as JSON (the OpenTelemetry SDK's console exporter)."""
+    try:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+    except ImportError:
+        raise UsageError(
+            "--trace needs the OpenTelemetry SDK: pip install 'toolreg[otel]' opentelemetry-sdk"
+        ) from None
+    from ..telemetry import instrument
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))
+    instrument(tracer_provider=provider)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -230,6 +245,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="run a sample conversation end to end")
     p.add_argument("--sample", default="weather", help=f"one of: {', '.join(sample_names())}")
     p.add_argument("--yes", action="store_true", help="approve destructive tools")
+    p.add_argument("--trace", action="store_true", help="print OpenTelemetry spans to stderr")
 
     add_serve_parser(sub, target_help)
     return parser

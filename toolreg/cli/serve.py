@@ -44,6 +44,9 @@ def add_parser(sub: Any, target_help: str) -> None:
         "--token",
         help=f"HTTP: require 'Authorization: Bearer TOKEN' (default: ${TOKEN_ENV} if set)",
     )
+    p.add_argument(
+        "--context", help="JSON passed as the context of every call (to injected parameters)"
+    )
     p.add_argument("--workers", type=int, default=1, help="HTTP: processes sharing the port")
     p.add_argument("--stateful", action="store_true", help="HTTP: keep sessions (default: none)")
     p.add_argument(
@@ -59,35 +62,46 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for flag, given in (("--token", args.token), ("--workers", args.workers != 1)):
             if given:
                 raise ServeError(f"{flag} applies to --transport http")
-    from ..mcp import serving  # needs the `mcp` extra: loaded only for this command
-
-    if args.transport == "stdio":
-        with contextlib.ExitStack() as resources:
-            with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's
-                registry = load_target(args.target, resources)
-            with contextlib.suppress(KeyboardInterrupt):
-                serving.serve(registry, "stdio")
-        return 0
-    token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
-    try:
-        hosts = args.allowed_host or serving.allowed_hosts_for(args.host)
-    except ToolregUsageError as exc:
-        raise ServeError(str(exc).replace("allowed_hosts=", "--allowed-host ")) from None
     if args.workers > 1:
         if args.target.startswith("mcp:"):
             raise ServeError("an mcp: target is served by one worker; drop --workers")
         if args.stateful:
             raise ServeError("--stateful sessions live in one process: use one worker")
+    try:
+        _serve(args, _context(args.context))
+    except ToolregUsageError as exc:  # e.g. tools that need --context
+        raise ServeError(str(exc).replace("allowed_hosts=", "--allowed-host ")) from None
+    return 0
+
+
+def _serve(args: argparse.Namespace, context: Any) -> None:
+    from ..mcp import serving  # needs the `mcp` extra: loaded only for this command
+
+    with contextlib.ExitStack() as resources:
+        if args.transport == "stdio":
+            with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's
+                registry = load_target(args.target, resources)
+            server = serving.build_server(registry, context=context)  # checked before serving
+            with contextlib.suppress(KeyboardInterrupt):
+                serving.serve_stdio(server)
+            return
+        token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+        hosts = args.allowed_host or serving.allowed_hosts_for(args.host)
+        registry = load_target(args.target, resources)
+        app = _app(registry, args.path, not args.stateful, token, hosts, context)  # checked
+        if args.workers == 1:
+            serving.run_http(app, host=args.host, port=args.port, path=args.path)
+            return
         settings = {
             "target": args.target,
             "path": args.path,
             "stateless": not args.stateful,
             "allowed_hosts": hosts,
+            "context": args.context,
         }
         os.environ[_WORKER_ENV] = json.dumps(settings)
         if token is not None:
             os.environ[TOKEN_ENV] = token  # read by each worker, never on a command line
-        load_target(args.target)  # a target that does not load fails here, once
         serving.run_http(
             f"{__name__}:worker_app",
             host=args.host,
@@ -96,18 +110,32 @@ def cmd_serve(args: argparse.Namespace) -> int:
             workers=args.workers,
             factory=True,
         )
-        return 0
-    with contextlib.ExitStack() as resources:
-        registry = load_target(args.target, resources)
-        app = _app(registry, args.path, not args.stateful, token, hosts)
-        serving.run_http(app, host=args.host, port=args.port, path=args.path)
-    return 0
 
 
-def _app(registry: Any, path: str, stateless: bool, token: str | None, hosts: list[str]) -> Any:
+def _context(text: str | None) -> Any:
+    """`--context JSON` as a `context=` factory: the same deps for every call."""
+    if text is None:
+        return None
+    try:
+        deps = json.loads(text)
+    except ValueError as exc:
+        raise ServeError(f"--context is not valid JSON ({exc})") from None
+    return lambda request: deps
+
+
+def _app(
+    registry: Any, path: str, stateless: bool, token: str | None, hosts: list[str], context: Any
+) -> Any:
     from ..mcp import asgi_app
 
-    return asgi_app(registry, path=path, stateless=stateless, token=token, allowed_hosts=hosts)
+    return asgi_app(
+        registry,
+        path=path,
+        stateless=stateless,
+        token=token,
+        allowed_hosts=hosts,
+        context=context,
+    )
 
 
 def worker_app() -> Any:
@@ -115,4 +143,6 @@ def worker_app() -> Any:
     settings = json.loads(os.environ[_WORKER_ENV])
     registry = load_target(settings["target"])
     token = os.environ.get(TOKEN_ENV) or None
-    return _app(registry, settings["path"], settings["stateless"], token, settings["allowed_hosts"])
+    context = _context(settings["context"])
+    stateless, hosts = settings["stateless"], settings["allowed_hosts"]
+    return _app(registry, settings["path"], stateless, token, hosts, context)

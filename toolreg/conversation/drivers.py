@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import json
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..dispatch import ConfirmCallback
@@ -30,6 +31,7 @@ from .loop import LoopSettings, Step, run_loop
 from .output import OutputSpec
 from .reply import Hooks, Reply
 from .stream import StreamAssembler, normalize_completion
+from .tracing import model_call, turn
 
 if TYPE_CHECKING:
     import openai
@@ -54,6 +56,7 @@ class _Base:
         context: Any = None,
         confirm: ConfirmCallback | None = None,
         dialect: str = "tools",
+        name: str = "toolreg",
         hooks: Hooks | None = None,
         tool_choice: str = "auto",
         final_call: Literal["tool_choice_none", "drop_tools"] = "tool_choice_none",
@@ -68,6 +71,7 @@ class _Base:
         _check_options(dialect, max_rounds, output_retries, final_call, assistant_content)
         self.client = client
         self.model = model
+        self.name = name
         self.registry = registry if registry is not None else default_registry
         self.tool_filter = None if tools is None else _tool_filter(self.registry, tools)
         self.parallel = parallel
@@ -213,13 +217,22 @@ class Conversation(_Base):
     def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply:
         """Run the loop on `messages` (not modified) and return the reply."""
         loop = run_loop(self._settings_for(output_type), list(messages))
-        return self._drive(loop)
+        with turn(self.name, self.model):
+            return self._drive(loop)
 
     def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
         step = next(loop)
+        parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
         while True:
             kind, payload = step
-            answer = self._model(payload) if kind == "model" else self._tools(payload)
+            answer: Any
+            if kind == "model":
+                with model_call(payload, self.client) as call:
+                    answer = call.response = self._model(payload)
+                parent = call.parent
+            else:
+                with parent():
+                    answer = self._tools(payload)
             try:
                 step = loop.send(answer)
             except StopIteration as done:
@@ -263,13 +276,22 @@ class AsyncConversation(_Base):
 
     async def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply:
         loop = run_loop(self._settings_for(output_type), list(messages))
+        with turn(self.name, self.model):
+            return await self._drive(loop)
+
+    async def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
         step = next(loop)
+        parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
         while True:
             kind, payload = step
+            answer: Any
             if kind == "model":
-                answer: Any = await self._model(payload)
+                with model_call(payload, self.client) as call:
+                    answer = call.response = await self._model(payload)
+                parent = call.parent
             else:
-                answer = await self._tools(payload)
+                with parent():
+                    answer = await self._tools(payload)
             try:
                 step = loop.send(answer)
             except StopIteration as done:

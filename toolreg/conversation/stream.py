@@ -1,4 +1,5 @@
-"""SDK responses -> one plain shape: {"message": dict, "finish_reason": str | None, "usage": dict}.
+"""SDK responses -> one plain shape: {"message": dict, "finish_reason": str | None, "usage": dict,
+"id": str | None, "model": str | None}.
 
 Both the non-streaming `ChatCompletion` and a stream of `ChatCompletionChunk`s end up as the
 same dict, so the loop never knows which one it got.
@@ -48,7 +49,13 @@ def normalize_completion(response: Any) -> Normalized:
         "message": _clean_message(message),
         "finish_reason": choice.get("finish_reason"),
         "usage": data.get("usage") or None,
+        "id": _text(data.get("id")),
+        "model": _text(data.get("model")),
     }
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 class StreamAssembler:
@@ -62,6 +69,8 @@ class StreamAssembler:
         self.finish_reason: str | None = None
         self.usage: dict[str, Any] | None = None
         self.chunks = 0
+        self.id: str | None = None
+        self.model: str | None = None
 
     def feed(self, chunk: Any) -> None:
         self.chunks += 1
@@ -70,6 +79,8 @@ class StreamAssembler:
             raise ConversationError("the endpoint streamed an unusable chunk")
         if data.get("usage"):
             self.usage = data["usage"]
+        self.id = self.id or _text(data.get("id"))
+        self.model = self.model or _text(data.get("model"))
         for choice in data.get("choices") or ():
             if choice.get("index", 0) != 0:
                 continue
@@ -118,4 +129,10 @@ class StreamAssembler:
             message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
         if self.function_call is not None:
             message["function_call"] = self.function_call
-        return {"message": message, "finish_reason": self.finish_reason, "usage": self.usage}
+        return {
+            "message": message,
+            "finish_reason": self.finish_reason,
+            "usage": self.usage,
+            "id": self.id,
+            "model": self.model,
+        }

@@ -29,6 +29,7 @@ from ..types import (
 )
 from ..validation import Validator
 from . import fields as _fields
+from .pydantic_types import pydantic_converter
 from .schema import SchemaBuilder
 from .signature import split_annotated
 
@@ -152,7 +153,7 @@ class _Builder:
         kind = _fields.kind_of(cls)
         if kind is None:
             record = record_for(cls)  # a scalar, or a subclass of one: `class UserId(str)`
-            return None if record is None else record.converter(cls)
+            return record.converter(cls) if record is not None else pydantic_converter(tp)
         self.classes[tp] = None  # placeholder: a recursive reference defers to the dict
         conv = _pydantic(tp) if kind == "pydantic" else self._fields(cls, kind)
         self.classes[tp] = conv
@@ -178,7 +179,7 @@ class _Builder:
                 return make(**data)
             except (TypeError, ValueError) as exc:
                 text = f"{type(exc).__name__}: {exception_text(exc, 200)}"
-                raise ConversionError((), text, user_text=True) from None
+                raise ConversionError((), text, user_text=True) from exc
 
         return convert
 

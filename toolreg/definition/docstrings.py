@@ -54,6 +54,12 @@ _OTHER_TITLES = frozenset({
     "attributes", "methods", "attention", "caution", "danger", "error", "hint", "important", "tip",
 })  # fmt: skip
 _ALL_TITLES = _PARAM_TITLES | _RETURN_TITLES | _OTHER_TITLES
+# Headers that end a parameter block when they turn up alone inside it, indented like its
+# entries (a parameter is rarely called that; "args" or "attributes" often are).
+_ENDS_ARGS = frozenset({
+    "return", "returns", "yield", "yields", "raise", "raises", "example", "examples",
+    "see also", "references", "todo",
+})  # fmt: skip
 _FIELD_NAMES = (
     r"param|parameter|arg|argument|key|keyword|kwarg|kwtype|type|returns?|rtype|raises?|except"
     r"|exception|yields?|ytype|var|ivar|cvar|vartype|meta"
@@ -72,7 +78,7 @@ _MARKERS = re.compile(
     re.MULTILINE | re.IGNORECASE,
 )
 # "city: ...", "city (str): ...", "unit (str, optional): ...", "*args: ...", "城市：..."
-_GOOGLE_ARG = re.compile(r"(\*{0,2}[^\W\d]\w*)(?:\s*\(.*?\))?\s*[:：]\s*(.*)")
+_GOOGLE_ARG = re.compile(r"(\*{0,2}[^\W\d]\w*)(?:\s*\(.*?\)[,.;]?)?\s*[:：]\s*(.*)")
 # A leading "type:" in a Google Returns block: "dict: ...", "Dict[str, int]: ...".
 _RETURN_TYPE = re.compile(r"(?:[^:\s]+|[^:\n]*\]):\s+(?=\S)")
 _REST_PARAM_FIELDS = frozenset({"param", "parameter", "arg", "argument", "key", "keyword"})
@@ -157,8 +163,12 @@ def _parse_google(chunks: _Chunks) -> tuple[_Params, str | None]:
             last: list[str] | None = None
             for entry in _entries(chunk, block=True):
                 arg = _GOOGLE_ARG.fullmatch(entry[0])
+                if arg is not None and not arg.group(2) and arg.group(1).lower() in _ENDS_ARGS:
+                    break  # "Returns:", "Example:"... indented into the block: a new section
                 if arg is not None:
-                    last = found.setdefault(arg.group(1).lstrip("*"), [])
+                    name = arg.group(1).lstrip("*")
+                    # documented twice: the first description counts, the second is dropped
+                    last = found.setdefault(name, []) if name not in found else []
                     last += [arg.group(2), *entry[1:]]
                 elif last is not None:  # a line that is not "name: ..." continues the last one
                     last += entry
@@ -229,7 +239,8 @@ def _entries(chunk: str, *, block: bool) -> list[list[str]]:
     """Group a section's lines into entries: a head line, then its more-indented lines.
 
     The first line (the rest of the header) is skipped; with `block`, the section ends at the
-    first unindented line (Google sections are indented blocks).
+    first line indented less than its entries (Google sections are indented blocks: prose or
+    a code example at the section's own indentation comes after it).
     """
     entries: list[list[str]] = []
     base = -1
@@ -238,7 +249,7 @@ def _entries(chunk: str, *, block: bool) -> list[list[str]]:
         if not stripped:
             continue
         indent = len(line) - len(stripped)
-        if block and not indent:
+        if block and (not indent or indent < base):
             break
         if base < 0:
             base = indent

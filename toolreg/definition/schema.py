@@ -34,6 +34,7 @@ from ..types import (
 from ..validation import Validator
 from . import fields as _fields
 from .constraints import apply_param, jsonable
+from .pydantic_types import pydantic_schema
 from .signature import MISSING, split_annotated
 
 __all__ = ["FieldLike", "JsonSchema", "SchemaBuilder"]
@@ -203,6 +204,9 @@ class SchemaBuilder:
             return dict(record.schema)
         if cls in (bytes, bytearray, memoryview):
             raise self.unsupported(tp, "bytes cannot travel in JSON", "take a str instead")
+        special = pydantic_schema(tp)  # AwareDatetime, SecretStr, EmailStr...
+        if special is not None:
+            return special
         raise self.unsupported(tp, "toolreg does not know how to describe this class", _FIX_TYPES)
 
     def _named(self, tp: Any) -> JsonSchema:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import inspect
 import re
 import sys
@@ -13,7 +15,7 @@ from typing import Any, Literal, NamedTuple
 import typing_extensions
 
 from ..errors import ToolDefinitionError
-from ..params import EMPTY_PARAM, Param, ToolContext, _InjectedMarker
+from ..params import EMPTY_PARAM, UNSET, Param, ToolContext, _InjectedMarker
 from ..types import LITERAL_ORIGINS
 
 __all__ = [
@@ -46,6 +48,9 @@ class ParamRecord(NamedTuple):
     positional_only: bool = False
     var_keyword: bool = False
     inject: InjectKind | None = None
+    # What the call gets when the model leaves the argument out and the function declares no
+    # default of its own: a `Field(default=...)` / `default_factory` in the metadata.
+    fill: Callable[[], Any] | None = None
 
 
 class Signature(NamedTuple):
@@ -89,34 +94,86 @@ def _param_from_meta(meta: object) -> Param:
         return Param(injected=True)
     if _Doc is not None and isinstance(meta, _Doc):
         return Param(description=meta.documentation)
-    return _from_annotated_types(meta)
+    if meta is None:  # e.g. pydantic's conint() leaves a None where `strict` would go
+        return EMPTY_PARAM
+    module = type(meta).__module__
+    if module.startswith("annotated_types"):
+        return _from_annotated_types(meta)
+    if module.startswith("pydantic"):
+        return _from_pydantic(meta)
+    return Param(ignored=(_describe(meta),))
 
 
 _ANNOTATED_TYPES_FIELDS = {
-    "Gt": ("gt", "gt"),
-    "Ge": ("ge", "ge"),
-    "Lt": ("lt", "lt"),
-    "Le": ("le", "le"),
-    "MultipleOf": ("multiple_of", "multiple_of"),
-    "MinLen": ("min_length", "min_length"),
-    "MaxLen": ("max_length", "max_length"),
+    "Gt": "gt",
+    "Ge": "ge",
+    "Lt": "lt",
+    "Le": "le",
+    "MultipleOf": "multiple_of",
+    "MinLen": "min_length",
+    "MaxLen": "max_length",
+}
+_GROUPED_FIELDS = {
+    "Interval": ("gt", "ge", "lt", "le"),
+    "Len": ("min_length", "max_length"),
 }
 
 
 def _from_annotated_types(meta: object) -> Param:
-    """Constraints from the `annotated_types` package (and look-alikes, e.g. pydantic's)."""
-    module = type(meta).__module__
-    if not module.startswith("annotated_types"):
-        return EMPTY_PARAM
+    """Constraints from the `annotated_types` package."""
     kind = type(meta).__name__
     if kind in _ANNOTATED_TYPES_FIELDS:
-        attr, field_name = _ANNOTATED_TYPES_FIELDS[kind]
-        return Param(**{field_name: getattr(meta, attr)})
-    if kind in {"Interval", "Len"}:
-        names = ("gt", "ge", "lt", "le") if kind == "Interval" else ("min_length", "max_length")
-        values = {n: getattr(meta, n, None) for n in names}
+        attr = _ANNOTATED_TYPES_FIELDS[kind]
+        return Param(**{attr: getattr(meta, attr)})
+    if kind in _GROUPED_FIELDS:
+        values = {n: getattr(meta, n, None) for n in _GROUPED_FIELDS[kind]}
         return Param(**{k: v for k, v in values.items() if v is not None})
-    return EMPTY_PARAM
+    return Param(ignored=(_describe(meta),))  # Predicate, Timezone, ...: not in a schema
+
+
+def _from_pydantic(meta: Any) -> Param:
+    """pydantic's `Field(...)` and the constraint groups of `constr()`, `conlist()`...: read
+    like `Param`. What toolreg cannot express (validators, `strict`) is reported as ignored."""
+    kind = type(meta).__name__
+    if kind == "FieldInfo":
+        param = Param(
+            description=meta.description,
+            title=meta.title,
+            examples=meta.examples,
+            extra=dict(meta.json_schema_extra) if isinstance(meta.json_schema_extra, dict) else {},
+            default=UNSET if _pydantic_undefined(meta.default) else meta.default,
+            default_factory=meta.default_factory,
+        )
+        for item in meta.metadata:
+            param = param.merged(_param_from_meta(item))
+        return param
+    if kind == "_PydanticGeneralMetadata":
+        known = {k: v for k, v in vars(meta).items() if k in ("pattern",) and v is not None}
+        rest = {k: v for k, v in vars(meta).items() if k not in known and v is not None}
+        return Param(**known, ignored=tuple(f"{k}={v!r}" for k, v in rest.items()))
+    try:  # StringConstraints and other groups: the constraints they stand for
+        items = list(meta) if hasattr(type(meta), "__iter__") else None
+    except Exception:
+        items = None
+    if items is not None:
+        param = EMPTY_PARAM
+        for item in items:
+            param = param.merged(_param_from_meta(item))
+        return param
+    return Param(ignored=(_describe(meta),))
+
+
+def _pydantic_undefined(value: object) -> bool:
+    return type(value).__name__ == "PydanticUndefinedType"
+
+
+def _describe(meta: object) -> str:
+    """Metadata toolreg ignored, as `toolreg lint` shows it."""
+    try:
+        text = repr(meta)
+    except Exception:
+        text = type(meta).__name__
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def resolve_hints(
@@ -364,7 +421,22 @@ def _record(
         inject = "context"
     elif param.injected:
         inject = "raw"
-    required = default is _P.empty if param.required is None else param.required
+    fill: Callable[[], Any] | None = None
+    if param.default is not UNSET or param.default_factory is not None:
+        if default is not _P.empty or (param.default is not UNSET and param.default_factory):
+            raise ToolDefinitionError(
+                "the parameter has two defaults",
+                function=owner,
+                parameter=name,
+                fix="give one: `= value` in the signature, or default= or default_factory= "
+                "in its Field/Param",
+            )
+        if param.default is not UNSET:
+            default = param.default  # advertised and checked like a signature's default
+            fill = functools.partial(copy.deepcopy, default)  # a fresh value per call
+        else:
+            fill = param.default_factory
+    required = default is _P.empty and fill is None if param.required is None else param.required
     var_keyword = kind is _P.VAR_KEYWORD
     return ParamRecord(  # positional: ParamRecord's field order
         name,
@@ -375,4 +447,5 @@ def _record(
         kind is _P.POSITIONAL_ONLY,
         var_keyword,
         inject,
+        fill,
     )

@@ -5,10 +5,12 @@
 - `binding`: the tool's `CallPlan` applied: validate, coerce, convert, inject, bind;
 - `confirm`: asking the `confirm=` callback about destructive calls, one at a time;
 - `calling`: the one place user code is called (tools, callbacks, filters, converters, hooks);
-- `render`: a return value -> the text the model reads.
+- `render`: a return value -> the text the model reads;
+- `redaction`: what the model may read of an exception (`errors="redact" | "mask" | "full"`).
 """
 
 from .confirm import ConfirmCallback
 from .dispatcher import CallLike, Dispatcher, DispatchSettings
+from .redaction import ErrorMode
 
-__all__ = ["CallLike", "ConfirmCallback", "DispatchSettings", "Dispatcher"]
+__all__ = ["CallLike", "ConfirmCallback", "DispatchSettings", "Dispatcher", "ErrorMode"]

@@ -24,8 +24,9 @@ from ..params import ToolContext
 from ..tool import CallPlan, Tool
 from ..types import ConversionError
 from ..validation import Problem
-from .calling import convert
+from .calling import convert, fill_default
 from .decode import check_limits
+from .redaction import ErrorMode, redact
 
 __all__ = ["MAX_PROBLEMS_SHOWN", "bind", "invalid_arguments", "prepare"]
 
@@ -35,7 +36,12 @@ _ABSENT: Any = object()
 
 
 def prepare(
-    tool: Tool, args: dict[str, Any], coerce: bool, max_depth: int, mask_errors: bool
+    tool: Tool,
+    args: dict[str, Any],
+    coerce: bool,
+    max_depth: int,
+    errors: ErrorMode = "redact",
+    context: Any = None,
 ) -> dict[str, Any]:
     """Validate (and coerce) `args`, then convert them; raise InvalidArgumentsError."""
     plan = tool.plan
@@ -52,11 +58,28 @@ def prepare(
     if plan.closed_keys is not None:  # an explicit schema in front of a closed signature
         reserved = {*reserved, *(args.keys() - plan.closed_keys)}
     if problems or reserved:
+        # Every problem at once: also those of the values that validated but do not convert.
+        invalid = {p.path[0] for p in problems if p.path}
+        _, more, cause = _convert(tool, args, errors, context, skip=invalid)
         extra = [Problem((), f"unexpected property '{k}'") for k in sorted(reserved)]
-        raise invalid_arguments(tool.name, [*problems, *extra])
+        raise invalid_arguments(tool.name, [*problems, *extra, *more]) from cause
     if plan.converters:
-        args = _convert(tool, args, mask_errors)
+        args, more, cause = _convert(tool, args, errors, context)
+        if more:
+            raise invalid_arguments(tool.name, more) from cause
     return args
+
+
+def _build_record(
+    tool: Tool, args: dict[str, Any], errors: ErrorMode, context: Any
+) -> dict[str, Any]:
+    """`flatten=True`: the arguments object becomes the one record parameter."""
+    name, converter = tool.plan.record  # type: ignore[misc]  # checked by the caller
+    try:
+        return {name: convert(converter, args)}
+    except ConversionError as exc:
+        problem = Problem(exc.path, _conversion_text(exc, errors, context))
+        raise invalid_arguments(tool.name, [problem]) from exc.__cause__
 
 
 def _repair(
@@ -78,22 +101,39 @@ def _repair(
     return args, problems
 
 
-def _convert(tool: Tool, args: dict[str, Any], mask: bool) -> dict[str, Any]:
+def _convert(
+    tool: Tool,
+    args: dict[str, Any],
+    errors: ErrorMode,
+    context: Any,
+    skip: Collection[Any] = (),
+) -> tuple[dict[str, Any], list[Problem], BaseException | None]:
+    """The converted arguments, the problems of those that do not convert, and the first
+    exception the application's code raised (kept as the cause, never shown)."""
     out = args  # copied on the first change only: `args` may be the caller's dict
+    problems: list[Problem] = []
+    cause: BaseException | None = None
     for name, converter in tool.plan.converters:
-        if name in args:
+        if name in args and name not in skip:
             value = args[name]
             try:
                 new = convert(converter, value)
             except ConversionError as exc:
-                text = "cannot be converted" if mask and exc.user_text else exc.message
-                error = invalid_arguments(tool.name, [Problem((name, *exc.path), text)])
-                raise error from exc.__cause__
+                problems.append(Problem((name, *exc.path), _conversion_text(exc, errors, context)))
+                cause = cause or exc.__cause__
+                continue
             if new is not value:
                 if out is args:
                     out = dict(args)
                 out[name] = new
-    return out
+    return out, problems, cause
+
+
+def _conversion_text(exc: ConversionError, errors: ErrorMode, context: Any) -> str:
+    """toolreg's own words as they are; the application's exception text as `errors` says."""
+    if not exc.user_text or errors == "full":
+        return exc.message
+    return "cannot be converted" if errors == "mask" else redact(exc.message, context)
 
 
 def invalid_arguments(tool: str, problems: list[Problem]) -> InvalidArgumentsError:
@@ -111,15 +151,26 @@ def invalid_arguments(tool: str, problems: list[Problem]) -> InvalidArgumentsErr
 
 
 def bind(
-    tool: Tool, args: dict[str, Any], context: Any, call_id: str | None
+    tool: Tool,
+    args: dict[str, Any],
+    context: Any,
+    call_id: str | None,
+    errors: ErrorMode = "redact",
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The positional and keyword arguments of the call, from the prepared `args`."""
     plan = tool.plan
     if not plan.binds:
         return (), args
+    if plan.record is not None:
+        args = _build_record(tool, args, errors, context)
     kwargs = _inject(plan, args, context, tool, call_id) if plan.context else args
     if plan.absent_is_none:
         kwargs = {**dict.fromkeys(plan.absent_is_none), **kwargs}
+    if plan.fills:
+        kwargs = {**kwargs}  # `args` stays what the model sent, validated
+        for name, make in plan.fills:
+            if name not in kwargs:
+                kwargs[name] = fill_default(tool, name, make)
     if plan.positional:
         return _split_positional(plan, kwargs)
     return (), kwargs

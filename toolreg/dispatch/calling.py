@@ -11,6 +11,7 @@
 | `confirm=` callback            | `ask`            | the call is denied (`ToolDeniedError`, the   |
 |                                |                  | exception chained)                           |
 | `result_filter=`               | `filter_result`  | the tool failed (`ToolExecutionError`)       |
+| a `default_factory`            | `fill_default`   | the tool failed (`ToolExecutionError`)       |
 | a conversation hook, `on_text` | `call_hook`      | a bug in the application: propagated; the    |
 |                                |                  | turn ends and the history stays as it was    |
 | an MCP server's `context=`     | `make_context`   | the call is refused (`ToolDeniedError`): a   |
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import inspect
 import os
 import queue
@@ -61,6 +63,7 @@ __all__ = [
     "call",
     "call_hook",
     "convert",
+    "fill_default",
     "filter_result",
     "make_context",
     "run_coroutine",
@@ -294,9 +297,21 @@ def convert(converter: Converter, value: Any) -> Any:
         raise ConversionError((), f"cannot be converted ({detail})", user_text=True) from exc
 
 
+def fill_default(tool: Tool, parameter: str, make: Callable[[], Any]) -> Any:
+    """A default the function does not declare (`Field(default_factory=...)`), made now."""
+    try:
+        return make()
+    except Exception as exc:
+        raise ToolExecutionError(
+            f"Tool '{tool.name}' failed: the default of '{parameter}' could not be made.",
+            tool_name=tool.name,
+        ) from exc
+
+
 def ask(confirm: Callable[[Tool, dict[str, Any]], Any], tool: Tool, args: dict[str, Any]) -> Any:
-    """The `confirm=` callback's answer about this exact call (a copy of its arguments)."""
-    return confirm(tool, dict(args))
+    """The `confirm=` callback's answer about this exact call (a deep copy of its arguments:
+    the callback cannot change what runs)."""
+    return confirm(tool, copy.deepcopy(args))
 
 
 def filter_result(tool: Tool, result_filter: Callable[[Any], Any], value: Any) -> Any:

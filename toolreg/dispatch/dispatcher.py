@@ -13,7 +13,6 @@ threads or tasks.
 from __future__ import annotations
 
 import contextvars
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from time import perf_counter as _clock
@@ -21,19 +20,27 @@ from typing import Any, Union
 
 from ..errors import (
     InvalidArgumentsError,
+    MissingContextError,
     ToolCallError,
     ToolError,
     ToolExecutionError,
     UnknownToolError,
     UsageError,
-    exception_text,
 )
+from ..observe import OBSERVER, Trace
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
 from .binding import bind, prepare
 from .calling import acall, call
-from .confirm import CONFIRM_LOCK, ConfirmCallback, async_confirm, loop_confirm_lock, sync_confirm
+from .confirm import (
+    ConfirmCallback,
+    async_confirm,
+    one_question,
+    one_question_async,
+    sync_confirm,
+)
 from .decode import decode_arguments
+from .redaction import ERROR_MODES, ErrorMode, failure_text
 from .render import render_result
 
 __all__ = ["CallLike", "ConfirmCallback", "DispatchSettings", "Dispatcher"]
@@ -49,22 +56,27 @@ class DispatchSettings:
     """How a registry dispatches; the defaults and their meaning are `ToolRegistry`'s.
 
     `coerce`: fix a model's near-miss arguments (`"42"` for an integer) before rejecting them;
-    `mask_errors`: hide exception text from the model; `max_payload_bytes` / `max_depth`:
+    `errors`: what the model reads of an exception ("redact", "mask", "full": see
+    `redaction`); `max_payload_bytes` / `max_depth`:
     limits on the arguments; `max_concurrency`: calls at once in `dispatch_many`;
     `max_result_chars`: where results are cut (None: never; a tool's own limit wins).
     """
 
     coerce: bool
-    mask_errors: bool
+    errors: ErrorMode
     max_payload_bytes: int
     max_depth: int
     max_concurrency: int
     max_result_chars: int | None
 
     def __post_init__(self) -> None:
-        for key in ("coerce", "mask_errors"):
-            if not isinstance(getattr(self, key), bool):
-                raise UsageError(f"ToolRegistry({key}=...): must be True or False")
+        if not isinstance(self.coerce, bool):
+            raise UsageError("ToolRegistry(coerce=...): must be True or False")
+        if self.errors not in ERROR_MODES:
+            raise UsageError(
+                f"ToolRegistry(errors={self.errors!r}): must be one of "
+                + ", ".join(map(repr, ERROR_MODES))
+            )
         for key in ("max_payload_bytes", "max_depth", "max_concurrency", "max_result_chars"):
             value = getattr(self, key)
             if value is None and key == "max_result_chars":
@@ -101,18 +113,28 @@ class Dispatcher:
     ) -> ToolResult:
         """Run one call from a model. Never raises for the model's mistakes or the tool's."""
         start = _clock()
+        observer = OBSERVER.current
+        trace = None if observer is None else observer.tool_call(name, call_id, self._tools)
         try:
             tool, args, positional, kwargs = self._begin(name, arguments, context, allowed, call_id)
             if tool.needs_confirmation:
-                with CONFIRM_LOCK:  # one question at a time, also from dispatch_many
+                with one_question():  # also from dispatch_many's threads
                     sync_confirm(confirm, tool, args)
         except ToolCallError as err:
-            return _failed(name, call_id, err, start)
+            return _failed(name, call_id, err, start, trace)
+        except BaseException as exc:  # the caller's mistake (no context...): raised, not sent
+            if trace is not None:
+                trace.abort(exc)
+            raise
         try:
             value = call(tool, positional, kwargs)
         except Exception as exc:
-            return self._raised(tool, call_id, exc, start)
-        return self._finish(tool, call_id, value, args, start)
+            return self._raised(tool, call_id, exc, start, trace, context)
+        except BaseException as exc:  # KeyboardInterrupt, SystemExit, cancellation: raised
+            if trace is not None:
+                trace.abort(exc)
+            raise
+        return self._finish(tool, call_id, value, args, start, trace)
 
     def dispatch_many(
         self,
@@ -158,18 +180,28 @@ class Dispatcher:
     ) -> ToolResult:
         """`dispatch_tool` for async code: async tools are awaited, sync ones run in a thread."""
         start = _clock()
+        observer = OBSERVER.current
+        trace = None if observer is None else observer.tool_call(name, call_id, self._tools)
         try:
             tool, args, positional, kwargs = self._begin(name, arguments, context, allowed, call_id)
             if tool.needs_confirmation:
-                async with loop_confirm_lock():  # one question at a time per event loop
+                async with one_question_async():  # also from adispatch_many's tasks
                     await async_confirm(confirm, tool, args)
         except ToolCallError as err:
-            return _failed(name, call_id, err, start)
+            return _failed(name, call_id, err, start, trace)
+        except BaseException as exc:  # the caller's mistake (no context...): raised, not sent
+            if trace is not None:
+                trace.abort(exc)
+            raise
         try:
             value = await acall(tool, positional, kwargs)
         except Exception as exc:
-            return self._raised(tool, call_id, exc, start)
-        return self._finish(tool, call_id, value, args, start)
+            return self._raised(tool, call_id, exc, start, trace, context)
+        except BaseException as exc:  # KeyboardInterrupt, SystemExit, cancellation: raised
+            if trace is not None:
+                trace.abort(exc)
+            raise
+        return self._finish(tool, call_id, value, args, start, trace)
 
     async def adispatch_many(
         self,
@@ -215,38 +247,57 @@ class Dispatcher:
             tool = None  # not allowed: answered exactly like an unknown name
         if tool is None:
             raise self._unknown(name, allowed_set)
+        if context is None and tool.plan.needs_context:  # the application's mistake
+            raise MissingContextError(tool.name, tool.plan.needs_context[0])
         settings = self.settings
         try:
             args = decode_arguments(arguments, settings.max_payload_bytes, settings.max_depth)
             coerce = settings.coerce if tool.coerce is None else tool.coerce
-            args = prepare(tool, args, coerce, settings.max_depth, settings.mask_errors)
+            args = prepare(tool, args, coerce, settings.max_depth, settings.errors, context)
         except InvalidArgumentsError as err:
             err.tool_name = tool.name
             raise
-        return (tool, args, *bind(tool, args, context, call_id))
+        return (tool, args, *bind(tool, args, context, call_id, settings.errors))
 
     def _finish(
-        self, tool: Tool, call_id: str | None, value: Any, args: dict[str, Any], start: float
+        self,
+        tool: Tool,
+        call_id: str | None,
+        value: Any,
+        args: dict[str, Any],
+        start: float,
+        trace: Trace | None,
     ) -> ToolResult:
         """The result of a tool that returned `value`: rendered as text for the model."""
         try:
             content = render_result(tool, value, self.settings.max_result_chars)
         except ToolCallError as err:
-            return _failed(tool.name, call_id, err, start)
+            return _failed(tool.name, call_id, err, start, trace)
         # positional: the hot path; the order is ToolResult's field order
         elapsed = _clock() - start
-        return ToolResult(
+        result = ToolResult(
             tool.name, call_id, True, content, value, None, None, tool.return_direct, elapsed, args
         )
+        if trace is not None:
+            trace.end(result)
+        return result
 
-    def _raised(self, tool: Tool, call_id: str | None, exc: Exception, start: float) -> ToolResult:
+    def _raised(
+        self,
+        tool: Tool,
+        call_id: str | None,
+        exc: Exception,
+        start: float,
+        trace: Trace | None,
+        context: Any,
+    ) -> ToolResult:
         """The result of a tool that raised: a `ToolCallError` raised inside (a time limit, a
         nested dispatch) keeps its kind; anything else is an execution error."""
         if isinstance(exc, ToolCallError):
-            return _failed(tool.name, call_id, exc, start)
-        error = self._execution_error(tool, exc)
+            return _failed(tool.name, call_id, exc, start, trace)
+        error = self._execution_error(tool, exc, context)
         error.__cause__ = exc
-        return _failed(tool.name, call_id, error, start)
+        return _failed(tool.name, call_id, error, start, trace)
 
     def _unknown(self, name: object, allowed: frozenset[str] | None) -> UnknownToolError:
         shown = _safe_name(name)
@@ -266,18 +317,14 @@ class Dispatcher:
             message += " No tools are available."
         return UnknownToolError(message, tool_name=shown, suggestions=matches)
 
-    def _execution_error(self, tool: Tool, exc: Exception) -> ToolExecutionError:
-        _debug("tool %r raised", tool.name, exc_info=exc)
+    def _execution_error(self, tool: Tool, exc: Exception, context: Any) -> ToolExecutionError:
         chosen = _chosen_message(exc) if isinstance(exc, ToolError) else None
         if chosen:  # the tool author's own words for the model, exactly
+            _log("INFO", "tool %r refused: %s", tool.name, chosen)
             message = chosen
-        elif self.settings.mask_errors:
-            message = f"Tool '{tool.name}' failed."
         else:
-            detail = exception_text(exc)
-            message = f"Tool '{tool.name}' failed: {type(exc).__name__}" + (
-                f": {detail}" if detail else ""
-            )
+            _log("WARNING", "tool %r failed", tool.name, exc_info=exc)
+            message = failure_text(tool.name, exc, self.settings.errors, context)
         return ToolExecutionError(message, tool_name=tool.name)
 
 
@@ -288,22 +335,25 @@ def _chosen_message(exc: ToolError) -> str | None:
         return None
 
 
-def _debug(message: str, *args: Any, exc_info: BaseException | None = None) -> None:
-    """Log to the "toolreg" logger at DEBUG. If the application never imported `logging`,
-    nothing is configured to show the record, so the import (~5 ms) is skipped."""
-    logging = sys.modules.get("logging")
-    if logging is not None:
-        logging.getLogger("toolreg").debug(message, *args, exc_info=exc_info)
+def _log(level: str, message: str, *args: Any, exc_info: BaseException | None = None) -> None:
+    """Log to the "toolreg" logger: a tool's failure, with its traceback, reaches the
+    application's logs (or stderr, through logging's last resort) whether or not it set
+    logging up. `logging` is imported on the first failure, not by `import toolreg`."""
+    import logging
+
+    logging.getLogger("toolreg").log(getattr(logging, level), message, *args, exc_info=exc_info)
 
 
-def _failed(name: object, call_id: str | None, err: ToolCallError, start: float) -> ToolResult:
+def _failed(
+    name: object, call_id: str | None, err: ToolCallError, start: float, trace: Trace | None
+) -> ToolResult:
     # past the lookup, `name` is exactly a registered name: keep it whole, whatever the error
     # says (a ToolCallError raised inside the tool may name some other tool)
     if isinstance(name, str) and not isinstance(err, UnknownToolError):
         tool_name = name
     else:
         tool_name = err.tool_name or _safe_name(name)
-    return ToolResult(
+    result = ToolResult(
         tool_name=tool_name,
         call_id=call_id,
         ok=False,
@@ -312,6 +362,9 @@ def _failed(name: object, call_id: str | None, err: ToolCallError, start: float)
         exception=err.__cause__,
         elapsed=_clock() - start,
     )
+    if trace is not None:
+        trace.end(result)
+    return result
 
 
 def _close_matches(word: str, names: list[str]) -> list[str]:

@@ -36,7 +36,7 @@ from mcp.shared.inbound import (
 from mcp_types import LOG_LEVEL_META_KEY, SERVER_INFO_META_KEY, methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
-from ..errors import UsageError
+from ..errors import ToolregError, UsageError
 from ..registry import ToolRegistry
 from ..tool import Tool
 from .context import McpRequest
@@ -232,7 +232,11 @@ class McpApp:
                 client=request.client,
             )
 
-        result = await self.service.call(tool, request.params.get("arguments"), about, call_id=None)
+        arguments = request.params.get("arguments")
+        try:
+            result = await self.service.call(tool, arguments, about, call_id=None)
+        except ToolregError:  # a missing context: raised before the tool ran; the SDK's
+            return None  # path raises it again and answers with its internal error
         return self.service.result(tool, result)
 
     def _declares_headers(self, tool: Tool) -> bool:

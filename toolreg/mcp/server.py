@@ -69,6 +69,14 @@ class ToolService:
     def __init__(self, registry: ToolRegistry, context: ContextFactory | None = None) -> None:
         if context is not None and not callable(context):
             raise UsageError("context= must be a function of the MCP request, or None")
+        if context is None:
+            needy = [t.name for t in registry.tools() if t.plan.needs_context]
+            if needy:
+                raise UsageError(
+                    f"{', '.join(map(repr, needy))} need a context and none would be built: "
+                    "pass context=lambda request: ... (the deps, from the MCP request; "
+                    "toolreg serve: --context JSON)"
+                )
         self.registry = registry
         self.catalog = Catalog(registry)
         self.context = context
@@ -91,7 +99,9 @@ class ToolService:
         reporter: Reporter | None = None,
         confirm: ConfirmCallback | None = None,
     ) -> ToolResult:
-        """Dispatch one call of a registered tool; never raises for the call's failures."""
+        """Dispatch one call of a registered tool; never raises for the call's failures (a
+        tool that needs a context and gets none raises `MissingContextError`: the server's
+        mistake, which the SDK answers as an internal error)."""
         deps: Any = None
         if self.context is not None:
             try:

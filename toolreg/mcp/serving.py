@@ -27,7 +27,15 @@ from .errors import McpConnectionError
 from .http import LOOPBACK_HOSTS, McpApp, asgi_app
 from .server import ContextFactory, build_server
 
-__all__ = ["HttpServer", "allowed_hosts_for", "listening_socket", "run_http", "serve"]
+__all__ = [
+    "HttpServer",
+    "allowed_hosts_for",
+    "build_server",
+    "listening_socket",
+    "run_http",
+    "serve",
+    "serve_stdio",
+]
 
 _WILDCARDS = frozenset({"", "0.0.0.0", "::"})
 _BACKLOG = 2048  # uvicorn's default
@@ -54,7 +62,7 @@ def serve(
     stderr).
     """
     if transport == "stdio":
-        asyncio.run(_serve_stdio(build_server(registry, name=name, context=context)))
+        serve_stdio(build_server(registry, name=name, context=context))
     elif transport == "http":
         app = asgi_app(
             registry,
@@ -68,6 +76,11 @@ def serve(
         run_http(app, host=host, port=port, path=path)
     else:
         raise UsageError(f"transport={transport!r}: choose 'stdio' or 'http'")
+
+
+def serve_stdio(server: Any) -> None:
+    """Run an SDK `Server` on this process's stdin and stdout until the client closes them."""
+    asyncio.run(_serve_stdio(server))
 
 
 async def _serve_stdio(server: Any) -> None:

@@ -1,0 +1,154 @@
+"""What the model reads when a tool raises: `errors="redact"` (default), `"mask"`, `"full"`;
+and the application's logs, which get the whole story."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+
+from toolreg import Injected, ToolContext, ToolError, ToolRegistry, UsageError
+
+ROOT = Path(__file__).resolve().parent.parent
+TOKEN = "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
+
+
+@dataclass
+class Session:
+    user: str
+    database_url: str
+
+
+def leaky_registry(errors: Any = "redact") -> ToolRegistry:
+    reg = ToolRegistry(errors=errors)
+
+    @reg.register_tool
+    def connect(ctx: ToolContext[Session]) -> str:
+        """Connect to the user's database."""
+        raise ConnectionError(
+            f"cannot reach postgres://admin:hunter2@db.internal:5432/app for "
+            f"{ctx.deps.user} (key {TOKEN}) from /srv/app/settings.py and "
+            f"C:\\Users\\ada\\app.ini: {ctx.deps.database_url}"
+        )
+
+    @reg.register_tool
+    def refuse(reason: str) -> str:
+        """Refuse with a reason."""
+        raise ToolError(f"Not allowed: {reason} (see /srv/rules.txt, key {TOKEN})")
+
+    @reg.register_tool
+    def plain() -> str:
+        """Fail plainly."""
+        raise ValueError("the amount must be positive, got -3")
+
+    return reg
+
+
+SESSION = Session(user="ada.lovelace", database_url="sqlite:///var/lib/app/private.db")
+
+
+def test_redact_is_the_default_and_removes_what_must_not_leave() -> None:
+    result = leaky_registry().dispatch_tool("connect", "{}", context=SESSION)
+    assert result.error_kind == "execution_error"
+    assert result.content == (
+        "Tool 'connect' failed: ConnectionError: cannot reach postgres://[redacted]@"
+        "db.internal:5432/app for [redacted] (key [redacted]) from [redacted] and "
+        "[redacted]: [redacted]"
+    )
+    for secret in ("hunter2", "admin", "ada.lovelace", TOKEN, "/srv/app", "Users", "private.db"):
+        assert secret not in result.content
+    assert "hunter2" in str(result.exception)  # the application keeps the original
+
+
+def test_an_ordinary_message_is_sent_unchanged_when_redacting() -> None:
+    result = leaky_registry().dispatch_tool("plain", "{}")
+    assert result.content == "Tool 'plain' failed: ValueError: the amount must be positive, got -3"
+
+
+def test_mask_sends_only_that_the_tool_failed() -> None:
+    result = leaky_registry("mask").dispatch_tool("connect", "{}", context=SESSION)
+    assert result.content == "Tool 'connect' failed."
+
+
+def test_full_sends_the_message_as_it_is() -> None:
+    result = leaky_registry("full").dispatch_tool("connect", "{}", context=SESSION)
+    assert "postgres://admin:hunter2@db.internal" in result.content
+    assert TOKEN in result.content
+
+
+@pytest.mark.parametrize("mode", ["redact", "mask", "full"])
+def test_tool_errors_and_validation_messages_are_sent_as_written(mode: str) -> None:
+    reg = leaky_registry(mode)
+    refused = reg.dispatch_tool("refuse", '{"reason": "quota"}')
+    assert refused.content == f"Not allowed: quota (see /srv/rules.txt, key {TOKEN})"
+    invalid = reg.dispatch_tool("refuse", '{"reason": 5}')
+    assert (
+        invalid.content
+        == "Invalid arguments for tool 'refuse': reason: expected string, got integer."
+    )
+
+
+def test_an_unknown_mode_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match=r"errors='loud'.*'redact', 'mask', 'full'"):
+        ToolRegistry(errors="loud")  # type: ignore[arg-type]
+
+
+def test_raw_injected_context_values_are_redacted_too() -> None:
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def lookup(token: Annotated[dict[str, Any], Injected]) -> str:
+        """Look something up."""
+        raise PermissionError(f"token {token['api_key']} rejected for {token['tenant']}")
+
+    result = reg.dispatch_tool(
+        "lookup", "{}", context={"api_key": "abc-123", "tenant": "acme-corp"}
+    )
+    assert (
+        result.content
+        == "Tool 'lookup' failed: PermissionError: token [redacted] rejected for [redacted]"
+    )
+
+
+def test_failures_are_logged_with_the_traceback_without_any_logging_setup() -> None:
+    code = (
+        "import sys, toolreg\n"
+        "assert 'logging' not in sys.modules\n"
+        "reg = toolreg.ToolRegistry()\n"
+        "@reg.register_tool\n"
+        "def boom() -> str:\n"
+        "    '''Fail.'''\n"
+        "    raise RuntimeError('disk full at /srv/data')\n"
+        "print(reg.dispatch_tool('boom', '{}').content)\n"
+        "@reg.register_tool\n"
+        "def nope() -> str:\n"
+        "    '''Refuse.'''\n"
+        "    raise toolreg.ToolError('no')\n"
+        "print(reg.dispatch_tool('nope', '{}').content)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "Tool 'boom' failed: RuntimeError: disk full at [redacted]",
+        "no",
+    ]
+    assert "tool 'boom' failed" in done.stderr
+    assert "Traceback (most recent call last):" in done.stderr
+    assert "RuntimeError: disk full at /srv/data" in done.stderr  # the logs get it whole
+    assert "nope" not in done.stderr  # a ToolError is the tool's answer, not a failure
+
+
+def test_failures_reach_the_applications_logger(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("WARNING", logger="toolreg"):
+        leaky_registry().dispatch_tool("plain", "{}")
+    (record,) = caplog.records
+    assert record.levelname == "WARNING"
+    assert record.getMessage() == "tool 'plain' failed"
+    assert record.exc_info is not None
+    assert isinstance(record.exc_info[1], ValueError)

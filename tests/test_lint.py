@@ -1,0 +1,78 @@
+"""`toolreg lint` on descriptions that are not in English (ChatGLM3's users write Chinese)."""
+
+from __future__ import annotations
+
+from toolreg import ToolRegistry
+from toolreg.cli.lint import lint_registry
+
+
+def codes(reg: ToolRegistry) -> list[tuple[str, str]]:
+    return [(f.tool, f.code) for f in lint_registry(reg)]
+
+
+def test_a_chinese_description_with_a_usage_hint_passes() -> None:
+    reg = ToolRegistry()
+
+    @reg.register_tool(description="查询城市的实时天气。当用户询问天气、气温或是否下雨时使用。")
+    def get_weather(city: str) -> str:
+        return city
+
+    @reg.register_tool(description="记录一笔支出，用于用户说花了多少钱的时候。")
+    def record_expense(amount: float) -> str:
+        return str(amount)
+
+    @reg.register_tool(description="天气。")
+    def lookup(city: str) -> str:
+        return city
+
+    found = codes(reg)
+    assert ("get_weather", "no-usage-hint") not in found
+    assert ("record_expense", "no-usage-hint") not in found
+    assert ("lookup", "no-usage-hint") in found  # two characters say nothing about when
+
+
+def test_a_chinese_description_without_a_usage_hint_is_flagged() -> None:
+    reg = ToolRegistry()
+
+    @reg.register_tool(description="获取当前的日期和时间，精确到秒，包括时区信息。")
+    def now() -> str:
+        return ""
+
+    assert ("now", "no-usage-hint") in codes(reg)
+
+
+def test_near_identical_chinese_descriptions_overlap() -> None:
+    reg = ToolRegistry()
+
+    @reg.register_tool(description="查询订单的状态和物流信息。当用户询问订单时使用。")
+    def order_status(order_id: str) -> str:
+        return order_id
+
+    @reg.register_tool(description="查询订单的状态与物流信息。当用户询问订单时使用。")
+    def order_info(order_id: str) -> str:
+        return order_id
+
+    @reg.register_tool(description="取消用户的会员订阅并退款。当用户明确要求退订时使用。")
+    def cancel_subscription(user_id: str) -> str:
+        return user_id
+
+    overlaps = [(f.tool, f.message) for f in lint_registry(reg) if f.code == "overlap"]
+    assert len(overlaps) == 1
+    assert overlaps[0][0] == "order_status"
+    assert "'order_info'" in overlaps[0][1]
+
+
+def test_english_still_works_the_same() -> None:
+    reg = ToolRegistry()
+
+    @reg.register_tool(description="Get the weather of a city. Use it when the user asks.")
+    def get_weather(city: str) -> str:
+        return city
+
+    @reg.register_tool(description="Weather.")
+    def weather(city: str) -> str:
+        return city
+
+    found = codes(reg)
+    assert ("get_weather", "no-usage-hint") not in found
+    assert ("weather", "no-usage-hint") in found

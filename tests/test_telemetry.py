@@ -1,0 +1,350 @@
+"""OpenTelemetry: spans and metrics for tool calls, model calls and turns, opt-in.
+
+Read back with the OpenTelemetry SDK's in-memory span exporter and metric reader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+import toolreg
+from toolreg import AsyncConversation, Conversation, ConversationError, ToolRegistry
+from toolreg.telemetry import extracted, inject, instrumented
+from toolreg.testing import ScriptedServer, call, error, text, tool_calls
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Telemetry:
+    def __init__(self) -> None:
+        self.exporter = InMemorySpanExporter()
+        self.tracer_provider = TracerProvider()
+        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.reader = InMemoryMetricReader()
+        self.meter_provider = MeterProvider(metric_readers=[self.reader])
+
+    def spans(self, name_prefix: str = "") -> list[ReadableSpan]:
+        return [s for s in self.exporter.get_finished_spans() if s.name.startswith(name_prefix)]
+
+    def points(self, metric: str) -> list[Any]:
+        data = self.reader.get_metrics_data()
+        found = []
+        for resource in data.resource_metrics if data else ():
+            for scope in resource.scope_metrics:
+                for m in scope.metrics:
+                    if m.name == metric:
+                        found.extend(m.data.data_points)
+        return found
+
+
+@pytest.fixture
+def otel() -> Iterator[Telemetry]:
+    telemetry = Telemetry()
+    toolreg.instrument(telemetry.tracer_provider, telemetry.meter_provider)
+    try:
+        yield telemetry
+    finally:
+        toolreg.uninstrument()
+
+
+@pytest.fixture
+def tools() -> ToolRegistry:
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def get_weather(city: str) -> str:
+        """Current weather of a city."""
+        return f"sunny in {city}"
+
+    @reg.register_tool
+    def divide(a: float, b: float) -> float:
+        """Divide a by b."""
+        return a / b
+
+    return reg
+
+
+def attrs(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+# -- off by default, and light -----------------------------------------------------------------
+
+
+def test_nothing_imports_opentelemetry_until_instrument_is_called() -> None:
+    code = (
+        "import sys, toolreg\n"
+        "reg = toolreg.ToolRegistry()\n"
+        "@reg.register_tool\n"
+        "def f(a: int) -> int:\n"
+        "    '''F.'''\n"
+        "    return a\n"
+        "assert reg.dispatch_tool('f', '{\"a\": 1}').ok\n"
+        "assert not any(m.startswith('opentelemetry') for m in sys.modules), 'loaded'\n"
+        "assert toolreg.instrument.__name__ == 'instrument'\n"
+        "assert not any(m.startswith('opentelemetry') for m in sys.modules), 'loaded'\n"
+        "toolreg.instrument()\n"
+        "assert 'opentelemetry.trace' in sys.modules\n"
+        "print('ok')\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_without_opentelemetry_instrument_says_what_to_install() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['opentelemetry'] = None\n"
+        "import toolreg\n"
+        "try:\n"
+        "    toolreg.instrument()\n"
+        "except toolreg.UsageError as exc:\n"
+        "    print(exc)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert "pip install 'toolreg[otel]'" in done.stdout, done.stderr
+
+
+def test_no_spans_unless_instrumented_and_none_after_uninstrument(tools: ToolRegistry) -> None:
+    telemetry = Telemetry()
+    assert not instrumented()
+    tools.dispatch_tool("get_weather", '{"city": "Oslo"}')
+    toolreg.instrument(telemetry.tracer_provider, telemetry.meter_provider)
+    assert instrumented()
+    tools.dispatch_tool("get_weather", '{"city": "Oslo"}')
+    toolreg.uninstrument()
+    tools.dispatch_tool("get_weather", '{"city": "Oslo"}')
+    assert [s.name for s in telemetry.spans()] == ["execute_tool get_weather"]
+    (point,) = telemetry.points("gen_ai.execute_tool.duration")
+    assert point.count == 1
+
+
+# -- tool calls -------------------------------------------------------------------------------
+
+
+def test_a_tool_call_is_an_execute_tool_span(otel: Telemetry, tools: ToolRegistry) -> None:
+    result = tools.dispatch_tool("get_weather", '{"city": "Oslo"}', call_id="call_7")
+    assert result.ok
+    (span,) = otel.spans()
+    assert span.name == "execute_tool get_weather"
+    assert span.kind is SpanKind.INTERNAL
+    assert attrs(span) == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "get_weather",
+        "gen_ai.tool.type": "function",
+        "gen_ai.tool.call.id": "call_7",
+        "gen_ai.tool.description": "Current weather of a city.",
+    }
+    assert span.status.status_code is StatusCode.UNSET
+    (point,) = otel.points("gen_ai.execute_tool.duration")
+    assert dict(point.attributes) == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "get_weather",
+    }
+    assert point.count == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "kind"),
+    [
+        ("get_wether", '{"city": "Oslo"}', "unknown_tool"),
+        ("get_weather", '{"city": 5}', "invalid_arguments"),
+        ("get_weather", '{"city": ', "invalid_json"),
+        ("divide", '{"a": 1, "b": 0}', "execution_error"),
+    ],
+)
+def test_a_failed_call_has_its_error_kind_and_status_error(
+    otel: Telemetry, tools: ToolRegistry, name: str, arguments: str, kind: str
+) -> None:
+    result = tools.dispatch_tool(name, arguments)
+    assert result.error_kind == kind
+    (span,) = otel.spans()
+    assert attrs(span)["error.type"] == kind
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.status.description == result.content[:200]
+    (point,) = otel.points("gen_ai.execute_tool.duration")
+    assert point.attributes["error.type"] == kind
+
+
+def test_content_is_captured_only_when_asked(tools: ToolRegistry) -> None:
+    telemetry = Telemetry()
+    toolreg.instrument(telemetry.tracer_provider, telemetry.meter_provider, capture_content=True)
+    try:
+        tools.dispatch_tool("get_weather", '{"city": "北京"}')
+    finally:
+        toolreg.uninstrument()
+    (span,) = telemetry.spans()
+    assert attrs(span)["gen_ai.tool.call.arguments"] == '{"city": "北京"}'
+    assert attrs(span)["gen_ai.tool.call.result"] == "sunny in 北京"
+
+
+def test_an_unknown_name_is_bounded_in_the_span_name(otel: Telemetry, tools: ToolRegistry) -> None:
+    tools.dispatch_tool("x" * 500 + "\n", "{}")
+    (span,) = otel.spans()
+    assert span.name == "execute_tool " + "x" * 64 + "..."
+
+
+def test_async_dispatch_and_parallel_calls_have_spans(otel: Telemetry, tools: ToolRegistry) -> None:
+    results = asyncio.run(
+        tools.adispatch_many([("get_weather", '{"city": "A"}', "1"), ("get_weather", "{}", "2")])
+    )
+    assert [r.ok for r in results] == [True, False]
+    spans = sorted(otel.spans(), key=lambda s: attrs(s)["gen_ai.tool.call.id"])
+    assert [attrs(s).get("error.type") for s in spans] == [None, "invalid_arguments"]
+
+
+# -- conversations --------------------------------------------------------------------------------
+
+
+def test_a_turn_is_one_trace_with_chat_and_tool_spans(otel: Telemetry, tools: ToolRegistry) -> None:
+    script = [
+        tool_calls(
+            call("get_weather", city="Oslo"), call("get_weather", city="Rome"), usage=(20, 7)
+        ),
+        text("Sunny in both.", usage=(40, 5)),
+    ]
+    with ScriptedServer(script) as server:
+        chat = Conversation(server.client(), server.model, registry=tools, name="weather-agent")
+        assert chat.send("Weather in Oslo and Rome?").text == "Sunny in both."
+        port = int(server.base_url.split(":")[2].split("/")[0])
+    (turn,) = otel.spans("invoke_agent")
+    chats = otel.spans("chat")
+    tool_spans = otel.spans("execute_tool")
+    assert turn.name == "invoke_agent weather-agent"
+    assert turn.parent is None
+    assert attrs(turn)["gen_ai.operation.name"] == "invoke_agent"
+    assert attrs(turn)["gen_ai.agent.name"] == "weather-agent"
+    assert len(chats) == 2
+    assert len(tool_spans) == 2
+    trace_ids = {s.context.trace_id for s in [turn, *chats, *tool_spans]}
+    assert trace_ids == {turn.context.trace_id}
+    first, second = sorted(chats, key=lambda s: s.start_time or 0)
+    for chat_span in chats:
+        assert chat_span.kind is SpanKind.CLIENT
+        assert chat_span.parent is not None
+        assert chat_span.parent.span_id == turn.context.span_id
+    for tool_span in tool_spans:  # run in threads (parallel=True): still the round's children
+        assert tool_span.parent is not None
+        assert tool_span.parent.span_id == first.context.span_id
+    assert first.name == "chat scripted-model"
+    a = attrs(first)
+    assert a["gen_ai.operation.name"] == "chat"
+    assert a["gen_ai.provider.name"] == "openai"
+    assert a["gen_ai.request.model"] == "scripted-model"
+    assert a["gen_ai.response.model"] == "scripted-model"
+    assert a["gen_ai.response.id"].startswith("chatcmpl-")
+    assert a["gen_ai.response.finish_reasons"] == ("tool_calls",)
+    assert (a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"]) == (20, 7)
+    assert (a["server.address"], a["server.port"]) == ("127.0.0.1", port)
+    assert attrs(second)["gen_ai.response.finish_reasons"] == ("stop",)
+    usage = {
+        (p.attributes["gen_ai.token.type"], p.sum) for p in otel.points("gen_ai.client.token.usage")
+    }
+    assert usage == {("input", 60), ("output", 12)}
+    (duration,) = otel.points("gen_ai.client.operation.duration")
+    assert duration.count == 2
+    assert duration.attributes["gen_ai.request.model"] == "scripted-model"
+
+
+def test_streamed_and_async_turns_link_the_same_way(otel: Telemetry, tools: ToolRegistry) -> None:
+    script = [tool_calls(call("get_weather", city="A"), call("get_weather", city="B")), text("ok")]
+
+    async def main(server: ScriptedServer) -> None:
+        async with server.async_client() as client:
+            chat = AsyncConversation(client, server.model, registry=tools, stream=True)
+            assert (await chat.send("go")).text == "ok"
+
+    with ScriptedServer(script) as server:
+        asyncio.run(main(server))
+    (turn,) = otel.spans("invoke_agent")
+    assert turn.name == "invoke_agent toolreg"
+    first = min(otel.spans("chat"), key=lambda s: s.start_time or 0)
+    assert attrs(first)["gen_ai.response.id"].startswith("chatcmpl-")
+    tool_spans = otel.spans("execute_tool")
+    assert len(tool_spans) == 2
+    for tool_span in tool_spans:  # tasks of adispatch_many
+        assert tool_span.parent is not None
+        assert tool_span.parent.span_id == first.context.span_id
+
+
+def test_an_endpoint_failure_marks_the_chat_and_the_turn(
+    otel: Telemetry, tools: ToolRegistry
+) -> None:
+    with ScriptedServer([error(503, "overloaded")]) as server:
+        chat = Conversation(server.client(), server.model, registry=tools)
+        with pytest.raises(ConversationError):
+            chat.send("hello")
+    (chat_span,) = otel.spans("chat")
+    (turn,) = otel.spans("invoke_agent")
+    assert chat_span.status.status_code is StatusCode.ERROR
+    assert attrs(chat_span)["error.type"] == "ConversationError"
+    assert turn.status.status_code is StatusCode.ERROR
+    assert attrs(turn)["error.type"] == "ConversationError"
+    (duration,) = otel.points("gen_ai.client.operation.duration")
+    assert duration.attributes["error.type"] == "ConversationError"
+
+
+def test_a_dispatch_inside_a_span_is_its_child(otel: Telemetry, tools: ToolRegistry) -> None:
+    tracer = otel.tracer_provider.get_tracer("app")
+    with tracer.start_as_current_span("request") as parent:
+        tools.dispatch_tool("get_weather", '{"city": "Oslo"}')
+    (span,) = otel.spans("execute_tool")
+    assert span.parent is not None
+    assert span.parent.span_id == parent.get_span_context().span_id
+
+
+def test_trace_context_travels_in_a_carrier(otel: Telemetry, tools: ToolRegistry) -> None:
+    tracer = otel.tracer_provider.get_tracer("app")
+    carrier: dict[str, Any] = {}
+    with tracer.start_as_current_span("client side") as client_span:
+        inject(carrier)
+    assert carrier["traceparent"].startswith("00-")
+    with extracted(carrier):  # e.g. on the server side of an MCP request
+        tools.dispatch_tool("get_weather", '{"city": "Oslo"}')
+    (span,) = otel.spans("execute_tool")
+    assert span.context.trace_id == client_span.get_span_context().trace_id
+    assert span.parent is not None
+    assert span.parent.span_id == client_span.get_span_context().span_id
+
+
+def test_inject_and_extract_do_nothing_when_off(tools: ToolRegistry) -> None:
+    carrier: dict[str, Any] = {}
+    inject(carrier)
+    assert carrier == {}
+    with extracted({"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"}):
+        assert tools.dispatch_tool("get_weather", '{"city": "Oslo"}').ok
+
+
+def test_the_demo_prints_a_whole_turn_with_trace() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "TOOLREG_MODEL")}
+    env.update(PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "toolreg", "demo", "--trace"],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "assistant:" in done.stdout
+    assert '"name": "invoke_agent toolreg"' in done.stderr
+    assert done.stderr.count('"name": "execute_tool get_weather"') == 2
+    assert done.stderr.count('"name": "chat scripted-model"') == 2

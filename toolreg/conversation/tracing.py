@@ -1,0 +1,64 @@
+"""How the drivers report a turn and its model calls to the observer (see `observe`).
+
+Both cost one attribute read while nothing observes toolreg. The tool calls a model call
+asked for run with that model call as their parent, so that a trace shows which round of
+the conversation asked for which tool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager
+from typing import Any
+
+from ..observe import OBSERVER, ModelCallTrace
+
+__all__ = ["ModelCall", "model_call", "turn"]
+
+
+@contextlib.contextmanager
+def turn(name: str, model: str) -> Iterator[None]:
+    """One `send` / `run`: everything inside is part of it."""
+    observer = OBSERVER.current
+    if observer is None:
+        yield
+        return
+    trace = observer.turn(name, model)
+    with trace.parent():
+        try:
+            yield
+        except BaseException as exc:
+            trace.end(exc)
+            raise
+    trace.end(None)
+
+
+class ModelCall:
+    """A model call in progress: set `response` once it is in; `parent` then makes the call
+    the parent of the tool calls that follow it."""
+
+    __slots__ = ("response", "trace")
+
+    def __init__(self, trace: ModelCallTrace | None) -> None:
+        self.trace = trace
+        self.response: Mapping[str, Any] | None = None
+
+    @property
+    def parent(self) -> Callable[[], AbstractContextManager[None]]:
+        return contextlib.nullcontext if self.trace is None else self.trace.parent
+
+
+@contextlib.contextmanager
+def model_call(request: Mapping[str, Any], client: Any) -> Iterator[ModelCall]:
+    observer = OBSERVER.current
+    call = ModelCall(None if observer is None else observer.model_call(request, client))
+    if call.trace is None:
+        yield call
+        return
+    try:
+        yield call
+    except BaseException as exc:
+        call.trace.fail(exc)
+        raise
+    call.trace.end(call.response or {})

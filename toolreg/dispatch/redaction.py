@@ -1,0 +1,87 @@
+"""What a model may read of an exception raised by the application's code.
+
+`errors="redact"` (the default) sends the exception's type and message with what must not
+leave the process replaced by `[redacted]`: credentials in URLs, absolute file paths, long
+token-like strings, and every string value of the context the call was given (a user id, a
+session token, a database URL: the application's, never the model's). `errors="mask"` sends
+only that the tool failed; `errors="full"` sends the message as it is.
+
+`ToolError` messages and validation messages are the application's and toolreg's own words
+for the model: they are sent as written in every mode.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from typing import Any, Final, Literal
+
+from ..errors import exception_text
+from ..params import ToolContext
+
+__all__ = ["ERROR_MODES", "REDACTED", "ErrorMode", "failure_text", "redact"]
+
+ErrorMode = Literal["redact", "mask", "full"]
+ERROR_MODES: Final = ("redact", "mask", "full")
+REDACTED: Final = "[redacted]"
+
+_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{1,20}://)[^\s/@:]*(?::[^\s/@]*)?@")
+_ABSOLUTE_PATH = re.compile(
+    r"(?<![\w/.:-])(?:[A-Za-z]:\\[^\s'\"<>|:,;]*|~?/(?:[\w.@+-]+/)+[\w.@+-]*|~?/[\w.@+-]+\.\w+)"
+)
+# 24 or more characters of a key's alphabet that mix letters and digits: API keys, tokens,
+# hashes, session ids. Plain words and numbers stay.
+_TOKEN = re.compile(r"(?<![\w+/=-])(?=[\w+/=-]*\d)(?=[\w+/=-]*[A-Za-z])[\w+/=-]{24,}(?![\w+/=-])")
+_MIN_SECRET = 4  # shorter context strings ("en", "1") would redact ordinary words
+_MAX_WALK = 200  # context values looked at, at most
+
+
+def redact(text: str, context: Any = None) -> str:
+    """`text` with credentials, paths, tokens and the context's string values redacted."""
+    for secret in sorted(_context_strings(context), key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    text = _URL_CREDENTIALS.sub(lambda m: m.group(1) + REDACTED + "@", text)
+    text = _ABSOLUTE_PATH.sub(REDACTED, text)
+    return _TOKEN.sub(REDACTED, text)
+
+
+def failure_text(tool: str, exc: BaseException, mode: ErrorMode, context: Any) -> str:
+    """The model's message for a tool that raised `exc` (not a `ToolError`)."""
+    if mode == "mask":
+        return f"Tool '{tool}' failed."
+    detail = exception_text(exc)
+    if detail and mode == "redact":
+        detail = redact(detail, context)
+    return f"Tool '{tool}' failed: {type(exc).__name__}" + (f": {detail}" if detail else "")
+
+
+def _context_strings(context: Any) -> set[str]:
+    """The string values found in the call's context, a bounded walk through containers,
+    dataclasses and plain objects."""
+    if context is None:
+        return set()
+    found: set[str] = set()
+    stack: list[tuple[Any, int]] = [(context, 0)]
+    seen = 0
+    while stack and seen < _MAX_WALK:
+        value, depth = stack.pop()
+        seen += 1
+        if isinstance(value, str):
+            if len(value) >= _MIN_SECRET:
+                found.add(value)
+            continue
+        if depth >= 4 or isinstance(value, (int, float, bool, bytes)) or value is None:
+            continue
+        if isinstance(value, ToolContext):
+            children: Any = [value.deps]
+        elif isinstance(value, Mapping):
+            children = list(value.values())  # the keys are names, not secrets
+        elif isinstance(value, (list, tuple, set, frozenset)):
+            children = list(value)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            children = [getattr(value, f.name, None) for f in dataclasses.fields(value)]
+        else:
+            children = list(getattr(value, "__dict__", {}).values())
+        stack.extend((child, depth + 1) for child in children[:_MAX_WALK])
+    return found

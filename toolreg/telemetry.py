@@ -1,0 +1,346 @@
+"""OpenTelemetry traces and metrics for every model call and tool call: opt-in, free when off.
+
+```python
+import toolreg
+
+toolreg.instrument()                  # the global providers; or instrument(tracer_provider=...)
+toolreg.instrument(capture_content=True)   # also tool arguments and results on the spans
+toolreg.uninstrument()
+```
+
+What is emitted follows the OpenTelemetry GenAI semantic conventions:
+
+- `invoke_agent {name}` (INTERNAL) for each `send` / `run` of a conversation (`name=` option,
+  default "toolreg"): one turn is one trace;
+- `chat {model}` (CLIENT) for each model call of the loop, a child of its turn, with the
+  request and response model, response id, finish reasons, token usage and the server's
+  address and port;
+- `execute_tool {tool}` (INTERNAL) for each dispatch, a child of the model call that asked for
+  it (also for calls run in threads or tasks), or of whatever span is current;
+- histograms `gen_ai.client.token.usage`, `gen_ai.client.operation.duration` (model calls)
+  and `gen_ai.execute_tool.duration` (tool calls, with the tool name and error kind).
+
+Only `opentelemetry-api` is needed (`pip install 'toolreg[otel]'`); it is imported by
+`instrument()`, never by `import toolreg` or by dispatch while nothing is instrumented.
+`inject` and `extracted` carry the trace context across a process boundary (MCP's `_meta`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Iterator, Mapping, MutableMapping
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from .errors import UsageError
+from .observe import OBSERVER, ModelCallTrace, Trace, TurnTrace
+from .result import ToolResult
+from .tool import Tool
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import Histogram, Meter, MeterProvider
+    from opentelemetry.trace import Span, Tracer, TracerProvider
+
+__all__ = ["extracted", "inject", "instrument", "instrumented", "uninstrument"]
+
+_PROVIDER = "openai"  # the wire protocol the driver speaks, whatever serves it
+_MAX_ATTRIBUTE = 8192  # characters of captured content per attribute
+
+
+def instrument(
+    tracer_provider: TracerProvider | None = None,
+    meter_provider: MeterProvider | None = None,
+    *,
+    capture_content: bool = False,
+) -> None:
+    """Emit spans and metrics from now on (the global providers when none are given).
+
+    `capture_content=True` also records each tool call's validated arguments and the text
+    its result sends to the model; off by default, since either may hold personal data.
+    Calling it again replaces the previous setup.
+    """
+    if not isinstance(capture_content, bool):
+        raise UsageError("instrument(capture_content=...) must be True or False")
+    try:
+        from opentelemetry import metrics, trace
+    except ImportError as exc:
+        raise UsageError(
+            "toolreg.instrument() needs OpenTelemetry: pip install 'toolreg[otel]'"
+        ) from exc
+    tracer = trace.get_tracer("toolreg", tracer_provider=tracer_provider)
+    meter = metrics.get_meter("toolreg", meter_provider=meter_provider)
+    OBSERVER.current = _OpenTelemetry(tracer, meter, capture_content)
+
+
+def uninstrument() -> None:
+    """Stop emitting; spans already started still end."""
+    OBSERVER.current = None
+
+
+def instrumented() -> bool:
+    """Whether `instrument()` is in effect."""
+    return isinstance(OBSERVER.current, _OpenTelemetry)
+
+
+def inject(carrier: MutableMapping[str, Any]) -> None:
+    """Write the current trace context into `carrier` (W3C `traceparent`), when instrumented."""
+    if instrumented():
+        from opentelemetry import propagate
+
+        propagate.inject(carrier)
+
+
+@contextlib.contextmanager
+def extracted(carrier: Mapping[str, Any] | None) -> Iterator[None]:
+    """Make the trace context found in `carrier` current inside the block, when instrumented."""
+    if not instrumented() or not carrier:
+        yield
+        return
+    from opentelemetry import context, propagate
+
+    token = context.attach(propagate.extract(dict(carrier)))
+    try:
+        yield
+    finally:
+        context.detach(token)
+
+
+class _OpenTelemetry:
+    """The observer `instrument()` installs (see `observe.Observer`)."""
+
+    def __init__(self, tracer: Tracer, meter: Meter, capture_content: bool) -> None:
+        from opentelemetry import context, trace
+
+        self.tracer = tracer
+        self.capture_content = capture_content
+        self.context = context
+        self.trace = trace
+        self.tokens: Histogram = meter.create_histogram(
+            "gen_ai.client.token.usage",
+            unit="{token}",
+            description="Tokens used per model call, by type (input, output)",
+        )
+        self.model_duration: Histogram = meter.create_histogram(
+            "gen_ai.client.operation.duration",
+            unit="s",
+            description="Duration of model calls",
+        )
+        self.tool_duration: Histogram = meter.create_histogram(
+            "gen_ai.execute_tool.duration",
+            unit="s",
+            description="Duration of tool calls, by tool and error kind",
+        )
+
+    # -- observe.Observer ----------------------------------------------------------------
+    def tool_call(self, name: object, call_id: str | None, tools: Mapping[str, Tool]) -> Trace:
+        tool = tools.get(name) if type(name) is str else None
+        tool_name = tool.name if tool is not None else _printable(name)
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": tool_name,
+            "gen_ai.tool.type": "function",
+        }
+        if isinstance(call_id, str):
+            attributes["gen_ai.tool.call.id"] = call_id[:256]
+        if tool is not None and tool.description:
+            attributes["gen_ai.tool.description"] = tool.description
+        span = self.tracer.start_span(
+            f"execute_tool {tool_name}",
+            kind=self.trace.SpanKind.INTERNAL,
+            attributes=attributes,
+        )
+        token = self.context.attach(self.trace.set_span_in_context(span))
+        return _ToolTrace(self, span, token, tool_name)
+
+    def model_call(self, request: Mapping[str, Any], client: Any) -> ModelCallTrace:
+        model = str(request.get("model", ""))
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": _PROVIDER,
+            "gen_ai.request.model": model,
+            **_server(client),
+        }
+        for key, attribute in _REQUEST_OPTIONS.items():
+            value = request.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                attributes[attribute] = value
+        span = self.tracer.start_span(
+            f"chat {model}", kind=self.trace.SpanKind.CLIENT, attributes=attributes
+        )
+        token = self.context.attach(self.trace.set_span_in_context(span))
+        return _ModelTrace(self, span, token, attributes)
+
+    def turn(self, name: str, model: str) -> TurnTrace:
+        span = self.tracer.start_span(
+            f"invoke_agent {name}",
+            kind=self.trace.SpanKind.INTERNAL,
+            attributes={
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": name,
+                "gen_ai.provider.name": _PROVIDER,
+                "gen_ai.request.model": model,
+            },
+        )
+        return _TurnTrace(self, span)
+
+    def failed(self, span: Span, error_type: str, description: str) -> None:
+        from opentelemetry.trace import Status, StatusCode
+
+        span.set_attribute("error.type", error_type)
+        span.set_status(Status(StatusCode.ERROR, description))
+
+
+_REQUEST_OPTIONS = {
+    "temperature": "gen_ai.request.temperature",
+    "top_p": "gen_ai.request.top_p",
+    "max_tokens": "gen_ai.request.max_tokens",
+    "max_completion_tokens": "gen_ai.request.max_tokens",
+    "max_output_tokens": "gen_ai.request.max_tokens",
+    "seed": "gen_ai.request.seed",
+}
+
+
+class _ToolTrace:
+    __slots__ = ("name", "otel", "span", "token")
+
+    def __init__(self, otel: _OpenTelemetry, span: Span, token: object, name: str) -> None:
+        self.otel, self.span, self.token, self.name = otel, span, token, name
+
+    def end(self, result: ToolResult) -> None:
+        span, otel = self.span, self.otel
+        metric = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": self.name}
+        if not result.ok:
+            kind = result.error_kind or "error"
+            otel.failed(span, kind, result.content[:200])
+            metric["error.type"] = kind
+        if otel.capture_content:
+            if result.arguments is not None:
+                text = json.dumps(result.arguments, ensure_ascii=False, default=str)
+                span.set_attribute("gen_ai.tool.call.arguments", text[:_MAX_ATTRIBUTE])
+            span.set_attribute("gen_ai.tool.call.result", result.content[:_MAX_ATTRIBUTE])
+        otel.context.detach(self.token)
+        span.end()
+        otel.tool_duration.record(result.elapsed, metric)
+
+    def abort(self, error: BaseException) -> None:
+        error_type = type(error).__name__
+        self.otel.failed(self.span, error_type, error_type)
+        self.otel.context.detach(self.token)
+        self.span.end()
+
+
+class _ModelTrace:
+    __slots__ = ("attributes", "otel", "span", "start", "token")
+
+    def __init__(
+        self, otel: _OpenTelemetry, span: Span, token: object, attributes: dict[str, Any]
+    ) -> None:
+        self.otel, self.span, self.token = otel, span, token
+        self.attributes = {
+            k: v
+            for k, v in attributes.items()
+            if k in ("gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model")
+            or k.startswith("server.")
+        }
+        self.start = time.perf_counter()
+
+    def end(self, response: Mapping[str, Any]) -> None:
+        span, metric = self.span, dict(self.attributes)
+        if isinstance(response.get("id"), str):
+            span.set_attribute("gen_ai.response.id", response["id"])
+        if isinstance(response.get("model"), str):
+            span.set_attribute("gen_ai.response.model", response["model"])
+            metric["gen_ai.response.model"] = response["model"]
+        finish = response.get("finish_reason")
+        if isinstance(finish, str):
+            span.set_attribute("gen_ai.response.finish_reasons", [finish])
+        tokens = _tokens(response.get("usage"))
+        for kind, count in tokens.items():
+            span.set_attribute(f"gen_ai.usage.{kind}_tokens", count)
+        self._close(metric)
+        for kind, count in tokens.items():
+            self.otel.tokens.record(count, {**metric, "gen_ai.token.type": kind})
+
+    def fail(self, error: BaseException) -> None:
+        error_type = type(error).__name__
+        self.otel.failed(self.span, error_type, error_type)
+        self._close({**self.attributes, "error.type": error_type})
+
+    def parent(self) -> AbstractContextManager[None]:
+        return _as_parent(self.otel, self.span)
+
+    def _close(self, metric: dict[str, Any]) -> None:
+        self.otel.context.detach(self.token)
+        self.span.end()
+        self.otel.model_duration.record(time.perf_counter() - self.start, metric)
+
+
+class _TurnTrace:
+    __slots__ = ("otel", "span")
+
+    def __init__(self, otel: _OpenTelemetry, span: Span) -> None:
+        self.otel, self.span = otel, span
+
+    def end(self, error: BaseException | None) -> None:
+        if error is not None:
+            error_type = type(error).__name__
+            self.otel.failed(self.span, error_type, error_type)
+        self.span.end()
+
+    def parent(self) -> AbstractContextManager[None]:
+        return _as_parent(self.otel, self.span)
+
+
+_USAGE_KEYS = (
+    ("input", ("prompt_tokens", "input_tokens")),
+    ("output", ("completion_tokens", "output_tokens")),
+)
+
+
+@contextlib.contextmanager
+def _as_parent(otel: _OpenTelemetry, span: Span) -> Iterator[None]:
+    """`span` is the current span inside the block (even when it has ended already)."""
+    token = otel.context.attach(otel.trace.set_span_in_context(span))
+    try:
+        yield
+    finally:
+        otel.context.detach(token)
+
+
+def _tokens(usage: Any) -> dict[str, int]:
+    """Input and output tokens, from chat completions' or the Responses API's usage."""
+    if not isinstance(usage, Mapping):
+        return {}
+    found = {}
+    for kind, keys in _USAGE_KEYS:
+        for key in keys:
+            value = usage.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                found[kind] = value
+                break
+    return found
+
+
+def _server(client: Any) -> dict[str, Any]:
+    """`server.address` and `server.port` of the client's base URL."""
+    try:
+        parts = urlsplit(str(client.base_url))
+        host, port = parts.hostname, parts.port
+    except (AttributeError, ValueError):
+        return {}
+    if not host:
+        return {}
+    if port is None:
+        port = 443 if parts.scheme == "https" else 80
+    return {"server.address": host, "server.port": port}
+
+
+def _printable(name: object) -> str:
+    """A name the model sent that is no tool's: bounded and printable, for the span name."""
+    if not isinstance(name, str):
+        return f"<{type(name).__name__}>"
+    clean = "".join(ch if ch.isprintable() else "?" for ch in name[:65])
+    return clean if len(clean) <= 64 else clean[:64] + "..."
