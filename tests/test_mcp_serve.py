@@ -35,6 +35,7 @@ from mcp.shared.exceptions import MCPError
 import toolreg
 from toolreg import ToolContext, ToolError, ToolRegistry
 from toolreg.mcp import HttpServer, McpRequest, asgi_app, build_server, serve
+from toolreg.mcp import server as server_module
 from toolreg.mcp.http import fast_request
 from toolreg.mcp.serving import allowed_hosts_for
 
@@ -571,3 +572,11 @@ def test_what_the_fast_path_leaves_to_the_sdk() -> None:
     assert not taken({**plain, "params": {"cursor": "2"}}, legacy)
     assert not taken({**plain, "method": "initialize"}, legacy)
     assert not taken(plain, {k: v for k, v in legacy.items() if k != "mcp-protocol-version"})
+
+
+def test_the_confirmation_question_names_its_tool() -> None:
+    """A mount recognises toolreg's own question (and nothing else) by the tool it names."""
+    question = server_module.question(tools.registry["delete_file"], {"path": "/a' with b"})
+    assert server_module.asked_about(question, server_module.CONFIRM_SCHEMA) == "delete_file"
+    assert server_module.asked_about(question, {"type": "object"}) is None
+    assert server_module.asked_about("Your API key?", server_module.CONFIRM_SCHEMA) is None

@@ -13,9 +13,9 @@ structured content too); a result with `isError` is an `execution_error` with th
 text; the call is bounded by `timeout`; a server that dies mid-call gives an error result at
 once. `readOnlyHint` and `destructiveHint` become `read_only` and `destructive` (MCP's
 default: a tool that says nothing may destroy, so it needs `confirm=` like any local one).
-When a server asks to confirm a call that the local `confirm=` has already approved (toolreg's
-own confirmation form, during that very call), the mount answers yes; any other elicitation
-it declines.
+When a server asks to confirm a call of a tool that needs confirmation here (so the local
+`confirm=` already approved every call of it that was sent), with toolreg's own question,
+while such a call is on its way, the mount answers yes; any other elicitation it declines.
 
 A `Mount` is a context manager both ways. `with` runs the connection on an event loop of its
 own, in a background thread, so plain scripts and sync `dispatch_tool` work; `async with`
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import json
 import logging
 import math
@@ -51,7 +50,7 @@ from ..errors import ToolDefinitionError, ToolError, ToolregError, UsageError, e
 from ..registry import ToolRegistry
 from ..tool import Tool
 from .errors import McpConnectionError
-from .server import CONFIRM_SCHEMA
+from .server import asked_about
 
 __all__ = ["Mount", "RemoteResult", "mount"]
 
@@ -59,10 +58,6 @@ _log = logging.getLogger("toolreg.mcp")
 _MAX_PAGES = 100  # of a tools/list answer: a server whose cursor never ends cannot hang us
 _GRACE = 1.0  # the SDK's read timeout runs this much past dispatch's, which reports first
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the SDK's own: a response may stream long
-_APPROVED: contextvars.ContextVar[bool] = contextvars.ContextVar(
-    "toolreg_mcp_approved", default=False
-)
-"""Set while a call the local `confirm=` approved is on its way to the server."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +156,7 @@ class Mount:
         self._stop: asyncio.Event | None = None
         self._refreshing: asyncio.Lock | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._approved: dict[str, int] = {}  # remote name -> calls approved here, in flight
         self._state = "new"
 
     def __repr__(self) -> str:
@@ -286,7 +282,7 @@ class Mount:
                         transport,
                         read_timeout_seconds=max(self.timeout, self.connect_timeout) + _GRACE,
                         message_handler=self._on_message,
-                        elicitation_callback=_answer_elicitation,
+                        elicitation_callback=self._answer_elicitation,
                     )
                 )
                 self._client = client
@@ -421,7 +417,9 @@ class Mount:
         if client is None:
             raise ToolError(f"Tool '{local}' failed: its MCP server is not connected.")
         mounted = self._mounted.get(local)
-        approved = _APPROVED.set(mounted is not None and mounted.needs_confirmation)
+        approved = mounted is not None and mounted.needs_confirmation  # by confirm=, here
+        if approved:
+            self._approved[remote] = self._approved.get(remote, 0) + 1
         try:
             result = await client.call_tool(remote, arguments)
         except MCPError as exc:
@@ -438,7 +436,8 @@ class Mount:
                 f"Tool '{local}' failed: the MCP server could not be reached ({reason})."
             ) from exc
         finally:
-            _APPROVED.reset(approved)
+            if approved:
+                self._approved[remote] -= 1
         text = remote_text(result)
         if result.is_error:
             raise ToolError(text or f"Tool '{local}' failed.")
@@ -447,6 +446,16 @@ class Mount:
             for block in result.content
         )
         return RemoteResult(text, result.structured_content, blocks)
+
+    async def _answer_elicitation(self, context: Any, params: Any) -> types.ElicitResult:
+        """Yes to toolreg's confirmation question about a tool whose calls were approved here
+        (it needs confirmation here, and one of its calls is on its way); no to anything
+        else, whoever asks and whatever for."""
+        message = getattr(params, "message", "")
+        tool = asked_about(message, getattr(params, "requested_schema", None))
+        if tool is not None and self._approved.get(tool, 0) > 0:
+            return types.ElicitResult(action="accept", content={"confirm": True})
+        return types.ElicitResult(action="decline")
 
     # -- list changes -------------------------------------------------------------------------
     async def _on_message(self, message: Any) -> None:
@@ -485,15 +494,6 @@ def _seconds(name: str, value: object) -> float:
     if not (math.isfinite(value) and value > 0):
         raise UsageError(f"{name}={value!r}: must be a positive number of seconds")
     return float(value)
-
-
-async def _answer_elicitation(context: Any, params: Any) -> types.ElicitResult:
-    """Yes to a server's confirmation of a call the local `confirm=` approved (the mounted
-    tool needs confirmation, so dispatch asked before running it); no to anything else."""
-    form = getattr(params, "requested_schema", None)
-    if _APPROVED.get() and form == CONFIRM_SCHEMA:
-        return types.ElicitResult(action="accept", content={"confirm": True})
-    return types.ElicitResult(action="decline")
 
 
 def _names(include: Iterable[str]) -> tuple[str, ...]:

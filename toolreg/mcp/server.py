@@ -276,7 +276,18 @@ def question(tool: Tool, arguments: dict[str, Any]) -> str:
     shown = json.dumps(arguments, ensure_ascii=False, default=str)
     if len(shown) > _MAX_SHOWN:
         shown = shown[:_MAX_SHOWN] + "…"
-    return f"Run the tool '{tool.name}' with {shown}?"
+    return f"{_ASK}{tool.name}' with {shown}?"
+
+
+_ASK = "Run the tool '"
+
+
+def asked_about(message: str, requested_schema: Any) -> str | None:
+    """The tool a toolreg confirmation question names (None for any other question)."""
+    if requested_schema != CONFIRM_SCHEMA or not message.startswith(_ASK):
+        return None
+    name, quote, _ = message[len(_ASK) :].partition("' with ")
+    return name if quote else None
 
 
 def approved(answer: types.ElicitResult) -> bool:
