@@ -35,12 +35,15 @@ except ImportError:  # Windows
 
 __all__ = [
     "Case",
+    "Pair",
     "Stats",
     "async_batch",
     "clocks",
     "fresh_batch",
     "import_times",
     "interleave",
+    "interleave_pairs",
+    "pair_batch",
     "profile_top",
     "summarize",
     "sync_batch",
@@ -182,6 +185,114 @@ def interleave(
     return {
         key: {"wall": summarize(walls[key], sizes[key]), "cpu": summarize(cpus[key], sizes[key])}
         for key in sizes
+    }
+
+
+# -- paired: a path and its floor, op by op ------------------------------------------------
+
+PairTimes = tuple[tuple[float, float], tuple[float, float]]  # (path wall, cpu), (floor ...)
+
+
+@dataclass
+class Pair:
+    """A path and its floor: `batch(n)` runs n of each, alternating, and returns the time of
+    each side. Alternating op by op, the two see the same machine: a slow moment slows both,
+    so their difference (the path's overhead) is measured far more tightly than as the
+    difference of two medians taken seconds apart."""
+
+    key: str
+    batch: Callable[[int], PairTimes]
+
+
+def pair_batch(
+    op: Callable[[Any], Any],
+    floor: Callable[[], Any],
+    *,
+    make: Callable[[], Any] = lambda: None,
+    loop: asyncio.AbstractEventLoop | None = None,
+) -> Callable[[int], PairTimes]:
+    """n × (op(make()), floor()), alternating which goes first; with `loop`, both return
+    awaitables, awaited inside one `run_until_complete`. `make()` runs before the clock."""
+
+    def tick() -> tuple[float, float]:
+        return perf(), cpu_clock()
+
+    async def run_async(items: list[Any]) -> PairTimes:
+        path, base = [0.0, 0.0], [0.0, 0.0]
+        for i, item in enumerate(items):
+            for side in (0, 1) if i % 2 == 0 else (1, 0):
+                w, c = tick()
+                await (op(item) if side == 0 else floor())
+                w, c = perf() - w, cpu_clock() - c
+                target = path if side == 0 else base
+                target[0] += w
+                target[1] += c
+        return (path[0], path[1]), (base[0], base[1])
+
+    def batch(n: int) -> PairTimes:
+        items = [make() for _ in range(n)]
+        if loop is not None:
+            return loop.run_until_complete(run_async(items))
+        path, base = [0.0, 0.0], [0.0, 0.0]
+        for i, item in enumerate(items):
+            for side in (0, 1) if i % 2 == 0 else (1, 0):
+                w, c = tick()
+                if side == 0:
+                    op(item)
+                else:
+                    floor()
+                w, c = perf() - w, cpu_clock() - c
+                target = path if side == 0 else base
+                target[0] += w
+                target[1] += c
+        return (path[0], path[1]), (base[0], base[1])
+
+    return batch
+
+
+def interleave_pairs(
+    pairs: Iterable[Pair], *, rounds: int, target: float, seed: int = 1
+) -> dict[str, dict[str, dict[str, Stats]]]:
+    """Per pair: {"path", "floor", "overhead"} -> per clock -> per-operation seconds over
+    interleaved rounds (every pair once per round, in a new random order; gc off in a batch).
+    "overhead" is the median over rounds of (path - floor) within the same batch."""
+    pairs = list(pairs)
+    sizes = {}
+    for pair in pairs:
+        gc.disable()
+        try:
+            pair.batch(1)  # warm-up
+            once = min(sum(side[0] for side in pair.batch(1)) for _ in range(3))
+        finally:
+            gc.enable()
+        sizes[pair.key] = max(1, round(target / max(once, 1e-9)))
+    samples: dict[str, dict[str, dict[str, list[float]]]] = {
+        p.key: {part: {"wall": [], "cpu": []} for part in ("path", "floor", "overhead")}
+        for p in pairs
+    }
+    rng = random.Random(seed)
+    for _ in range(rounds):
+        order = pairs[:]
+        rng.shuffle(order)
+        for pair in order:
+            n = sizes[pair.key]
+            gc.disable()
+            try:
+                path, base = pair.batch(n)
+            finally:
+                gc.enable()
+            got = samples[pair.key]
+            for i, clock in enumerate(("wall", "cpu")):
+                got["path"][clock].append(path[i] / n)
+                got["floor"][clock].append(base[i] / n)
+                got["overhead"][clock].append((path[i] - base[i]) / n)
+        gc.collect()
+    return {
+        key: {
+            part: {clock: summarize(values, sizes[key]) for clock, values in clocks.items()}
+            for part, clocks in parts.items()
+        }
+        for key, parts in samples.items()
     }
 
 

@@ -4,7 +4,7 @@ from typing import Any
 
 import corpus
 
-__all__ = ["markdown", "means", "str_ratio", "targets"]
+__all__ = ["loop_overheads", "markdown", "means", "state_total", "str_ratio", "targets"]
 
 DOC_FLOOR = "floor: docstring (Google)"
 FULL_FLOOR = "floor: signature + hints + docstring"
@@ -58,6 +58,30 @@ def str_ratio(
     return tools, a, b
 
 
+def loop_overheads(section: dict[str, Any], clock: str) -> dict[str, float]:
+    """Per loop path: ms per turn more than its floor (the raw SDK loop over the same API),
+    the median of the differences measured op by op."""
+    return {r["label"]: r["overhead"][clock]["median"] for r in section["rows"]}
+
+
+_STATE_STEPS = {
+    "export": "export_state() + json.dumps",
+    "rebuild": "json.loads + from_state()",
+    "resume overhead": "resume(), less its one model call",
+}
+
+
+def state_steps(section: dict[str, Any], clock: str) -> dict[str, float]:
+    """µs per step of pausing and resuming (resume: less the same model call by hand)."""
+    rows = section["state"]["rows"]
+    return {key: rows[key][clock]["median"] for key in _STATE_STEPS}
+
+
+def state_total(section: dict[str, Any], clock: str) -> float:
+    """ms for export + rebuild + resume, less the model call."""
+    return sum(state_steps(section, clock).values()) / 1e3
+
+
 def _import_ms(results: dict[str, Any], label: str, clock: str) -> float | None:
     rows = results.get("import", {}).get("rows", [])
     return next((r[clock]["median"] for r in rows if r["label"] == label), None)
@@ -101,6 +125,16 @@ def targets(results: dict[str, Any], clock: str) -> list[dict[str, Any]]:
     if "concurrency" in results:
         first = results["concurrency"]["rows"][0]["wall"]
         add("8 parallel calls of 200 ms (Conversation round, wall)", first["median"], 300, "ms")
+    if "loop" in results:
+        overheads = loop_overheads(results["loop"], clock)
+        for label, over in overheads.items():
+            if label.startswith("toolreg"):
+                add(f"loop overhead per turn, {label} (over its raw SDK floor)", over, 0.3, "ms")
+                before = overheads.get(label.replace("toolreg", "baseline", 1))
+                if before is not None:
+                    add(f"loop overhead per turn, {label}, ≤ the baseline's", over, before, "ms")
+        total = state_total(results["loop"], clock)
+        add("state export + rebuild + resume, 50 messages (less the model call)", total, 1, "ms")
     if "mcp" in results and "rows" in results["mcp"]:
         cells = [r for r in results["mcp"]["rows"] if r["server"] == "toolreg" and "calls" in r]
         cpu = [r["server_cpu_ms"] for r in cells if r["server_cpu_ms"] is not None]
@@ -231,8 +265,47 @@ def _scale(s: dict[str, Any], clock: str) -> list[str]:
     return [*lines, ""]
 
 
+def _loop(section: dict[str, Any], clock: str) -> list[str]:
+    other = "wall" if clock == "cpu" else "cpu"
+    rows = [
+        [r["label"], _num(r["path"][clock]["median"]), _num(r["floor"][clock]["median"]),
+         _signed(r["overhead"][clock]["median"]), _signed(r["overhead"][other]["median"]),
+         _ratio(r["path"][clock]["median"], r["floor"][clock]["median"]), r["floor_label"]]
+        for r in section["rows"]
+    ]  # fmt: skip
+    header = ["path", f"ms/turn ({clock})", f"floor ms/turn ({clock})"]
+    header += [f"overhead ms ({clock})", f"overhead ms ({other})", "× floor", "floor"]
+    lines = [
+        "### 6. Loop overhead per turn (a tool call, then the answer; endpoint in another process)",
+        "",
+        f"openai {section.get('openai', '?')}. The {clock} clock counts what this process does,"
+        " not the wait for the model. Each path runs turn by turn alternately with its floor,"
+        " the hand-written loop over the same SDK calls; overhead is the median of the"
+        " differences.",
+        "",
+        *_table(header, rows),
+        "",
+    ]
+    steps, other_steps = state_steps(section, clock), state_steps(section, other)
+    state = section["state"]
+    body = [[_STATE_STEPS[k], _signed(v), _signed(other_steps[k])] for k, v in steps.items()]
+    body.append(["total", _signed(sum(steps.values())), _signed(sum(other_steps.values()))])
+    lines += [
+        f"Pausing a conversation of {state['messages']} messages for approval and resuming it"
+        f" (state: {state['state_bytes'] / 1024:.1f} KB of JSON):",
+        "",
+        *_table(["step", f"µs ({clock})", f"µs ({other})"], body),
+        "",
+    ]
+    return [*lines, *_skipped(section), ""] if section.get("skipped") else lines
+
+
+def _signed(x: float | None) -> str:
+    return "—" if x is None else ("+" if x >= 0 else "−") + _num(abs(x))
+
+
 def _mcp(section: dict[str, Any]) -> list[str]:
-    title = "### 6. MCP: tools/call over streamable HTTP (stateless, 127.0.0.1)"
+    title = "### 7. MCP: tools/call over streamable HTTP (stateless, 127.0.0.1)"
     if "skipped" in section:
         return [title, "", f"- skipped: {section['skipped']}", ""]
     base = {
@@ -267,7 +340,7 @@ def _mcp(section: dict[str, Any]) -> list[str]:
 def _targets(rows: list[dict[str, Any]]) -> list[str]:
     body = [
         [r["target"], f"{'≥' if r['target'].startswith('registration, pyd') else '≤'} "
-         f"{r['limit']:g} {r['unit']}", f"{_num(r['value'])} {r['unit']}",
+         f"{r['limit']:.3g} {r['unit']}", f"{_num(r['value'])} {r['unit']}",
          "met" if r["met"] else f"**missed** ({r['value'] / r['limit']:.2f}× the limit)"]
         for r in rows
     ]  # fmt: skip
@@ -315,6 +388,8 @@ def markdown(results: dict[str, Any]) -> str:
         lines += _concurrency(results["concurrency"])
     if "scale" in results:
         lines += _scale(results["scale"], clock)
+    if "loop" in results:
+        lines += _loop(results["loop"], clock)
     if "mcp" in results:
         lines += _mcp(results["mcp"])
     lines += _targets(results["targets"])

@@ -1,6 +1,6 @@
 """toolreg against its peers, in one run: `python benchmarks/run.py [--quick] [--json]`.
 
-Sections: registration, dispatch, import, concurrency, scale (see benchmarks/README.md),
+Sections: registration, dispatch, import, concurrency, scale, loop (benchmarks/README.md),
 and, when asked for (`--sections mcp`), MCP servers over streamable HTTP.
 Everything is reported as a median of interleaved batches and as a ratio against a
 baseline measured in the same run. `--quick` is a smoke run of a few seconds (toolreg and
@@ -23,13 +23,14 @@ sys.path[:0] = [p for p in (HERE, ROOT) if p not in sys.path[:2]]  # this checko
 
 import baselines  # noqa: E402
 import corpus  # noqa: E402
+import loop  # noqa: E402
 import mcp_bench  # noqa: E402
 import measure  # noqa: E402
 import peers  # noqa: E402
 import report  # noqa: E402
 import scenarios  # noqa: E402
 
-SECTIONS = ("registration", "dispatch", "import", "concurrency", "scale")
+SECTIONS = ("registration", "dispatch", "import", "concurrency", "scale", "loop")
 OPTIONAL = ("mcp",)  # run only when named: it starts servers and takes a minute
 
 
@@ -123,6 +124,7 @@ def configure(args: argparse.Namespace) -> dict[str, Any]:
         "concurrency_runs": 1 if quick else 5,
         "scale_n": 500 if quick else 10_000,
         "export_reps": 2 if quick else 5,
+        "loop_target": 0.005 if quick else 0.1,
     }
     if args.peers is None:
         cfg["peers"] = [] if quick else list(peers.PEERS)
@@ -150,6 +152,8 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
             results[section] = scenarios.concurrency(cfg)
         elif section == "scale":
             results[section] = scenarios.scale(cfg)
+        elif section == "loop":
+            results[section] = loop.loop_overhead(cfg, peers.installed)
         elif section == "mcp":
             results[section] = mcp_bench.run(cfg)
         elif section in ("registration", "dispatch", "import"):
@@ -187,11 +191,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, help="interleaved rounds per timed case")
     parser.add_argument("--profile", action="store_true", help="add cProfile hot spots")
     parser.add_argument(
+        "--loop-baseline",
+        metavar="CHECKOUT",
+        help="loop section: also run another checkout's toolreg (e.g. /path/to/main)",
+    )
+    parser.add_argument(
         "--clock", choices=("cpu", "wall"), default="cpu", help="the clock in the tables"
     )
     args = parser.parse_args(argv)
     cfg = configure(args)
     cfg["profile"] = args.profile
+    cfg["loop_baseline"] = args.loop_baseline
     results = run(cfg)
     print(
         json.dumps(results, indent=2, ensure_ascii=False) if args.json else report.markdown(results)

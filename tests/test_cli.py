@@ -13,6 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 WEATHER = str(ROOT / "samples" / "weather.py")
 ORDERS = str(ROOT / "samples" / "orders.py")
+APPROVALS = str(ROOT / "samples" / "approvals.py")
 
 
 def toolreg(
@@ -258,6 +259,43 @@ def test_chat_reads_lines_until_end_of_input() -> None:
     assert done.returncode == 0, done.stderr
     assert '  -> get_weather({"city_name": "London"})' in done.stdout
     assert "assistant> Drizzle in London." in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("answer", "observation", "last"),
+    [
+        ("y", '  <- [ok] {"payee": "Ada", "amount": "5.00", "balance": "495.00"}', "Paid."),
+        (
+            "not today",
+            "  <- [denied] Tool 'pay' was not run: the user declined (not today).",
+            "Not paid.",
+        ),
+        ("", "  <- [denied] Tool 'pay' was not run: the user declined.", "Not paid."),
+    ],
+)
+def test_chat_asks_at_the_terminal_and_resumes(answer: str, observation: str, last: str) -> None:
+    from toolreg.testing import ScriptedServer, last_tool_result, text, tool_call
+
+    def reply(request: dict[str, object]) -> object:
+        return text("Paid." if "payee" in str(last_tool_result(request)) else "Not paid.")
+
+    with ScriptedServer([tool_call("pay", payee="Ada", amount=5), reply]) as server:
+        done = toolreg(
+            "chat",
+            APPROVALS,
+            "--model",
+            "m",
+            "--base-url",
+            server.base_url,
+            stdin=f"pay Ada 5 EUR\n{answer}\n",
+        )
+        server.assert_all_consumed()
+    assert done.returncode == 0, done.stderr
+    out = done.stdout  # the prompts ("you> ", "?? ...") end without a new line
+    assert '  -> pay({"payee": "Ada", "amount": 5})\n' in out
+    assert '  ?? run pay({"payee": "Ada", "amount": 5})? [y/N, or why not] ' in out
+    assert f"{observation}" in out
+    assert out.index("?? run pay") < out.index(observation) < out.index(f"assistant> {last}\n")
 
 
 def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:

@@ -678,15 +678,21 @@ def test_every_format_module_has_one_format_with_every_part() -> None:
         assert all(isinstance(c, ToolCall) for c in calls)
         assert isinstance(fmt.observation(result), dict)
         if fmt.dialect is not None:
-            assert DIALECTS[fmt.dialect.name] is fmt
-            assert fmt.dialect.tools_key
-            assert fmt.dialect.choice_key
-            assert fmt.dialect.call_keys
-            assert fmt.dialect.choice("auto") == "auto"
+            dialect = fmt.dialect
+            assert DIALECTS[dialect.name] is fmt
+            assert dialect.tools_key
+            assert dialect.choice_key
+            assert dialect.history_key in ("messages", "input")
+            assert dialect.api in ("chat.completions", "responses")
+            # chat messages carry calls under keys; Responses API calls are items of their own
+            assert bool(dialect.call_keys) == (dialect.api == "chat.completions")
+            assert dialect.choice("auto") == "auto"
+            assert list(dialect.output_format("Out", {"type": "object"}))
     assert {f.dialect.name for f in DIALECTS.values() if f.dialect} == {
         "tools",
         "functions",
         "chatglm3",
+        "responses",
     }
 
 

@@ -67,6 +67,8 @@ def test_python_examples_run_in_order(
     assert printed[0] == '{"city": "北京", "temperature": 18, "unit": "c"}'
     assert "It is 18 °C in Beijing." in printed
     assert "Forecast(city='Beijing', temperature=18.0)" in printed
+    assert "3 mugs left." in printed  # the Responses API section
+    assert "Done. refunded 20.00 on A1" in printed  # the approvals section
 
 
 def command_lines() -> list[str]:

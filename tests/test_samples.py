@@ -5,6 +5,9 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -14,7 +17,7 @@ import pytest
 from toolreg.cli.demo import SCRIPTED_NOTICE, run_demo
 from toolreg.cli.lint import lint_registry
 from toolreg.cli.target import load_file
-from toolreg.testing import call_tool
+from toolreg.testing import ScriptedServer, call_tool
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 
@@ -56,7 +59,8 @@ def ok(result: Any) -> Any:
 
 
 @pytest.mark.parametrize(
-    "name", ["weather", "expense_tracker", "user_registry", "orders", "chatglm3_tools"]
+    "name",
+    ["weather", "expense_tracker", "user_registry", "orders", "chatglm3_tools", "approvals"],
 )
 def test_sample_passes_lint(name: str) -> None:
     assert lint_registry(sample(name).registry) == []
@@ -244,6 +248,8 @@ def test_orders_tools_are_read_only_where_possible(orders: ModuleType) -> None:
         ("user_registry", None, "user(s) registered today"),
         ("orders", "y", "assistant: Done: order A1002 is cancelled."),
         ("orders", "n", "assistant: I did not cancel the order: it was not confirmed."),
+        ("approvals", "y", "assistant: Paid 120.00 EUR to Ada;"),
+        ("approvals", "n", "assistant: I did not pay: Tool 'pay' was not run: the user declined."),
     ],
 )
 def test_scripted_conversation(
@@ -259,3 +265,54 @@ def test_scripted_conversation(
     assert last_line in lines[-1]
     assert reply.stop_reason == "answer"
     assert all(r.call_id for r in reply.tool_results)
+
+
+def run_sample(*args: str) -> subprocess.CompletedProcess[str]:
+    """`python samples/approvals.py ...` in a process of its own, as one web request."""
+    return subprocess.run(
+        [sys.executable, str(SAMPLES / "approvals.py"), *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        timeout=60,
+        check=False,
+    )
+
+
+def test_approvals_across_two_requests(tmp_path: Path) -> None:
+    state = tmp_path / "pending.json"
+    first = run_sample("--state", str(state), "ask", "Pay 120 EUR to Ada")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == [
+        'waiting for approval: call_2 pay({"payee": "Ada", "amount": 120})',
+        f"state saved to {state}",
+    ]
+    saved = json.loads(state.read_text(encoding="utf-8"))
+    assert saved["status"] == "approval_required"
+    assert [p["call_id"] for p in saved["pending"]] == ["call_2"]
+
+    second = run_sample("--state", str(state), "decide", "call_2", "yes")
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.splitlines() == ["assistant: Paid 120.00 EUR to Ada; 380.00 EUR left."]
+    assert not state.exists()
+
+    again = run_sample("--state", str(state), "decide", "call_2", "yes")  # a second click
+    assert again.returncode == 1
+    assert "nothing waits for approval" in again.stderr
+
+
+def test_approvals_decline_with_a_reason(tmp_path: Path) -> None:
+    module = sample("approvals")
+    before = module.get_balance()
+    state = tmp_path / "pending.json"
+    with ScriptedServer(module.ASK_SCRIPT) as server:
+        paused = module.ask("Pay Ada", server.client(), server.model, state)
+    assert paused.pending[0].arguments == {"payee": "Ada", "amount": 120}
+    with ScriptedServer(module.DECIDE_SCRIPT) as server:
+        reply = module.decide({"call_2": "ask me tomorrow"}, server.client(), state)
+    assert reply.text == (
+        "I did not pay: Tool 'pay' was not run: the user declined (ask me tomorrow). "
+        "Do not retry it unless the user asks."
+    )
+    assert module.get_balance() == before

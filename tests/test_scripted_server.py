@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import http.client
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -33,6 +34,7 @@ from toolreg.testing.turns import (
 )
 
 HI = [{"role": "user", "content": "hi"}]
+CHAT_CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 TOOLS = [
     {
         "type": "function",
@@ -352,6 +354,106 @@ def test_responses_api_incomplete_on_length() -> None:
     assert resp.incomplete_details.reason == "max_output_tokens"
 
 
+def fc_item(call_id: str) -> dict[str, Any]:
+    return {"type": "function_call", "call_id": call_id, "name": "f", "arguments": "{}"}
+
+
+def fc_output(call_id: str) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": "ok"}
+
+
+@needs_responses_api
+@pytest.mark.parametrize(
+    ("items", "problem"),
+    [
+        ([fc_item("c1")], "the call 'c1' is never answered"),
+        ([fc_output("c9")], "a function_call_output answers no call ('c9')"),
+        ([fc_item("c1"), fc_output("c1"), fc_output("c1")], "the call 'c1' is answered twice"),
+    ],
+)
+def test_responses_api_refuses_an_invalid_history(items: list[Any], problem: str) -> None:
+    with ScriptedServer([text("never sent")]) as server:
+        with pytest.raises(openai.BadRequestError, match=re.escape(problem)):
+            server.client().responses.create(model="m", input=[*HI, *items])
+        assert server.remaining == 1  # no turn used
+        assert problem in server.errors[0]
+
+
+@pytest.mark.parametrize(
+    ("messages", "problem"),
+    [
+        (
+            [{"role": "assistant", "content": "", "tool_calls": [CHAT_CALL]}, *HI],
+            "the tool call 'c1' is not answered before the next message",
+        ),
+        ([{"role": "tool", "tool_call_id": "c7", "content": "x"}], "answers no call ('c7')"),
+    ],
+)
+def test_chat_completions_refuse_an_invalid_history(messages: list[Any], problem: str) -> None:
+    with ScriptedServer([text("never sent")]) as server:
+        with pytest.raises(openai.BadRequestError, match=re.escape(problem)):
+            server.client().chat.completions.create(model="m", messages=[*HI, *messages])
+        assert server.remaining == 1
+
+
+def test_legacy_answers_without_ids_answer_the_calls_in_order() -> None:
+    history = [
+        *HI,
+        {"role": "assistant", "content": "", "tool_calls": [CHAT_CALL]},
+        {"role": "observation", "content": "sunny"},  # ChatGLM3: no id
+        *HI,
+    ]
+    with ScriptedServer([text("ok")]) as server:
+        server.client().chat.completions.create(model="m", messages=history)
+        server.assert_all_consumed()
+
+
+@needs_responses_api
+def test_responses_api_continues_from_a_stored_response() -> None:
+    script = [tool_call("f", x=1), text("done"), text("again")]
+    with ScriptedServer(script) as server:
+        client = server.client()
+        first = client.responses.create(model="m", input="hi")
+        second = client.responses.create(
+            model="m", input=[fc_output(first.output[0].call_id)], previous_response_id=first.id
+        )
+        assert second.output_text == "done"
+        history = server.history(1)
+        assert [i.get("type", i.get("role")) for i in history] == [
+            "user",
+            "function_call",
+            "function_call_output",
+        ]
+        with pytest.raises(openai.BadRequestError, match="previous response 'resp_nope' not found"):
+            client.responses.create(model="m", input="x", previous_response_id="resp_nope")
+        unstored = client.responses.create(model="m", input="x", store=False)
+        with pytest.raises(openai.BadRequestError, match="not found"):
+            client.responses.create(model="m", input="x", previous_response_id=unstored.id)
+        assert server.history(0) == [{"role": "user", "content": "hi"}]
+
+
+@needs_responses_api
+def test_raw_output_items_answer_the_responses_api_only() -> None:
+    items = [{"type": "reasoning", "id": "rs_1", "summary": []}, fc_item("c1")]
+    with ScriptedServer([raw(items), raw(items)]) as server:
+        client = server.client()
+        response = client.responses.create(model="m", input="hi")
+        assert [i.type for i in response.output] == ["reasoning", "function_call"]
+        with pytest.raises(openai.InternalServerError, match="answers /v1/responses only"):
+            client.chat.completions.create(model="m", messages=HI)
+
+
+@needs_responses_api
+def test_responses_api_streams_call_arguments_in_pieces_and_usage() -> None:
+    arguments = {"city": "Llanfairpwllgwyngyll", "unit": "celsius"}
+    with ScriptedServer([tool_call("get_weather", arguments)]) as server:
+        events = list(server.client().responses.create(model="m", input="hi", stream=True))
+    pieces = [e.delta for e in events if e.type == "response.function_call_arguments.delta"]
+    assert len(pieces) > 3
+    assert json.loads("".join(pieces)) == arguments
+    assert events[-1].response.usage.output_tokens == 5
+
+
 # -- async, models, dynamic turns ------------------------------------------------------------
 
 
@@ -490,3 +592,13 @@ def test_importing_the_module_does_not_import_openai() -> None:
         "import sys, toolreg.testing.server; assert 'openai' not in sys.modules, 'openai imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+
+
+def test_history_problems_is_public_and_reads_both_shapes() -> None:
+    from toolreg.testing import history_problems
+
+    chat = [*HI, {"role": "assistant", "content": "", "tool_calls": [CHAT_CALL]}]
+    assert history_problems([*chat, {"role": "tool", "tool_call_id": "c1", "content": "x"}]) == []
+    assert history_problems(chat) == ["the call 'c1' is never answered"]
+    items = [*HI, fc_item("a"), fc_item("b"), fc_output("b"), fc_output("a")]
+    assert history_problems(items) == []  # Responses API outputs may come in any order

@@ -17,7 +17,9 @@ ToolregError
 └── UsageError                 toolreg itself was misused: a bad option, a wrong type;
     │                          also a ValueError and a TypeError
     ├── ToolNotFoundError      a lookup by a name no tool has; also a KeyError
-    └── MissingContextError    a tool that needs `context=` was dispatched without one
+    ├── MissingContextError    a tool that needs `context=` was dispatched without one
+    └── ConversationStateError a saved conversation state cannot be resumed (already
+                               resumed, malformed, or a pending call's tool changed)
 
 ToolError                      raised by a tool author to send a chosen message to the model
 ```
@@ -38,6 +40,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "ConversationError",
+    "ConversationStateError",
     "DuplicateToolError",
     "InvalidArgumentsError",
     "InvalidJSONError",
@@ -263,3 +266,8 @@ class MissingContextError(UsageError):
             "given. Fix: pass context=... to dispatch_tool, dispatch_many or Conversation "
             "(toolreg call: --context JSON)"
         )
+
+
+class ConversationStateError(UsageError):
+    """A saved conversation state cannot be used: it was resumed already, it is malformed,
+    or a tool that a pending call waits for is gone or has changed its parameters."""

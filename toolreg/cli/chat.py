@@ -2,15 +2,34 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+from typing import Any
 
-from ..conversation import Conversation
+from ..conversation import Conversation, PendingCall
 from ..errors import ConversationError
 from ..registry import ToolRegistry
-from .demo import print_hooks, terminal_confirm
+from .demo import print_hooks
 
-__all__ = ["chat_loop"]
+__all__ = ["ask_approval", "chat_loop"]
+
+
+def ask_approval(pending: PendingCall) -> Any:
+    """Ask at the terminal about one call that waits for approval: "y" runs it, "n" or
+    nothing declines it, any other text declines it with that reason for the model."""
+    shown = json.dumps(pending.arguments, ensure_ascii=False)
+    question = f"  ?? run {pending.tool_name}({shown})? [y/N, or why not] "
+    try:
+        answer = input(question).strip()
+    except EOFError:
+        print("(end of input: declined)")
+        return False
+    if answer.lower() in ("y", "yes"):
+        return True
+    if answer.lower() in ("", "n", "no"):
+        return False
+    return answer
 
 
 def chat_loop(
@@ -23,7 +42,8 @@ def chat_loop(
     dialect: str = "tools",
 ) -> int:
     """Read user lines from stdin until an empty line or end of input; print each tool call,
-    each observation and each answer. Destructive tools ask on the terminal first."""
+    each observation and each answer. A call that needs confirmation pauses the turn
+    (`confirm="defer"`): the terminal is asked, and the turn resumes with the answer."""
     import openai
 
     client = openai.OpenAI(base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY", "none"))
@@ -35,7 +55,7 @@ def chat_loop(
         max_rounds=max_rounds,
         dialect=dialect,
         hooks=print_hooks(sys.stdout),
-        confirm=terminal_confirm(None, sys.stdout),
+        confirm="defer",
     )
     print(f"toolreg chat: {len(registry)} tools, model {model}; an empty line ends the chat")
     while True:
@@ -47,6 +67,8 @@ def chat_loop(
             break
         try:
             reply = conversation.send(line)
+            while reply.stop_reason == "approval_required":
+                reply = conversation.resume({p.call_id: ask_approval(p) for p in reply.pending})
         except ConversationError as exc:
             print(f"toolreg: {exc}", file=sys.stderr)
             continue

@@ -57,7 +57,8 @@ def terminal_confirm(answer: str | None, out: TextIO) -> Callable[[Any, dict[str
     """A confirm callback: `answer` ("y"/"n") if given, else ask the terminal (none: no)."""
 
     def confirm(tool: Any, arguments: dict[str, Any]) -> bool:
-        question = f"  ?? run {tool.name}({json.dumps(arguments, ensure_ascii=False)})? [y/N] "
+        shown = json.dumps(arguments, ensure_ascii=False, default=str)  # Decimal, datetime, ...
+        question = f"  ?? run {tool.name}({shown})? [y/N] "
         if answer is not None:
             print(question + answer, file=out)
             return answer.lower().startswith("y")

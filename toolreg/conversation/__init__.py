@@ -2,8 +2,10 @@
 
 - `drivers`: `Conversation`, `AsyncConversation`, `run_conversation` (the I/O);
 - `loop`: the loop itself, a sans-I/O generator both drivers run;
-- `stream`: chat completions, plain or streamed, -> one normalized shape;
-- `reply`: `Reply`, `Usage`, `Hooks` and the events hooks receive;
+- `endpoints`: the endpoints a dialect speaks; `stream` reads chat completions and
+  `responses_api` the Responses API, plain or streamed, into one normalized shape;
+- `reply`: `Reply`, `PendingCall`, `Usage`, `Hooks` and the events hooks receive;
+- `state`: a conversation (a turn paused for approvals too) as plain JSON and back;
 - `output`: structured output (`output_type=`);
 - `history`: `trim_history`.
 """
@@ -14,6 +16,7 @@ from .reply import (
     Hooks,
     ModelCallEvent,
     ModelResponseEvent,
+    PendingCall,
     Reply,
     ToolCallEvent,
     ToolResultEvent,
@@ -26,6 +29,7 @@ __all__ = [
     "Hooks",
     "ModelCallEvent",
     "ModelResponseEvent",
+    "PendingCall",
     "Reply",
     "ToolCallEvent",
     "ToolResultEvent",

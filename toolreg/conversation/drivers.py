@@ -8,8 +8,10 @@ print(reply.text, reply.stop_reason, reply.usage.total_tokens)
 ```
 
 The loop itself lives in `loop` (no I/O); this module only talks to the client and runs
-the tools. Transient endpoint failures are retried by the SDK's own `max_retries` (set it
-on the client); toolreg adds no second retry layer. `openai` is never imported here at
+the tools. With `confirm="defer"` a turn can stop for approvals: `export_state()` writes it
+as plain JSON, `from_state()` rebuilds it elsewhere and `resume()` carries it on.
+Transient endpoint failures are retried by the SDK's own `max_retries` (set it on the
+client); toolreg adds no second retry layer. `openai` is never imported here at
 module level: `import toolreg` stays light.
 """
 
@@ -18,19 +20,24 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
+from typing_extensions import Self
+
 from ..dispatch import ConfirmCallback
-from ..errors import ConversationError, UsageError
-from ..formats import DIALECTS
+from ..errors import ConversationError, ConversationStateError, ToolCallError, UsageError
+from ..formats import DIALECTS, Dialect
 from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
-from .loop import LoopSettings, Step, run_loop
+from ..tool import Tool
+from .endpoints import ENDPOINTS
+from .history import answered_prefix
+from .loop import LoopSettings, Step, TurnState, Verdict, abandon, resume_loop, run_loop
 from .output import OutputSpec
-from .reply import Hooks, Reply
-from .stream import StreamAssembler, normalize_completion
+from .reply import Hooks, PendingCall, Reply
+from .state import dump_state, load_state, schema_fingerprint, verdicts
 from .tracing import model_call, turn
 
 if TYPE_CHECKING:
@@ -54,8 +61,9 @@ class _Base:
         parallel: bool = True,
         strict: bool = False,
         context: Any = None,
-        confirm: ConfirmCallback | None = None,
+        confirm: ConfirmCallback | Literal["defer"] | None = None,
         dialect: str = "tools",
+        state: Literal["client", "server"] = "client",
         name: str = "toolreg",
         hooks: Hooks | None = None,
         tool_choice: str = "auto",
@@ -69,6 +77,13 @@ class _Base:
         **request_options: Any,
     ) -> None:
         _check_options(dialect, max_rounds, output_retries, final_call, assistant_content)
+        _check_state_option(state, dialect, confirm, request_options)
+        trims = max_history_messages is not None or max_history_chars is not None
+        if state == "server" and trims:
+            raise UsageError(
+                'max_history_messages / max_history_chars trim what is sent; with state="server" '
+                "the server keeps the whole history"
+            )
         self.client = client
         self.model = model
         self.name = name
@@ -99,8 +114,212 @@ class _Base:
             max_history_messages=max_history_messages,
             max_history_chars=max_history_chars,
             hooks=hooks or Hooks(),
+            approval=self._approval if confirm == "defer" else None,
+            server_state=state == "server",
         )
         self._settings.dialect.choice(tool_choice)  # one the dialect cannot express fails now
+        self._endpoint = ENDPOINTS[self._settings.dialect.api]
+        self._previous: tuple[str, int] | None = None  # the server's copy of the history
+        self._paused: _Paused | None = None  # a turn that waits for approvals
+
+    # -- turns -----------------------------------------------------------------------------
+
+    def _begin(
+        self, messages: list[Message], output_type: Any, keep: bool
+    ) -> tuple[LoopSettings, TurnState]:
+        if self._paused is not None:
+            raise UsageError(
+                "a turn waits for approvals: resume() it first (export_state() saves it)"
+            )
+        settings = self._settings_for(output_type)
+        turn = TurnState(messages, retries_left=settings.output_retries)
+        if keep and self._previous is not None:
+            turn.previous_id, turn.known = self._previous
+        return settings, turn
+
+    def _end(self, reply: Reply, settings: LoopSettings, turn: TurnState, keep: bool) -> Reply:
+        if keep:
+            self.messages = reply.messages
+            self._previous = None if turn.previous_id is None else (turn.previous_id, turn.known)
+        if reply.stop_reason == "approval_required":
+            schemas = {p.call_id: schema_fingerprint(self._tool(p)) for p in reply.pending}
+            self._paused = _Paused(settings, turn, schemas)
+        return reply
+
+    def _resuming(
+        self, decisions: Mapping[str, Any], output_type: Any
+    ) -> tuple[LoopSettings, TurnState, dict[str, Verdict]]:
+        """Check everything a resume needs; then the paused turn is used up."""
+        paused = self._paused
+        if paused is None or paused.turn.paused is None:
+            raise UsageError("nothing to resume: no call waits for approval")
+        for state in paused.states:
+            if state.get("status") == "resumed":
+                raise ConversationStateError(
+                    f"the conversation state {state.get('id')} was resumed already"
+                )
+        self._check_schemas(paused)
+        settings = paused.settings_for(output_type, self._settings)
+        found = verdicts(paused.turn.paused, decisions, self._edited)
+        for state in paused.states:
+            state["status"] = "resumed"
+        self._paused = None
+        return settings, paused.turn, found
+
+    def _interrupted(self, settings: LoopSettings, turn: TurnState) -> None:
+        """A resumed turn failed: keep the history up to what is answered (so that nothing
+        that ran is forgotten, or runs again) and start the next turn from there."""
+        abandon(settings, turn)
+        self.messages = turn.history[: answered_prefix(turn.history)]
+        known = turn.previous_id is not None and turn.known <= len(self.messages)
+        self._previous = (turn.previous_id, turn.known) if known and turn.previous_id else None
+
+    @property
+    def pending(self) -> list[PendingCall]:
+        """The calls that wait for approval (empty unless the last reply stopped for them)."""
+        round_ = self._paused.turn.paused if self._paused is not None else None
+        return [] if round_ is None else list(round_.pending.values())
+
+    def _approval(self, call: ToolCall) -> dict[str, Any] | None:
+        """`confirm="defer"`: the validated arguments of a call that needs a person's
+        approval; None for a call that runs now (dispatch answers a mistake as usual)."""
+        tool = self.registry.get(call.name) if isinstance(call.name, str) else None
+        if tool is None or not tool.needs_confirmation:
+            return None
+        try:
+            _, arguments = self.registry.dispatcher.check_call(
+                call.name, call.arguments, context=self.context, allowed=self.offered_names()
+            )
+        except ToolCallError:
+            return None
+        return arguments
+
+    def _edited(self, pending: PendingCall, arguments: Any) -> dict[str, Any]:
+        """Arguments a person edited, checked exactly like a model's."""
+        if not isinstance(arguments, Mapping):
+            raise UsageError(f"resume(): the arguments for {pending.call_id!r} must be a dict")
+        try:
+            _, checked = self.registry.dispatcher.check_call(
+                pending.tool_name,
+                dict(arguments),
+                context=self.context,
+                allowed=self.offered_names(),
+            )
+        except ToolCallError as err:
+            raise UsageError(
+                f"resume(): the edited arguments for {pending.call_id!r} are not valid: "
+                f"{err.message}"
+            ) from None
+        return checked
+
+    def _tool(self, pending: PendingCall) -> Tool:
+        tool = self.registry.get(pending.tool_name)
+        if tool is None:
+            raise ConversationStateError(
+                f"the pending call {pending.call_id!r} is to the tool {pending.tool_name!r}, "
+                "which this registry does not have"
+            )
+        return tool
+
+    def _check_schemas(self, paused: _Paused) -> None:
+        round_ = paused.turn.paused
+        for pending in round_.pending.values() if round_ is not None else ():
+            if schema_fingerprint(self._tool(pending)) != paused.schemas.get(pending.call_id):
+                raise ConversationStateError(
+                    f"the tool {pending.tool_name!r} has changed its parameters since its call "
+                    f"{pending.call_id!r} was paused; that call cannot be resumed"
+                )
+
+    # -- state -----------------------------------------------------------------------------
+
+    def export_state(self) -> dict[str, Any]:
+        """The conversation as plain JSON: its history, options and, when a turn waits for
+        approvals, that turn with its pending calls. `from_state` rebuilds it.
+
+        Not in it: the client, the registry, `context`, `hooks`, `on_text` and a `confirm`
+        callback (give them to `from_state`). Resuming marks this dict "resumed": a state
+        resumes once (`state["id"]` and the pending call ids let an application make sure
+        of that across processes too).
+        """
+        settings = self._settings
+        unsaved = [k for k, v in settings.request_options.items() if not _is_json(v)]
+        if unsaved:
+            raise UsageError(
+                f"export_state(): the request option(s) {', '.join(unsaved)} are not JSON; "
+                "leave them out and give them to from_state() instead"
+            )
+        paused = self._paused
+        state = dump_state(
+            options={
+                "model": self.model,
+                "name": self.name,
+                "dialect": settings.dialect.name,
+                "state": "server" if settings.server_state else "client",
+                "tools": self.tool_filter,
+                "max_rounds": settings.max_rounds,
+                "parallel": self.parallel,
+                "strict": self.strict,
+                "confirm": "defer" if self.confirm == "defer" else None,
+                "tool_choice": settings.tool_choice,
+                "final_call": settings.final_call,
+                "assistant_content": settings.assistant_content,
+                "stream": self.stream,
+                "output_retries": settings.output_retries,
+                "max_history_messages": settings.max_history_messages,
+                "max_history_chars": settings.max_history_chars,
+                "request_options": settings.request_options,
+            },
+            messages=self.messages,
+            previous=self._previous,
+            turn=None if paused is None else paused.turn,
+            output=None if paused is None else paused.shape,
+            schemas={} if paused is None else paused.schemas,
+        )
+        if paused is not None:
+            paused.states.append(state)
+        return state
+
+    @classmethod
+    def from_state(
+        cls,
+        state: dict[str, Any],
+        client: Any,
+        *,
+        registry: ToolRegistry | None = None,
+        context: Any = None,
+        hooks: Hooks | None = None,
+        on_text: Callable[[str], None] | None = None,
+        **options: Any,
+    ) -> Self:
+        """Rebuild a conversation from `export_state()`'s JSON, in this process or another.
+
+        `options` override saved ones (e.g. `stream=True`). A state that was resumed
+        already, or whose pending call's tool changed its parameters, is refused with a
+        `ConversationStateError`."""
+        loaded = load_state(state)
+        saved = dict(loaded.options)
+        model = saved.pop("model", None)
+        request_options = saved.pop("request_options", {})
+        unknown = set(saved) - set(_SAVED_OPTIONS)
+        if not isinstance(model, str) or unknown or not isinstance(request_options, dict):
+            raise ConversationStateError("not a usable conversation state: its options are not")
+        chat = cls(
+            client,
+            model,
+            registry=registry,
+            context=context,
+            hooks=hooks,
+            on_text=on_text,
+            **{**saved, **request_options, **options},
+        )
+        chat.messages = loaded.messages
+        chat._previous = loaded.previous
+        if loaded.turn is not None:
+            paused = _Paused(chat._settings, loaded.turn, loaded.schemas, shape=loaded.output)
+            paused.states.append(state)
+            chat._check_schemas(paused)
+            chat._paused = paused
+        return chat
 
     def offered_names(self) -> list[str]:
         """The tools offered to the model: `tools=` entries are tool names or tags."""
@@ -125,9 +344,107 @@ class _Base:
     def _stream_kwargs(self) -> dict[str, Any]:
         if not self.stream:
             return {}
-        if "stream_options" in self._settings.request_options:
+        if not self._endpoint.usage_option or "stream_options" in self._settings.request_options:
             return {"stream": True}
         return {"stream": True, "stream_options": {"include_usage": True}}
+
+    def _dispatch_options(self, approved: bool) -> dict[str, Any]:
+        if approved:  # a person approved exactly these calls
+            confirm: Any = _approve
+        else:  # with "defer", a call that needed approval never gets here
+            confirm = None if self.confirm == "defer" else self.confirm
+        return {"context": self.context, "allowed": self.offered_names(), "confirm": confirm}
+
+
+_SAVED_OPTIONS = (
+    "name",
+    "dialect",
+    "state",
+    "tools",
+    "max_rounds",
+    "parallel",
+    "strict",
+    "confirm",
+    "tool_choice",
+    "final_call",
+    "assistant_content",
+    "stream",
+    "output_retries",
+    "max_history_messages",
+    "max_history_chars",
+)
+
+
+def _approve(tool: Tool, arguments: dict[str, Any]) -> bool:
+    return True
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+class _Paused:
+    """A turn that waits for approvals: its settings and state, the fingerprints of the
+    pending calls' tools, its output type's name and schema (`shape`), and the state
+    dicts it was exported as or rebuilt from (marked "resumed" when it resumes)."""
+
+    def __init__(
+        self,
+        settings: LoopSettings,
+        turn: TurnState,
+        schemas: dict[str, str],
+        shape: tuple[str, dict[str, Any]] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.turn = turn
+        self.schemas = schemas
+        output = settings.output
+        self.shape = shape if output is None else (output.name, output.schema)
+        self.states: list[dict[str, Any]] = []
+
+    def settings_for(self, output_type: Any, base: LoopSettings) -> LoopSettings:
+        """The settings to resume with: the paused turn's output type, checked again when
+        it is given (it must be when the turn came from a saved state)."""
+        if output_type is None:
+            if self.shape is None or self.settings.output is not None:
+                return self.settings
+            raise UsageError(
+                f"resume(): the turn asked for output_type {self.shape[0]}; give it again"
+            )
+        spec = OutputSpec.for_type(output_type)
+        if self.shape is None or _canonical(self.shape) != _canonical((spec.name, spec.schema)):
+            raise ConversationStateError(
+                "resume(): output_type differs from the one the paused turn asked for"
+            )
+        return dataclasses.replace(base, output=spec)
+
+
+def _canonical(shape: tuple[str, dict[str, Any]]) -> str:
+    return json.dumps(shape, sort_keys=True)
+
+
+def _check_state_option(
+    state: str, dialect: str, confirm: Any, request_options: dict[str, Any]
+) -> None:
+    if isinstance(confirm, str) and confirm != "defer":
+        raise UsageError(f'confirm must be a callable, "defer" or None, not {confirm!r}')
+    if state not in ("client", "server"):
+        raise UsageError(f'state must be "client" or "server", not {state!r}')
+    if state == "client":
+        return
+    spoken: Dialect | None = DIALECTS[dialect].dialect
+    if spoken is None or spoken.server_state_key is None:
+        servers = [n for n, f in DIALECTS.items() if f.dialect and f.dialect.server_state_key]
+        raise UsageError(
+            f'state="server" needs a dialect whose endpoint keeps the history '
+            f"({', '.join(servers)}); the {dialect!r} dialect sends all of it every time"
+        )
+    if request_options.get("store") is False:
+        raise UsageError('state="server" keeps the history on the server: drop store=False')
 
 
 def _check_options(
@@ -208,43 +525,55 @@ class Conversation(_Base):
 
     def send(self, text: str, *, output_type: Any = None) -> Reply:
         """Add a user message and run the loop; the history is kept only if it succeeds."""
-        reply = self.run(
-            [*self.messages, {"role": "user", "content": text}], output_type=output_type
-        )
-        self.messages = reply.messages
-        return reply
+        messages = [*self.messages, {"role": "user", "content": text}]
+        settings, turn = self._begin(messages, output_type, keep=True)
+        return self._end(self._drive(run_loop(settings, turn)), settings, turn, keep=True)
 
     def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply:
         """Run the loop on `messages` (not modified) and return the reply."""
-        loop = run_loop(self._settings_for(output_type), list(messages))
-        with turn(self.name, self.model):
-            return self._drive(loop)
+        settings, turn = self._begin(list(messages), output_type, keep=False)
+        return self._end(self._drive(run_loop(settings, turn)), settings, turn, keep=False)
+
+    def resume(self, decisions: Mapping[str, Any], *, output_type: Any = None) -> Reply:
+        """Carry on the turn that stopped for approvals: `decisions` maps each pending call
+        id to True (run it), False or a reason (do not), or {"arguments": {...}} (run it
+        with these, checked like a model's). The approved calls run once; the reply may
+        stop for approvals again."""
+        settings, turn, found = self._resuming(decisions, output_type)
+        try:
+            reply = self._drive(resume_loop(settings, turn, found))
+        except BaseException:
+            self._interrupted(settings, turn)
+            raise
+        return self._end(reply, settings, turn, keep=True)
 
     def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
-        step = next(loop)
-        parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
-        while True:
-            kind, payload = step
-            answer: Any
-            if kind == "model":
-                with model_call(payload, self.client) as call:
-                    answer = call.response = self._model(payload)
-                parent = call.parent
-            else:
-                with parent():
-                    answer = self._tools(payload)
-            try:
-                step = loop.send(answer)
-            except StopIteration as done:
-                reply: Reply = done.value
-                return reply
+        with turn(self.name, self.model):  # one span per send / run / resume
+            step = next(loop)
+            parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
+            while True:
+                kind, payload = step
+                answer: Any
+                if kind == "model":
+                    with model_call(payload, self.client) as call:
+                        answer = call.response = self._model(payload)
+                    parent = call.parent
+                else:
+                    with parent():
+                        answer = self._tools(payload, approved=kind == "approved")
+                try:
+                    step = loop.send(answer)
+                except StopIteration as done:
+                    reply: Reply = done.value
+                    return reply
 
     def _model(self, request: dict[str, Any]) -> dict[str, Any]:
         with _endpoint_errors():
-            response = self.client.chat.completions.create(**request, **self._stream_kwargs())
+            create = self._endpoint.method(self.client)
+            response = create(**request, **self._stream_kwargs())
             if not self.stream:
-                return normalize_completion(response)
-            assembler = StreamAssembler(self.on_text)
+                return self._endpoint.normalize(response)
+            assembler = self._endpoint.assembler(self.on_text)
             try:
                 for chunk in response:
                     assembler.feed(chunk)
@@ -252,9 +581,8 @@ class Conversation(_Base):
                 response.close()  # also when on_text raised: release the connection
             return assembler.result()
 
-    def _tools(self, calls: list[ToolCall]) -> list[ToolResult]:
-        allowed = self.offered_names()
-        kwargs = {"context": self.context, "allowed": allowed, "confirm": self.confirm}
+    def _tools(self, calls: list[ToolCall], approved: bool = False) -> list[ToolResult]:
+        kwargs = self._dispatch_options(approved)
         if self.parallel:
             return self.registry.dispatch_many(calls, **kwargs)
         return [
@@ -270,40 +598,52 @@ class AsyncConversation(_Base):
 
     async def send(self, text: str, *, output_type: Any = None) -> Reply:
         messages = [*self.messages, {"role": "user", "content": text}]
-        reply = await self.run(messages, output_type=output_type)
-        self.messages = reply.messages
-        return reply
+        settings, turn = self._begin(messages, output_type, keep=True)
+        reply = await self._drive(run_loop(settings, turn))
+        return self._end(reply, settings, turn, keep=True)
 
     async def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply:
-        loop = run_loop(self._settings_for(output_type), list(messages))
-        with turn(self.name, self.model):
-            return await self._drive(loop)
+        settings, turn = self._begin(list(messages), output_type, keep=False)
+        reply = await self._drive(run_loop(settings, turn))
+        return self._end(reply, settings, turn, keep=False)
+
+    async def resume(self, decisions: Mapping[str, Any], *, output_type: Any = None) -> Reply:
+        """`Conversation.resume` for async code."""
+        settings, turn, found = self._resuming(decisions, output_type)
+        try:
+            reply = await self._drive(resume_loop(settings, turn, found))
+        except BaseException:
+            self._interrupted(settings, turn)
+            raise
+        return self._end(reply, settings, turn, keep=True)
 
     async def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
-        step = next(loop)
-        parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
-        while True:
-            kind, payload = step
-            answer: Any
-            if kind == "model":
-                with model_call(payload, self.client) as call:
-                    answer = call.response = await self._model(payload)
-                parent = call.parent
-            else:
-                with parent():
-                    answer = await self._tools(payload)
-            try:
-                step = loop.send(answer)
-            except StopIteration as done:
-                reply: Reply = done.value
-                return reply
+        with turn(self.name, self.model):  # one span per send / run / resume
+            step = next(loop)
+            parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
+            while True:
+                kind, payload = step
+                answer: Any
+                if kind == "model":
+                    with model_call(payload, self.client) as call:
+                        answer = call.response = await self._model(payload)
+                    parent = call.parent
+                else:
+                    with parent():
+                        answer = await self._tools(payload, approved=kind == "approved")
+                try:
+                    step = loop.send(answer)
+                except StopIteration as done:
+                    reply: Reply = done.value
+                    return reply
 
     async def _model(self, request: dict[str, Any]) -> dict[str, Any]:
         with _endpoint_errors():
-            response = await self.client.chat.completions.create(**request, **self._stream_kwargs())
+            create = self._endpoint.method(self.client)
+            response = await create(**request, **self._stream_kwargs())
             if not self.stream:
-                return normalize_completion(response)
-            assembler = StreamAssembler(self.on_text)
+                return self._endpoint.normalize(response)
+            assembler = self._endpoint.assembler(self.on_text)
             try:
                 async for chunk in response:
                     assembler.feed(chunk)
@@ -311,9 +651,8 @@ class AsyncConversation(_Base):
                 await response.close()
             return assembler.result()
 
-    async def _tools(self, calls: list[ToolCall]) -> list[ToolResult]:
-        allowed = self.offered_names()
-        kwargs = {"context": self.context, "allowed": allowed, "confirm": self.confirm}
+    async def _tools(self, calls: list[ToolCall], approved: bool = False) -> list[ToolResult]:
+        kwargs = self._dispatch_options(approved)
         if self.parallel:
             return await self.registry.adispatch_many(calls, **kwargs)
         return [

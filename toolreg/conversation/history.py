@@ -1,4 +1,9 @@
-"""`trim_history`: shorten a chat history without breaking tool-call pairs."""
+"""`trim_history`: shorten a history without breaking tool-call pairs; `answered_prefix`.
+
+A history is chat messages (chat completions) or input items (the Responses API, where a
+call is a `function_call` item answered by a `function_call_output` item); the rules read
+both shapes from the entries themselves.
+"""
 
 from __future__ import annotations
 
@@ -6,24 +11,48 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["CALL_KEYS", "trim_history"]
+__all__ = ["CALL_ITEMS", "CALL_KEYS", "answered_prefix", "trim_history"]
 
 CALL_KEYS = ("tool_calls", "function_call")
-"""The keys of an assistant message that carry calls, in every dialect."""
+"""The keys of an assistant message that carry calls, in every chat dialect."""
+
+CALL_ITEMS = ("function_call",)
+"""The types of the Responses API items that are calls the client answers."""
 
 _ANSWER_ROLES = {"tool", "function", "observation"}
+_ANSWER_ITEMS = {"function_call_output"}
 Message = dict[str, Any]
 
 
-def _opens_calls(message: Message) -> bool:
-    return message.get("role") == "assistant" and bool(any(message.get(key) for key in CALL_KEYS))
+def _is_answer(entry: Message) -> bool:
+    return entry.get("role") in _ANSWER_ROLES or entry.get("type") in _ANSWER_ITEMS
+
+
+def _calls_opened(entry: Message) -> int:
+    """How many calls `entry` makes: the calls of an assistant message, or one call item."""
+    if entry.get("type") in CALL_ITEMS:
+        return 1
+    if entry.get("role") != "assistant":
+        return 0
+    calls = entry.get("tool_calls")
+    count = len(calls) if isinstance(calls, list) else 0
+    return count + (1 if entry.get("function_call") else 0)
+
+
+def _joins(unit: list[Message], entry: Message) -> bool:
+    """Whether `entry` must stay with the unit before it: an answer stays with its calls,
+    the calls of one response stay together, a reasoning item stays with what follows."""
+    if _is_answer(entry):
+        return any(_calls_opened(m) for m in unit)
+    last = unit[-1].get("type")
+    return last == "reasoning" or (last in CALL_ITEMS and entry.get("type") in CALL_ITEMS)
 
 
 def _units(messages: Sequence[Message]) -> list[list[Message]]:
-    """Group an assistant message that makes calls with the answers that follow it."""
+    """Group the entries that make calls with the answers that follow them."""
     units: list[list[Message]] = []
     for message in messages:
-        if message.get("role") in _ANSWER_ROLES and units and _opens_calls(units[-1][0]):
+        if units and _joins(units[-1], message):
             units[-1].append(message)
         else:
             units.append([message])
@@ -33,6 +62,9 @@ def _units(messages: Sequence[Message]) -> list[list[Message]]:
 def _size(unit: list[Message]) -> int:
     total = 0
     for message in unit:
+        if "role" not in message:  # an item of the Responses API: call, output, reasoning
+            total += len(json.dumps(message, ensure_ascii=False))
+            continue
         content = message.get("content")
         if isinstance(content, str):
             total += len(content)
@@ -44,6 +76,19 @@ def _size(unit: list[Message]) -> int:
     return total
 
 
+def answered_prefix(messages: Sequence[Message]) -> int:
+    """The length of the longest prefix of `messages` in which every call is answered."""
+    open_calls = end = 0
+    for index, message in enumerate(messages, 1):
+        if _is_answer(message):
+            open_calls = max(0, open_calls - 1)
+        else:
+            open_calls += _calls_opened(message)
+        if open_calls == 0:
+            end = index
+    return end
+
+
 def trim_history(
     messages: Sequence[Message],
     max_messages: int | None = None,
@@ -53,12 +98,15 @@ def trim_history(
 
     Both limits count the whole result, system messages included. Characters are those of
     each message's content (a list of content parts counts as its JSON) plus the JSON of
-    its `tool_calls` / `function_call`.
+    its `tool_calls` / `function_call`; a Responses API item without a role (a call, its
+    output, a reasoning item) counts as its JSON.
 
     Leading system messages are always kept. An assistant message with tool calls and the
-    tool messages that answer it are kept or dropped together, and the history never starts
-    with orphaned tool answers. The newest unit (e.g. the last user message) is always kept,
-    even when it alone exceeds a limit.
+    tool messages that answer it are kept or dropped together (in the Responses API: the
+    `function_call` items of one response, the reasoning item before them and their
+    `function_call_output` items), and the history never starts with orphaned answers. The
+    newest unit (e.g. the last user message) is always kept, even when it alone exceeds a
+    limit.
     """
     start = 0
     while start < len(messages) and messages[start].get("role") in ("system", "developer"):
@@ -72,7 +120,7 @@ def trim_history(
         chars -= _size(units[kept_from])
         kept_from += 1
     tail = units[kept_from:]
-    while len(tail) > 1 and tail[0][0].get("role") in _ANSWER_ROLES:
+    while len(tail) > 1 and _is_answer(tail[0][0]):
         tail = tail[1:]  # an answer whose call was trimmed earlier
     return head + [m for unit in tail for m in unit]
 

@@ -2,13 +2,18 @@
 
 The generator yields `("model", request_kwargs)` and receives the normalized response
 (see `stream`), or yields `("tools", [ToolCall, ...])` and receives the `ToolResult`s in
-the same order. It returns the `Reply`. The drivers in `conversation` only do the I/O.
+the same order; `("approved", [ToolCall, ...])` is the same for calls a person approved
+(`resume_loop`). It returns the `Reply`. The drivers in `conversation` only do the I/O.
+
+A turn's progress is a `TurnState`: a turn that stops for approvals keeps it (with its
+`PausedRound`) until `resume_loop` carries it on; `state` writes it to JSON and back.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -17,25 +22,36 @@ from ..errors import (
     RepeatedCallError,
     ToolCallError,
     ToolDeniedError,
+    ToolExecutionError,
     UsageError,
 )
 from ..formats import Dialect, Format
 from ..result import ToolCall, ToolResult
-from .history import CALL_KEYS, trim_history
+from .history import CALL_ITEMS, CALL_KEYS, trim_history
 from .output import OutputSpec
 from .reply import (
     Hooks,
     ModelCallEvent,
     ModelResponseEvent,
+    PendingCall,
     Reply,
     ToolCallEvent,
     ToolResultEvent,
     Usage,
 )
 
-__all__ = ["LoopSettings", "Step", "run_loop"]
+__all__ = [
+    "LoopSettings",
+    "PausedRound",
+    "Step",
+    "TurnState",
+    "Verdict",
+    "abandon",
+    "resume_loop",
+    "run_loop",
+]
 
-Step = tuple[Literal["model", "tools"], Any]
+Step = tuple[Literal["model", "tools", "approved"], Any]
 Message = dict[str, Any]
 _STOP_REASONS = {"length": "length", "content_filter": "content_filter"}
 _REPEAT_ROUNDS = 3
@@ -56,6 +72,10 @@ class LoopSettings:
     max_history_messages: int | None = None
     max_history_chars: int | None = None
     hooks: Hooks = field(default_factory=Hooks)
+    # `confirm="defer"`: the validated arguments of a call that must wait for a person,
+    # or None for a call that runs now (it needs no approval, or dispatch will refuse it)
+    approval: Callable[[ToolCall], dict[str, Any] | None] | None = None
+    server_state: bool = False  # the endpoint keeps the history (`previous_response_id`)
 
     @property
     def dialect(self) -> Dialect:
@@ -66,7 +86,33 @@ class LoopSettings:
 
 
 @dataclass(slots=True)
-class _State:
+class PausedRound:
+    """A round stopped for approvals: every call in order (pending ones with the id their
+    `PendingCall` has), the results of the calls that are done, and the pending calls."""
+
+    calls: list[ToolCall]
+    results: dict[int, ToolResult]
+    pending: dict[int, PendingCall]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A person's decision on a pending call: run it (with `arguments` when they were
+    edited, validated already) or not (with the `reason` given, if any)."""
+
+    approved: bool
+    arguments: dict[str, Any] | None = None
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class TurnState:
+    """Where a turn is: the history so far and everything the loop decides by.
+
+    With a server that keeps the history, `previous_id` is the response it continues from
+    and `known` the number of history entries it holds under that id.
+    """
+
     history: list[Message]
     results: list[ToolResult] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
@@ -78,10 +124,15 @@ class _State:
     retries_left: int = 0
     recent: list[dict[tuple[str, str], str]] = field(default_factory=list)
     stop_requested: bool = False
+    paused: PausedRound | None = None
+    previous_id: str | None = None
+    known: int = 0
 
 
-def run_loop(s: LoopSettings, messages: list[Message]) -> Generator[Step, Any, Reply]:
-    state = _State(history=list(messages), retries_left=s.output_retries)
+def run_loop(s: LoopSettings, state: TurnState) -> Generator[Step, Any, Reply]:
+    """Run a turn from `state` (a new one: `TurnState(history, retries_left=...)`)."""
+    if state.paused is not None:
+        raise UsageError("this turn waits for approvals: resume it")
     while True:
         if state.tool_rounds >= s.max_rounds and not state.final:
             state.final = state.limit_reached = True
@@ -92,43 +143,98 @@ def run_loop(s: LoopSettings, messages: list[Message]) -> Generator[Step, Any, R
         s.hooks.emit("after_model_call", ModelResponseEvent(state.calls_made, message, finish))
         calls = [] if state.final else s.fmt.parse_calls(message)
         if calls:
-            state.history.append(_echo(s, message))
-            answered = _precheck(s, state, calls)
-            to_run = [c for i, c in enumerate(calls) if i not in answered]
-            ran: list[ToolResult] = (yield ("tools", to_run)) if to_run else []
-            results = _merge(calls, answered, ran)
-            for result in results:
-                s.hooks.emit("after_tool_call", ToolResultEvent(state.calls_made, result))
-            reply = _after_tools(s, state, calls, results)
+            _took(s, state, response, drop_calls=False)
+            reply = yield from _round(s, state, response["text"], calls)
             if reply is not None:
                 return reply
             continue
-        text = message.get("content") or ""
+        text = response["text"]
         if not text and state.after_observations and not state.final:
             state.final = True  # a server that cannot speak while tools are offered
             continue
-        state.history.append(_echo(s, message, drop_calls=True))
+        _took(s, state, response, drop_calls=True)
         reply = _answer(s, state, text, finish)
         if reply is not None:
             return reply
 
 
-def _request(s: LoopSettings, state: _State) -> dict[str, Any]:
-    sent = list(state.history)  # a copy: the request (and its hook event) must not grow later
-    if s.max_history_messages is not None or s.max_history_chars is not None:
-        sent = trim_history(sent, s.max_history_messages, s.max_history_chars)
-    request: dict[str, Any] = {**s.request_options, "model": s.model, "messages": sent}
+def resume_loop(
+    s: LoopSettings, state: TurnState, verdicts: Mapping[str, Verdict]
+) -> Generator[Step, Any, Reply]:
+    """Carry on a paused turn: run the approved calls, answer the others, go on looping.
+
+    `verdicts` has one entry per pending call id, checked by the caller."""
+    paused = state.paused
+    if paused is None:
+        raise UsageError("nothing to resume: no call waits for approval")
+    approved: list[tuple[int, ToolCall]] = []
+    for i, pending in sorted(paused.pending.items()):
+        verdict = verdicts[pending.call_id]
+        if verdict.approved:
+            arguments = pending.arguments if verdict.arguments is None else verdict.arguments
+            approved.append((i, ToolCall(pending.tool_name, arguments, pending.call_id)))
+        else:
+            why = _declined(pending.tool_name, verdict.reason)
+            denial = ToolDeniedError(why, tool_name=pending.tool_name)
+            paused.results[i] = _synthetic(paused.calls[i], denial)
+    ran: list[ToolResult] = (yield ("approved", [c for _, c in approved])) if approved else []
+    for (i, call), result in zip(approved, ran):
+        edited = verdicts[call.call_id or ""].arguments
+        paused.results[i] = result if edited is None else _edited(result, edited)
+    for i in sorted(paused.pending):
+        s.hooks.emit("after_tool_call", ToolResultEvent(state.calls_made, paused.results[i]))
+    state.paused = None
+    results = [paused.results[i] for i in range(len(paused.calls))]
+    reply = _after_tools(s, state, paused.calls, results)
+    if reply is not None:
+        return reply
+    return (yield from run_loop(s, state))
+
+
+def abandon(s: LoopSettings, state: TurnState) -> None:
+    """After a resumed turn failed: answer whatever its paused round left unanswered (a call
+    whose outcome is unknown says so), so the history stays valid and nothing runs twice."""
+    paused = state.paused
+    if paused is None:
+        return
+    for i, call in enumerate(paused.calls):
+        if i not in paused.results:
+            lost = ToolExecutionError(
+                f"Tool '{call.name}' was interrupted; whether it ran is unknown.",
+                tool_name=call.name,
+            )
+            paused.results[i] = _synthetic(call, lost)
+    state.history.extend(s.fmt.observation(paused.results[i]) for i in range(len(paused.calls)))
+    state.paused = None
+
+
+def _request(s: LoopSettings, state: TurnState) -> dict[str, Any]:
+    dialect = s.dialect
+    request: dict[str, Any] = {} if s.server_state else dict(dialect.client_state)
+    request.update(s.request_options)
+    request["model"] = s.model
+    key = dialect.server_state_key
+    if state.previous_id is not None and key is not None:
+        request[dialect.history_key] = state.history[state.known :]  # what the server lacks
+        request[key] = state.previous_id
+    else:
+        sent = list(state.history)  # a copy: the request (and its hook event) must not grow
+        if s.max_history_messages is not None or s.max_history_chars is not None:
+            sent = trim_history(sent, s.max_history_messages, s.max_history_chars)
+        request[dialect.history_key] = sent
     tools = s.tools()
     if tools and not (state.final and s.final_call == "drop_tools"):
-        request[s.dialect.tools_key] = tools
-        request[s.dialect.choice_key] = s.dialect.choice(_tool_choice(s, state))
+        request[dialect.tools_key] = tools
+        request[dialect.choice_key] = dialect.choice(_tool_choice(s, state))
     if s.output is not None:
-        request["response_format"] = s.output.response_format()
+        for name, value in dialect.output_format(s.output.name, s.output.schema).items():
+            given = request.get(name)  # e.g. text={"verbosity": ...} keeps its other keys
+            request[name] = {**given, **value} if isinstance(given, dict) else value
     s.hooks.emit("before_model_call", ModelCallEvent(state.calls_made + 1, request))
     return request
 
 
-def _tool_choice(s: LoopSettings, state: _State) -> str:
+def _tool_choice(s: LoopSettings, state: TurnState) -> str:
     """The choice to send: "none" when final; a forced one (name, "required") on call 1 only."""
     if state.final:
         return "none"
@@ -137,8 +243,28 @@ def _tool_choice(s: LoopSettings, state: _State) -> str:
     return s.tool_choice
 
 
+def _took(s: LoopSettings, state: TurnState, response: dict[str, Any], drop_calls: bool) -> None:
+    """Add what the model said to the history; a server that keeps the history now holds
+    it all, unless something it said was left out (then the next request sends it all)."""
+    entries: list[Message] = response["entries"]
+    if drop_calls and any(e.get("type") in CALL_ITEMS for e in entries):
+        # a final answer keeps no call items, nor the reasoning that led to them
+        kept = [e for e in entries if e.get("type") not in (*CALL_ITEMS, "reasoning")]
+    else:
+        kept = entries
+    state.history.extend(_echo(s, entry, drop_calls) for entry in kept)
+    if s.server_state:
+        whole = len(kept) == len(entries) and response.get("id") is not None
+        state.previous_id = response["id"] if whole else None
+        state.known = len(state.history) if whole else 0
+
+
 def _echo(s: LoopSettings, message: Message, drop_calls: bool = False) -> Message:
-    """The assistant message as received; empty content normalised for picky servers."""
+    """The assistant message as received; empty content normalised for picky servers.
+
+    An item of the Responses API (it has a `type`) goes back exactly as received."""
+    if "type" in message:
+        return message
     out = dict(message)
     if drop_calls:  # every kind of call, not only the dialect's: none may stay unanswered
         for key in CALL_KEYS:
@@ -166,7 +292,63 @@ def _call_key(call: ToolCall) -> tuple[str, str]:
     return call.name, text
 
 
-def _precheck(s: LoopSettings, state: _State, calls: list[ToolCall]) -> dict[int, ToolResult]:
+def _round(
+    s: LoopSettings, state: TurnState, text: str, calls: list[ToolCall]
+) -> Generator[Step, Any, Reply | None]:
+    """One round of calls: checks, the calls that can run now, then either the observations
+    or, when some calls wait for approval, a paused turn."""
+    answered = _precheck(s, state, calls)
+    pending = _pending(s, state, calls, answered)
+    for i, waiting in pending.items():
+        calls[i] = ToolCall(calls[i].name, calls[i].arguments, waiting.call_id)
+    to_run = [c for i, c in enumerate(calls) if i not in answered and i not in pending]
+    ran: list[ToolResult] = (yield ("tools", to_run)) if to_run else []
+    done = _merge(calls, answered, ran, pending)
+    for i in sorted(done):
+        s.hooks.emit("after_tool_call", ToolResultEvent(state.calls_made, done[i]))
+    if pending:
+        state.paused = PausedRound(calls, done, pending)
+        finished = [*state.results, *(done[i] for i in sorted(done))]
+        asked = list(pending.values())
+        return _reply(state, text, "approval_required", results=finished, pending=asked)
+    return _after_tools(s, state, calls, [done[i] for i in range(len(calls))])
+
+
+def _pending(
+    s: LoopSettings, state: TurnState, calls: list[ToolCall], answered: dict[int, ToolResult]
+) -> dict[int, PendingCall]:
+    """The calls that wait for a person (`confirm="defer"`), each with an id unique in the
+    round: the model's, or one made up for a dialect whose calls have none."""
+    if s.approval is None:
+        return {}
+    ids = [c.call_id for c in calls]
+    pending: dict[int, PendingCall] = {}
+    for i, call in enumerate(calls):
+        arguments = None if i in answered else s.approval(call)
+        if arguments is None:
+            continue
+        call_id = call.call_id
+        if not isinstance(call_id, str) or not call_id or ids.count(call_id) > 1:
+            call_id = f"toolreg_{state.calls_made}_{i}"
+        pending[i] = PendingCall(call_id, call.name, arguments)
+    return pending
+
+
+def _declined(name: str, reason: str | None) -> str:
+    why = f"the user declined ({reason})" if reason else "the user declined"
+    return f"Tool '{name}' was not run: {why}. Do not retry it unless the user asks."
+
+
+def _edited(result: ToolResult, arguments: dict[str, Any]) -> ToolResult:
+    """A call run with arguments a person changed: the model is told what actually ran."""
+    if not result.ok:
+        return result
+    shown = json.dumps(arguments, ensure_ascii=False)
+    note = f"(The user changed the arguments to {shown} before it ran.)\n"
+    return dataclasses.replace(result, content=note + result.content)
+
+
+def _precheck(s: LoopSettings, state: TurnState, calls: list[ToolCall]) -> dict[int, ToolResult]:
     """Answers for calls that must not run: vetoed by a hook, or repeated for 3 rounds."""
     answered: dict[int, ToolResult] = {}
     for i, call in enumerate(calls):
@@ -175,9 +357,11 @@ def _precheck(s: LoopSettings, state: _State, calls: list[ToolCall]) -> dict[int
             why = verdict or f"Tool '{call.name}' was not run: the application blocked it."
             answered[i] = _synthetic(call, ToolDeniedError(why, tool_name=call.name))
             continue
-        key = _call_key(call)
         previous = state.recent[-(_REPEAT_ROUNDS - 1) :]
-        if len(previous) == _REPEAT_ROUNDS - 1 and all(key in r for r in previous):
+        if len(previous) < _REPEAT_ROUNDS - 1:
+            continue  # not enough rounds yet to repeat anything
+        key = _call_key(call)
+        if all(key in r for r in previous):
             answered[i] = _synthetic(call, _repeated(call, previous[-1][key]))
             state.stop_requested = True
     return answered
@@ -199,14 +383,22 @@ def _synthetic(call: ToolCall, error: ToolCallError) -> ToolResult:
 
 
 def _merge(
-    calls: list[ToolCall], answered: dict[int, ToolResult], ran: list[ToolResult]
-) -> list[ToolResult]:
-    pending = iter(ran)
-    return [answered[i] if i in answered else next(pending) for i in range(len(calls))]
+    calls: list[ToolCall],
+    answered: dict[int, ToolResult],
+    ran: list[ToolResult],
+    waiting: Mapping[int, Any],
+) -> dict[int, ToolResult]:
+    """Index -> result for every call that is done (all but those `waiting`)."""
+    results = iter(ran)
+    return {
+        i: answered[i] if i in answered else next(results)
+        for i in range(len(calls))
+        if i not in waiting
+    }
 
 
 def _after_tools(
-    s: LoopSettings, state: _State, calls: list[ToolCall], results: list[ToolResult]
+    s: LoopSettings, state: TurnState, calls: list[ToolCall], results: list[ToolResult]
 ) -> Reply | None:
     state.history.extend(s.fmt.observation(r) for r in results)
     state.results.extend(results)
@@ -222,7 +414,7 @@ def _after_tools(
     return None
 
 
-def _answer(s: LoopSettings, state: _State, text: str, finish: str | None) -> Reply | None:
+def _answer(s: LoopSettings, state: TurnState, text: str, finish: str | None) -> Reply | None:
     reason = "max_rounds" if state.limit_reached else _STOP_REASONS.get(finish or "", "answer")
     if s.output is None:
         return _reply(state, text, reason)
@@ -247,13 +439,22 @@ def _answer(s: LoopSettings, state: _State, text: str, finish: str | None) -> Re
     return None
 
 
-def _reply(state: _State, text: str, reason: str, output: Any = None) -> Reply:
+def _reply(
+    state: TurnState,
+    text: str,
+    reason: str,
+    output: Any = None,
+    *,
+    results: list[ToolResult] | None = None,
+    pending: list[PendingCall] | None = None,
+) -> Reply:
     return Reply(
         text=text,
-        messages=state.history,
-        tool_results=state.results,
+        messages=list(state.history),  # copies: a paused turn's state goes on changing
+        tool_results=list(state.results if results is None else results),
         rounds=state.calls_made,
         usage=state.usage,
         stop_reason=reason,
         output=output,
+        pending=pending or [],
     )

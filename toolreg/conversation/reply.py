@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..dispatch.calling import call_hook
@@ -14,6 +14,7 @@ __all__ = [
     "Hooks",
     "ModelCallEvent",
     "ModelResponseEvent",
+    "PendingCall",
     "Reply",
     "ToolCallEvent",
     "ToolResultEvent",
@@ -25,17 +26,29 @@ logger = logging.getLogger("toolreg")
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Tokens summed over every model call of a reply."""
+    """Tokens summed over every model call of a reply.
+
+    The Responses API's `input_tokens` / `output_tokens` are counted as `prompt_tokens` /
+    `completion_tokens` (also readable under the Responses API's names).
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
 
+    @property
+    def input_tokens(self) -> int:
+        return self.prompt_tokens
+
+    @property
+    def output_tokens(self) -> int:
+        return self.completion_tokens
+
     def add(self, usage: Mapping[str, Any] | None) -> Usage:
         if not usage:
             return self
-        prompt = int(usage.get("prompt_tokens") or 0)
-        completion = int(usage.get("completion_tokens") or 0)
+        prompt = int(usage.get("prompt_tokens") or usage.get("input_tokens") or 0)
+        completion = int(usage.get("completion_tokens") or usage.get("output_tokens") or 0)
         total = int(usage.get("total_tokens") or prompt + completion)
         return Usage(
             self.prompt_tokens + prompt,
@@ -45,17 +58,36 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
+class PendingCall:
+    """A call that waits for a person's approval (`confirm="defer"`).
+
+    `arguments` are the validated arguments, as JSON values: what will run if approved.
+    `call_id` is the model's id for the call (or one the loop gave it, for dialects whose
+    calls have none); `resume({call_id: ...})` answers it.
+    """
+
+    call_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Reply:
     """The outcome of a conversation turn.
 
     `messages` is the whole history (ready to send again), `tool_results` every dispatched
     result in order, `rounds` the number of model calls, `stop_reason` one of "answer",
-    "return_direct", "max_rounds", "length", "content_filter"; `output` the converted value
-    when an `output_type` was asked for.
+    "return_direct", "max_rounds", "length", "content_filter", "approval_required";
+    `output` the converted value when an `output_type` was asked for.
 
     "max_rounds" also ends a loop stopped by a call repeated three rounds in a row (its
     last call forbids tools, like the one after `max_rounds`). After "return_direct" the
     history ends with the tool messages; `text` is their content.
+
+    "approval_required" (with `confirm="defer"`): the calls in `pending` wait for a
+    person; the other calls of that round ran. `messages` then ends with calls that are
+    not all answered yet, and `text` is what the model said with them. A resumed turn
+    counts `rounds`, `usage` and `tool_results` from the `send` that started it.
     """
 
     text: str
@@ -65,6 +97,7 @@ class Reply:
     usage: Usage
     stop_reason: str
     output: Any = None
+    pending: list[PendingCall] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,12 @@
-"""SDK responses -> one plain shape: {"message": dict, "finish_reason": str | None, "usage": dict,
-"id": str | None, "model": str | None}.
+"""Chat completions, plain or streamed, -> the one shape the loop reads (`Normalized`):
 
-Both the non-streaming `ChatCompletion` and a stream of `ChatCompletionChunk`s end up as the
-same dict, so the loop never knows which one it got.
+- `message`: what the model sent, as plain data: what `parse_calls` reads and hooks see;
+- `entries`: what the model added to the history, as received (here: the one message);
+- `text`: its answer text; `finish_reason`; `usage` (a dict or None); `id`; `model`.
+
+The non-streaming `ChatCompletion` and a stream of `ChatCompletionChunk`s end up as the same
+dict, so the loop never knows which one it got; `responses_api` reads the Responses API
+into the same shape.
 """
 
 from __future__ import annotations
@@ -13,12 +17,13 @@ from typing import Any
 from ..dispatch.calling import call_hook
 from ..errors import ConversationError
 
-__all__ = ["StreamAssembler", "normalize_completion"]
+__all__ = ["Normalized", "StreamAssembler", "normalize_completion", "plain"]
 
 Normalized = dict[str, Any]
 
 
-def _dump(obj: Any) -> Any:
+def plain(obj: Any) -> Any:
+    """An SDK object as the plain data the server sent (unset fields left out)."""
     if obj is None or isinstance(obj, (str, int, float, bool, list, dict)):
         return obj
     dump = getattr(obj, "model_dump", None)
@@ -37,7 +42,7 @@ def _clean_message(message: dict[str, Any]) -> dict[str, Any]:
 
 def normalize_completion(response: Any) -> Normalized:
     """A non-streaming chat completion (SDK object or dict) -> the plain shape."""
-    data = _dump(response)
+    data = plain(response)
     choices = data.get("choices") if isinstance(data, dict) else None
     if not choices or not isinstance(choices[0], dict):
         raise ConversationError("the endpoint answered without any choices")
@@ -45,12 +50,26 @@ def normalize_completion(response: Any) -> Normalized:
     message = choice.get("message")
     if not isinstance(message, dict):
         raise ConversationError("the endpoint answered a choice without a message")
+    return _normalized(
+        _clean_message(message),
+        choice.get("finish_reason"),
+        data.get("usage"),
+        data.get("id"),
+        data.get("model"),
+    )
+
+
+def _normalized(
+    message: dict[str, Any], finish: Any, usage: Any, rid: Any, model: Any
+) -> Normalized:
     return {
-        "message": _clean_message(message),
-        "finish_reason": choice.get("finish_reason"),
-        "usage": data.get("usage") or None,
-        "id": _text(data.get("id")),
-        "model": _text(data.get("model")),
+        "message": message,
+        "entries": [message],
+        "text": message.get("content") or "",
+        "finish_reason": finish,
+        "usage": usage or None,
+        "id": _text(rid),
+        "model": _text(model),
     }
 
 
@@ -74,7 +93,7 @@ class StreamAssembler:
 
     def feed(self, chunk: Any) -> None:
         self.chunks += 1
-        data = _dump(chunk)
+        data = plain(chunk)
         if not isinstance(data, dict):
             raise ConversationError("the endpoint streamed an unusable chunk")
         if data.get("usage"):
@@ -129,10 +148,4 @@ class StreamAssembler:
             message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
         if self.function_call is not None:
             message["function_call"] = self.function_call
-        return {
-            "message": message,
-            "finish_reason": self.finish_reason,
-            "usage": self.usage,
-            "id": self.id,
-            "model": self.model,
-        }
+        return _normalized(message, self.finish_reason, self.usage, self.id, self.model)

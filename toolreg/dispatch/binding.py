@@ -42,8 +42,12 @@ def prepare(
     max_depth: int,
     errors: ErrorMode = "redact",
     context: Any = None,
+    convert: bool = True,
 ) -> dict[str, Any]:
-    """Validate (and coerce) `args`, then convert them; raise InvalidArgumentsError."""
+    """Validate (and coerce) `args`, then convert them; raise InvalidArgumentsError.
+
+    With `convert=False` the result is the checked JSON values (every converter still runs,
+    so that a value which does not convert fails the same)."""
     plan = tool.plan
     nulls = plan.null_means_default
     for key in nulls:  # a plain loop: cheaper than any() over a generator
@@ -64,9 +68,11 @@ def prepare(
         extra = [Problem((), f"unexpected property '{k}'") for k in sorted(reserved)]
         raise invalid_arguments(tool.name, [*problems, *extra, *more]) from cause
     if plan.converters:
-        args, more, cause = _convert(tool, args, errors, context)
+        converted, more, cause = _convert(tool, args, errors, context)
         if more:
             raise invalid_arguments(tool.name, more) from cause
+        if convert:
+            args = converted
     return args
 
 

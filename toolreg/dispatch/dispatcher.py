@@ -27,6 +27,7 @@ from ..errors import (
     UnknownToolError,
     UsageError,
 )
+from ..jsonvalues import copy_json
 from ..observe import OBSERVER, Trace
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
@@ -231,6 +232,31 @@ class Dispatcher:
 
         return list(await asyncio.gather(*(run(c) for c in batch)))
 
+    # -- checking without running ---------------------------------------------------------
+    def check_call(
+        self,
+        name: str,
+        arguments: str | bytes | Mapping[str, Any] | None = None,
+        *,
+        context: Any = None,
+        allowed: Iterable[str] | None = None,
+    ) -> tuple[Tool, dict[str, Any]]:
+        """The tool and the arguments dispatch would accept, as JSON values (decoded,
+        validated, coerced; a copy), without running anything but the argument converters;
+        raise the `ToolCallError` dispatch would answer instead."""
+        tool = self._lookup(name, allowed, context)
+        settings = self.settings
+        try:
+            args = decode_arguments(arguments, settings.max_payload_bytes, settings.max_depth)
+            coerce = settings.coerce if tool.coerce is None else tool.coerce
+            args = prepare(
+                tool, args, coerce, settings.max_depth, settings.errors, context, convert=False
+            )
+        except InvalidArgumentsError as err:
+            err.tool_name = tool.name
+            raise
+        return tool, copy_json(args)
+
     # -- decisions ------------------------------------------------------------------------
     def _begin(
         self,
@@ -241,14 +267,7 @@ class Dispatcher:
         call_id: str | None,
     ) -> _Prepared:
         """The tool and its call, or the `ToolCallError` that stops it (the model's fault)."""
-        tool = self._tools.get(name) if type(name) is str else None
-        allowed_set = None if allowed is None else _allowed_set(allowed)
-        if tool is not None and allowed_set is not None and name not in allowed_set:
-            tool = None  # not allowed: answered exactly like an unknown name
-        if tool is None:
-            raise self._unknown(name, allowed_set)
-        if context is None and tool.plan.needs_context:  # the application's mistake
-            raise MissingContextError(tool.name, tool.plan.needs_context[0])
+        tool = self._lookup(name, allowed, context)
         settings = self.settings
         try:
             args = decode_arguments(arguments, settings.max_payload_bytes, settings.max_depth)
@@ -258,6 +277,19 @@ class Dispatcher:
             err.tool_name = tool.name
             raise
         return (tool, args, *bind(tool, args, context, call_id, settings.errors))
+
+    def _lookup(self, name: object, allowed: Iterable[str] | None, context: Any) -> Tool:
+        """The tool `name` names, if it is allowed; else the `UnknownToolError` to answer (or,
+        for a tool that needs a context and got none, the application's `MissingContextError`)."""
+        tool = self._tools.get(name) if type(name) is str else None
+        allowed_set = None if allowed is None else _allowed_set(allowed)
+        if tool is not None and allowed_set is not None and name not in allowed_set:
+            tool = None  # not allowed: answered exactly like an unknown name
+        if tool is None:
+            raise self._unknown(name, allowed_set)
+        if context is None and tool.plan.needs_context:  # the application's mistake
+            raise MissingContextError(tool.name, tool.plan.needs_context[0])
+        return tool
 
     def _finish(
         self,

@@ -2,7 +2,8 @@
 
 `export_tools(tools, "anthropic")` writes definitions; `FORMATS[name].parse_calls(...)`
 reads calls; `FORMATS[name].observation(result)` answers them. `DIALECTS` are the formats
-the conversation loop can speak, by dialect name (`tools`, `functions`, `chatglm3`).
+the conversation loop can speak, by dialect name (`tools`, `functions`, `chatglm3`,
+`responses`).
 """
 
 from __future__ import annotations

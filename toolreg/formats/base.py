@@ -11,9 +11,9 @@ OpenAI-compatible endpoint, its `Dialect`. A new format is one module and one li
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from ..definition.names import NameRule
 from ..errors import ConversationError
@@ -24,11 +24,13 @@ __all__ = [
     "Definition",
     "Dialect",
     "Format",
+    "OutputFormat",
     "arguments_text",
     "as_data",
     "entries",
     "function_call_of",
     "make_call",
+    "response_format",
 ]
 
 Definition = Callable[[Tool, dict[str, Any], bool], dict[str, Any]]
@@ -36,13 +38,32 @@ Definition = Callable[[Tool, dict[str, Any], bool], dict[str, Any]]
 parameters schema to advertise (already a copy, strict or not)."""
 
 
+OutputFormat = Callable[[str, dict[str, Any]], dict[str, Any]]
+"""`output_format(name, schema)`: the request keys that ask for JSON matching `schema`."""
+
+
+def response_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """Structured output in chat completions: `response_format` with a `json_schema`."""
+    schema_format = {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+    return {"response_format": schema_format}
+
+
 @dataclass(frozen=True, slots=True)
 class Dialect:
     """How the conversation loop talks tools in a format over an OpenAI-compatible endpoint.
 
-    The format's definitions go out under `tools_key`; `choice_key` carries the tool
-    choice, built by `choice` from "auto", "none", "required" or a tool name; `call_keys`
-    are the assistant-message keys that carry calls (dropped from a final answer).
+    `api` names the endpoint: "chat.completions" or "responses" (the conversation reads
+    either one's answers into the same shape: the entries the model added to the history,
+    its text, its calls). A request carries the history under `history_key`, the format's
+    definitions under `tools_key`, the tool choice under `choice_key` (built by `choice`
+    from "auto", "none", "required" or a tool name) and structured output as the keys
+    `output_format` returns. `call_keys` are the assistant-message keys that carry calls
+    (none in the Responses API, where a call is an item of its own).
+
+    Who keeps the history: by default the client sends all of it every time, with
+    `client_state` added to the request (the Responses API: `store: false`). When
+    `server_state_key` is set, the endpoint can keep it instead: that key names the
+    previous response, and only the entries added since are sent.
     """
 
     name: str
@@ -50,6 +71,11 @@ class Dialect:
     choice_key: str
     choice: Callable[[str], Any]
     call_keys: tuple[str, ...]
+    api: Literal["chat.completions", "responses"] = "chat.completions"
+    history_key: str = "messages"
+    output_format: OutputFormat = response_format
+    client_state: Mapping[str, Any] = field(default_factory=dict)
+    server_state_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

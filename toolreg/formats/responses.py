@@ -1,4 +1,9 @@
-"""OpenAI Responses API: flat `{"type": "function", "name", "parameters", "strict"}` tools."""
+"""OpenAI Responses API: flat `{"type": "function", "name", "parameters", "strict"}` tools.
+
+Its conversation dialect ("responses") sends the history as input items (`input`), reads
+`function_call` items and answers each with a `function_call_output` item; the client keeps
+the history (`store: false`) unless the server is asked to (`previous_response_id`).
+"""
 
 from __future__ import annotations
 
@@ -7,9 +12,9 @@ from typing import Any
 from ..definition.names import NAME_RULES
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from .base import Format, entries, make_call
+from .base import Dialect, Format, entries, make_call
 
-__all__ = ["FORMAT", "definition", "observation", "parse_calls"]
+__all__ = ["FORMAT", "choice", "definition", "observation", "parse_calls", "text_format"]
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
@@ -39,10 +44,34 @@ def parse_calls(response: Any) -> list[ToolCall]:
     ]
 
 
+def choice(choice: str) -> Any:
+    """`tool_choice` for "auto", "none", "required" or a tool's name."""
+    if choice in ("auto", "none", "required"):
+        return choice
+    return {"type": "function", "name": choice}
+
+
+def text_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """Structured output in the Responses API: `text.format` with a `json_schema`."""
+    return {"text": {"format": {"type": "json_schema", "name": name, "schema": schema}}}
+
+
 FORMAT = Format(
     name="responses",
     name_rule=NAME_RULES["responses"],
     definition=definition,
     parse_calls=parse_calls,
     observation=observation,
+    dialect=Dialect(
+        name="responses",
+        tools_key="tools",
+        choice_key="tool_choice",
+        choice=choice,
+        call_keys=(),
+        api="responses",
+        history_key="input",
+        output_format=text_format,
+        client_state={"store": False},
+        server_state_key="previous_response_id",
+    ),
 )

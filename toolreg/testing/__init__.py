@@ -4,7 +4,9 @@
   script of turns (`text`, `tool_call`, `tool_calls`, `function_call`, `raw`, `error`,
   `empty`) and records every request; `server.client()` is an `openai.OpenAI` bound to it.
 - `call_tool`: call a registered tool by name exactly as a model would.
-- `assert_schema` / `schema_snapshot`: check what a model is told about your tools.
+- `assert_schema` / `schema_snapshot`: check what a model is told about your tools;
+- `history_problems`: what OpenAI would refuse in a history (a call left unanswered, an
+  answer to no call, a call answered twice); `ScriptedServer` refuses such requests too.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from ..registry import ToolRegistry, default_registry
 from ..result import ToolResult
+from .inspection import history_problems
 from .server import ScriptedServer
 from .turns import (
     Call,
@@ -47,6 +50,7 @@ __all__ = [
     "empty",
     "error",
     "function_call",
+    "history_problems",
     "last_tool_result",
     "raw",
     "schema_snapshot",

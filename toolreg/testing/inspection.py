@@ -45,6 +45,58 @@ def tool_results(body: Json) -> list[tuple[str, str]]:
     return found
 
 
+def history_problems(entries: list[Json]) -> list[str]:
+    """What OpenAI refuses in a history: a call left unanswered, an answer to no call, a call
+    answered twice. Chat: an assistant's `tool_calls` are answered by the `tool` messages
+    right after it; Responses API: every `function_call` has one `function_call_output`.
+    Legacy `function` and ChatGLM3 `observation` messages carry no id: they answer the calls
+    before them in order."""
+    problems: list[str] = []
+    answers: dict[str, int] = {}  # call id -> times answered
+    waiting: list[str] = []  # chat: the ids the next tool messages must answer
+
+    def answer(call_id: str, what: str) -> None:
+        if call_id not in answers:
+            problems.append(f"{what} answers no call ({call_id!r})")
+            return
+        answers[call_id] += 1
+        if answers[call_id] == 2:
+            problems.append(f"the call {call_id!r} is answered twice")
+
+    for entry in entries:
+        kind, role = entry.get("type"), entry.get("role")
+        if kind == "function_call":
+            answers.setdefault(str(entry.get("call_id")), 0)
+        elif kind == "function_call_output":
+            answer(str(entry.get("call_id")), "a function_call_output")
+        elif role == "tool":
+            call_id = str(entry.get("tool_call_id"))
+            answer(call_id, "a tool message")
+            if call_id in waiting:
+                waiting.remove(call_id)
+        elif role in ("function", "observation"):  # no id: they answer the calls in order
+            if waiting:
+                answers[waiting.pop(0)] += 1
+        else:
+            for call_id in waiting:  # chat: an unanswered call, reported once
+                problems.append(
+                    f"the tool call {call_id!r} is not answered before the next message"
+                )
+                answers[call_id] = -1
+            calls = entry.get("tool_calls") if role == "assistant" else None
+            waiting = (
+                [str(c.get("id")) for c in calls or [] if isinstance(c, dict)]
+                if isinstance(calls, list)
+                else []
+            )
+            for call_id in waiting:
+                answers.setdefault(call_id, 0)
+    for call_id, count in answers.items():
+        if count == 0:
+            problems.append(f"the call {call_id!r} is never answered")
+    return problems
+
+
 def tool_names(body: Json) -> list[str]:
     """Names of the offered tools (chat ``tools``, Responses ``tools``, legacy ``functions``)."""
     names: list[str] = []

@@ -13,6 +13,12 @@ the client and the wire (SDK parsing, streaming, errors) is exercised as in prod
 (plain or streamed) each answer the next turn; ``GET /v1/models`` lists the model. No turn
 left, an unknown path or a body that is not a JSON object is answered with an
 OpenAI-style error and recorded in :attr:`ScriptedServer.errors`.
+
+Like OpenAI, the server refuses (HTTP 400, no turn used) a history in which a call is not
+answered, is answered twice, or an answer has no call (see :func:`history_problems`). The
+Responses API keeps every response not sent with ``"store": false``: a request with
+``previous_response_id`` continues from it (an unknown id is refused) and
+:meth:`ScriptedServer.history` gives the whole history the model saw.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from urllib.parse import urlsplit
 
 from ..errors import UsageError
 from . import wire
-from .inspection import check_request
+from .inspection import check_request, history_problems
 from .turns import Turn, TurnLike
 
 if TYPE_CHECKING:
@@ -60,6 +66,8 @@ class ScriptedServer:
         self._scripted = len(self._script)
         self._lock = threading.Lock()
         self._call_ids = 0
+        self._stored: dict[str, list[Json]] = {}  # Responses API: id -> its whole history
+        self._histories: list[list[Json]] = []
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -215,6 +223,17 @@ class ScriptedServer:
         check_request(f"requests[{index}]", paths[index], body, expected)
         return body
 
+    def history(self, index: int) -> list[Json]:
+        """The whole history the model saw at ``requests[index]``: the chat ``messages``, or
+        the Responses API ``input`` after the history of its ``previous_response_id``."""
+        with self._lock:
+            histories = list(self._histories)
+        if not -len(histories) <= index < len(histories):
+            raise AssertionError(
+                f"ScriptedServer: no requests[{index}]: {len(histories)} request(s) received"
+            )
+        return list(histories[index])
+
     # -- answering (called from handler threads) --------------------------------------------
 
     def _answer(self, method: str, target: str, raw_body: bytes) -> Reply:
@@ -234,7 +253,11 @@ class ScriptedServer:
             number = len(self.requests)
             self.requests.append(body)
             self.paths.append(path)
-            turn = self._script.popleft() if self._script else None
+            history, refused = self._history_of(path, body)
+            self._histories.append(history)
+            turn = self._script.popleft() if self._script and refused is None else None
+        if refused is not None:
+            return self._fail(400, f"requests[{number}]: {refused}", "invalid_history")
         if turn is None:
             what = f"no scripted turn left for request #{number + 1} (requests[{number}])"
             return self._fail(500, f"{what}; {self._scripted} turn(s) were scripted", "no_turn")
@@ -250,9 +273,25 @@ class ScriptedServer:
                 why = f"returned {type(made).__name__}, not a Turn"
                 return self._fail(500, f"dynamic turn for requests[{number}] {why}", "dynamic_turn")
             turn = made
-        return self._encode(turn, path, body, number + 1)
+        return self._encode(turn, path, body, number + 1, history)
 
-    def _encode(self, turn: Turn, path: str, body: Json, number: int) -> Reply:
+    def _history_of(self, path: str, body: Json) -> tuple[list[Json], str | None]:
+        """The whole history of a request, and why OpenAI would refuse it (None: it would
+        not). Called with the lock held."""
+        if path == _CHAT:
+            found = body.get("messages")
+            history = [m for m in found if isinstance(m, dict)] if isinstance(found, list) else []
+        else:
+            history = wire.input_items(body.get("input"))
+            previous = body.get("previous_response_id")
+            if previous is not None:
+                if previous not in self._stored:
+                    return history, f"previous response {previous!r} not found (was it stored?)"
+                history = [*self._stored[previous], *history]
+        problems = history_problems(history)
+        return history, ("; ".join(problems) if problems else None)
+
+    def _encode(self, turn: Turn, path: str, body: Json, number: int, history: list[Json]) -> Reply:
         if turn.kind == "error":
             err = {"message": turn.content, "type": turn.error_type, "param": None}
             return turn.status, {"error": err | {"code": turn.error_code}}
@@ -262,8 +301,15 @@ class ScriptedServer:
         if path == _RESPONSES:
             items = wire.output_items(message, rid=rid, new_call_id=self._new_call_id)
             resp = wire.response(turn, items, body, rid=rid, model=self.model)
+            if body.get("store") is not False:
+                with self._lock:
+                    self._stored[resp["id"]] = [*history, *items]
             return 200, (wire.sse_events(wire.response_events(resp)) if stream else resp)
         rid = f"chatcmpl-scripted-{number}"
+        if isinstance(message, list):
+            return self._fail(
+                500, f"{turn!r}: a list of output items answers /v1/responses only", "raw_items"
+            )
         if not stream:
             return 200, wire.completion(turn, message, rid=rid, model=self.model)
         options = body.get("stream_options")

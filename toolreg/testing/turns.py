@@ -17,7 +17,7 @@ value that cannot go on the wire fails at the line that scripted it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Union
 
@@ -133,14 +133,22 @@ def function_call(
 
 
 def raw(
-    message: Mapping[str, Any], *, finish_reason: str | None = "stop", usage: Usage = None
+    message: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+    *,
+    finish_reason: str | None = "stop",
+    usage: Usage = None,
 ) -> Turn:
     """Any assistant message dict, sent verbatim on /v1/chat/completions.
 
-    On /v1/responses a chat-shaped message is converted to output items, and a dict with a
-    ``"type"`` key is sent as the single output item.
+    On /v1/responses a chat-shaped message is converted to output items, a dict with a
+    ``"type"`` key is sent as the single output item, and a list of such dicts is sent as
+    the output items (e.g. a ``reasoning`` item, then a ``function_call``): a list answers
+    /v1/responses only.
     """
-    encoded = json.dumps(dict(message), ensure_ascii=False)
+    if isinstance(message, Mapping):
+        encoded = json.dumps(dict(message), ensure_ascii=False)
+    else:
+        encoded = json.dumps([dict(item) for item in message], ensure_ascii=False)
     return Turn("raw", None, (), encoded, finish_reason, _usage(usage), label=f"raw({encoded})")
 
 
@@ -162,15 +170,24 @@ def error(
 def last_tool_result(request: Mapping[str, Any]) -> Any:
     """The newest tool observation in a recorded request, JSON-decoded when it is JSON.
 
-    For dynamic turns that answer from what a tool returned::
+    Chat ``tool`` / ``function`` / ``observation`` messages and Responses API
+    ``function_call_output`` items are read. For dynamic turns that answer from what a tool
+    returned::
 
         lambda request: text(f"It is {last_tool_result(request)['temperature']} °C")
     """
-    for message in reversed(request.get("messages") or ()):
-        if message.get("role") in ("tool", "function", "observation"):
+    found = request.get("messages") or request.get("input")
+    for message in reversed(found if isinstance(found, list) else ()):
+        if not isinstance(message, dict):
+            continue
+        if message.get("type") == "function_call_output":
+            content = message.get("output")
+        elif message.get("role") in ("tool", "function", "observation"):
             content = message.get("content")
-            try:
-                return json.loads(content)
-            except (TypeError, ValueError):
-                return content
+        else:
+            continue
+        try:
+            return json.loads(content) if isinstance(content, str) else content
+        except ValueError:
+            return content
     return None

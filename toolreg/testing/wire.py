@@ -30,12 +30,12 @@ def split_text(text: str) -> list[str]:
     return [word[i : i + PIECE] for word in words for i in range(0, len(word), PIECE)]
 
 
-def chat_message(turn: Turn, new_call_id: Callable[[], str]) -> Json:
-    """The assistant message of ``turn``; calls without an id get ``new_call_id()``."""
+def chat_message(turn: Turn, new_call_id: Callable[[], str]) -> Any:
+    """The assistant message of ``turn``; calls without an id get ``new_call_id()``. A raw
+    turn is its JSON as written (a list: Responses API output items)."""
     if turn.raw_json is not None:
-        message: Json = json.loads(turn.raw_json)
-        return message
-    message = {"role": "assistant", "content": turn.content, "refusal": None}
+        return json.loads(turn.raw_json)
+    message: Json = {"role": "assistant", "content": turn.content, "refusal": None}
     if turn.kind == "function_call":
         only = turn.calls[0]
         message["function_call"] = {"name": only.name, "arguments": only.arguments}
@@ -118,8 +118,18 @@ def sse_chat(chunk_list: list[Json]) -> list[bytes]:
     return [frame.encode() for frame in [*frames, "data: [DONE]\n\n"]]
 
 
-def output_items(message: Json, *, rid: str, new_call_id: Callable[[], str]) -> list[Json]:
-    """Responses API output items for a chat-shaped message (one with ``type``: verbatim)."""
+def input_items(found: Any) -> list[Json]:
+    """A Responses API ``input``: a string is one user message, a list its item objects."""
+    if isinstance(found, str):
+        return [{"role": "user", "content": found}]
+    return [item for item in found if isinstance(item, dict)] if isinstance(found, list) else []
+
+
+def output_items(message: Any, *, rid: str, new_call_id: Callable[[], str]) -> list[Json]:
+    """Responses API output items for a chat-shaped message (one with ``type``, or a list
+    of items: verbatim)."""
+    if isinstance(message, list):
+        return message
     if "type" in message:
         return [message]
     items: list[Json] = []
