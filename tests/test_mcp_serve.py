@@ -428,20 +428,24 @@ def test_context_factory_builds_the_deps_from_the_request() -> None:
     assert request.client["name"] == "mcp"
 
 
-def test_context_factory_over_stdio_gets_no_headers() -> None:
-    seen: list[McpRequest] = []
+def test_serve_gives_tools_that_need_a_context_the_one_on_the_command_line() -> None:
+    """`toolreg serve --context JSON`: the same deps for every call, as `toolreg call`."""
+    from toolreg.cli.target import load_target
 
-    async def context(request: McpRequest) -> dict[str, str]:  # async factories work too
-        seen.append(request)
-        return {"user": f"local:{request.transport}"}
+    orders = load_target("samples/orders.py")
+    expected = orders.dispatch_tool(
+        "get_order_detail", {"order_id": "A1001"}, context={"user_id": "u1"}
+    ).content
 
-    server = build_server(tools.registry, context=context)
-    assert server.name == "toolreg"
-    # the factory itself is tested over HTTP; over stdio the request carries no headers
-    request = McpRequest(transport="stdio", tool="whoami", protocol_version="2025-11-25")
-    assert request.headers == {}
-    assert (request.session_id, request.client) == (None, None)
-    assert asyncio.run(context(request)) == {"user": "local:stdio"}
+    async def run() -> str:
+        server = stdio_server()
+        command = serve_command("samples/orders.py", "--context", '{"user_id": "u1"}')
+        server.command, server.args = command[0], command[1:]
+        async with Client(server) as client:
+            return text_of(await client.call_tool("get_order_detail", {"order_id": "A1001"}))
+
+    assert asyncio.run(run()) == expected
+    assert "A1001" in expected
 
 
 def test_tool_context_reporting_does_nothing_when_not_served() -> None:
