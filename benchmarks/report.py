@@ -135,6 +135,15 @@ def targets(results: dict[str, Any], clock: str) -> list[dict[str, Any]]:
                     add(f"loop overhead per turn, {label}, ≤ the baseline's", over, before, "ms")
         total = state_total(results["loop"], clock)
         add("state export + rebuild + resume, 50 messages (less the model call)", total, 1, "ms")
+    if "mcp" in results and "rows" in results["mcp"]:
+        cells = [r for r in results["mcp"]["rows"] if r["server"] == "toolreg" and "calls" in r]
+        cpu = [r["server_cpu_ms"] for r in cells if r["server_cpu_ms"] is not None]
+        if cpu:
+            name = "MCP tools/call over HTTP: toolreg's server CPU per call (worst of 1/8/64)"
+            add(name, max(cpu), 0.5, "ms")
+        if cells:
+            errors = sum(r["errors"] for r in cells)
+            add("MCP tools/call errors (toolreg, all cells)", errors, 0, "")
     if "scale" in results:
         s = results["scale"]
         ratio = s["dispatch"]["big"][clock]["median"] / s["dispatch"]["10"][clock]["median"]
@@ -295,6 +304,39 @@ def _signed(x: float | None) -> str:
     return "—" if x is None else ("+" if x >= 0 else "−") + _num(abs(x))
 
 
+def _mcp(section: dict[str, Any]) -> list[str]:
+    title = "### 7. MCP: tools/call over streamable HTTP (stateless, 127.0.0.1)"
+    if "skipped" in section:
+        return [title, "", f"- skipped: {section['skipped']}", ""]
+    base = {
+        r["clients"]: r["server_cpu_ms"]
+        for r in section["rows"]
+        if r["server"] == "toolreg" and r.get("server_cpu_ms")
+    }
+    rows = []
+    for r in section["rows"]:
+        if "error" in r:
+            rows.append([r["server"], "—", "—", "—", "—", "—", "—", "—", "—", r["error"]])
+            continue
+        cpu = r["server_cpu_ms"]
+        rows.append(
+            [r["server"], str(r["clients"]), _num(r["calls_per_s"]), _num(r["p50_ms"]),
+             _num(r["p99_ms"]), _num(cpu), _ratio(cpu, base.get(r["clients"])),
+             _num(r["client_cpu_ms"]), str(r["errors"]), r["note"]]
+        )  # fmt: skip
+    header = ["server", "clients", "calls/s", "p50 ms", "p99 ms", "server CPU ms/call",
+              "× toolreg", "client CPU ms/call", "errors", "what runs"]  # fmt: skip
+    call = section["call"]
+    lines = [
+        title,
+        "",
+        f"Each client: the SDK's `Client`, calling `{call[0]}({call[1]})` in a loop for "
+        f"{section['seconds_per_cell']:g} s; all clients in one process.",
+        "",
+    ]
+    return [*lines, *_table(header, rows), ""]
+
+
 def _targets(rows: list[dict[str, Any]]) -> list[str]:
     body = [
         [r["target"], f"{'≥' if r['target'].startswith('registration, pyd') else '≤'} "
@@ -348,6 +390,8 @@ def markdown(results: dict[str, Any]) -> str:
         lines += _scale(results["scale"], clock)
     if "loop" in results:
         lines += _loop(results["loop"], clock)
+    if "mcp" in results:
+        lines += _mcp(results["mcp"])
     lines += _targets(results["targets"])
     if "profile" in results:
         lines += ["", *_profile(results["profile"])]

@@ -1,6 +1,7 @@
 """toolreg against its peers, in one run: `python benchmarks/run.py [--quick] [--json]`.
 
-Sections: registration, dispatch, import, concurrency, scale, loop (benchmarks/README.md).
+Sections: registration, dispatch, import, concurrency, scale, loop (benchmarks/README.md),
+and, when asked for (`--sections mcp`), MCP servers over streamable HTTP.
 Everything is reported as a median of interleaved batches and as a ratio against a
 baseline measured in the same run. `--quick` is a smoke run of a few seconds (toolreg and
 the floors only, unless `--peers` names some); `--profile` adds cProfile's top functions
@@ -23,12 +24,14 @@ sys.path[:0] = [p for p in (HERE, ROOT) if p not in sys.path[:2]]  # this checko
 import baselines  # noqa: E402
 import corpus  # noqa: E402
 import loop  # noqa: E402
+import mcp_bench  # noqa: E402
 import measure  # noqa: E402
 import peers  # noqa: E402
 import report  # noqa: E402
 import scenarios  # noqa: E402
 
 SECTIONS = ("registration", "dispatch", "import", "concurrency", "scale", "loop")
+OPTIONAL = ("mcp",)  # run only when named: it starts servers and takes a minute
 
 
 def _error(exc: BaseException) -> str:
@@ -151,11 +154,14 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
             results[section] = scenarios.scale(cfg)
         elif section == "loop":
             results[section] = loop.loop_overhead(cfg, peers.installed)
+        elif section == "mcp":
+            results[section] = mcp_bench.run(cfg)
         elif section in ("registration", "dispatch", "import"):
             fn = {"registration": registration, "dispatch": dispatch, "import": imports}
             results[section] = fn[section](cfg["peers"], cfg)
         else:
-            raise SystemExit(f"unknown section {section!r}; choose from {', '.join(SECTIONS)}")
+            known = ", ".join((*SECTIONS, *OPTIONAL))
+            raise SystemExit(f"unknown section {section!r}; choose from {known}")
         took[section] = round(time.perf_counter() - took[section], 1)
     if cfg.get("profile"):
         results["profile"] = scenarios.profiles(cfg)
@@ -179,7 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--peers", help="comma-separated peers, 'all' or 'none' (default: all; none if --quick)"
     )
-    parser.add_argument("--sections", help=f"comma-separated, from {', '.join(SECTIONS)}")
+    parser.add_argument(
+        "--sections", help=f"comma-separated, from {', '.join((*SECTIONS, *OPTIONAL))}"
+    )
     parser.add_argument("--rounds", type=int, help="interleaved rounds per timed case")
     parser.add_argument("--profile", action="store_true", help="add cProfile hot spots")
     parser.add_argument(

@@ -477,3 +477,52 @@ def test_tool_raising_a_call_error_reports_that_kind_under_its_own_name() -> Non
     assert result.error_kind == "invalid_arguments"
     assert result.content == "q must name a known city."
     assert result.tool_name == "outer"
+
+
+def test_sync_tools_under_async_dispatch_reuse_idle_threads_and_never_queue() -> None:
+    """Starting a thread per call costs more than thirty dispatches: an idle one is reused.
+    Calls at the same time still each get a thread of their own, and a stuck tool holds
+    only its own."""
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def where(seconds: float = 0) -> int:
+        time.sleep(seconds)
+        return threading.get_native_id()  # the OS's id: not handed to a new thread at once
+
+    async def run() -> tuple[set[int], set[int], float]:
+        one_by_one = {(await reg.adispatch_tool("where", {})).value for _ in range(20)}
+        stuck = asyncio.ensure_future(reg.adispatch_tool("where", {"seconds": 0.6}))
+        await asyncio.sleep(0.05)
+        started = time.monotonic()
+        together = await asyncio.gather(
+            *(reg.adispatch_tool("where", {"seconds": 0.2}) for _ in range(6))
+        )
+        elapsed = time.monotonic() - started
+        await stuck
+        return one_by_one, {r.value for r in together}, elapsed
+
+    one_by_one, together, elapsed = asyncio.run(run())
+    assert len(one_by_one) == 1  # one thread served all twenty, one after the other
+    assert len(together) == 6  # six at once: six threads
+    assert elapsed < 0.55  # none waited for another, nor for the stuck one
+
+
+def test_call_threads_work_in_a_forked_child() -> None:
+    """A forked child inherits the list of idle threads but not the threads."""
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("no fork on this platform")
+    reg = make_registry()
+    asyncio.run(reg.adispatch_tool("add", {"a": 1}))  # leaves an idle thread behind
+    context = multiprocessing.get_context("fork")
+    child = context.Process(target=_dispatch_in_child, args=(reg,))
+    child.start()
+    child.join(20)
+    assert child.exitcode == 0
+
+
+def _dispatch_in_child(reg: ToolRegistry) -> None:
+    result = asyncio.run(asyncio.wait_for(reg.adispatch_tool("add", {"a": 1}), 5))
+    raise SystemExit(0 if result.value == 3 else 1)

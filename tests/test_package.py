@@ -21,7 +21,19 @@ PACKAGE = ROOT / "toolreg"
 
 # -- import --------------------------------------------------------------------------------
 
-HEAVY = ("openai", "jsonschema", "docstring_parser", "pydantic", "httpx", "annotated_types")
+HEAVY = (
+    "openai",
+    "jsonschema",
+    "docstring_parser",
+    "pydantic",
+    "httpx",
+    "annotated_types",
+    "mcp",
+    "mcp_types",
+    "uvicorn",
+    "starlette",
+    "anyio",
+)
 
 PROBE = f"""
 import logging, sys, warnings
@@ -174,7 +186,7 @@ LAYERS: list[set[str]] = [
     {"dispatch"},
     {"formats"},
     {"registry"},
-    {"conversation", "telemetry", "compat"},
+    {"conversation", "telemetry", "compat", "mcp"},
     {"testing"},
     {"cli", "__main__"},
     {"__init__"},  # the package: re-exports only

@@ -75,7 +75,9 @@ def command_lines() -> list[str]:
     lines = []
     for body in blocks("bash"):
         for line in body.splitlines():
-            if line.startswith("toolreg ") and not line.startswith("toolreg chat"):
+            # chat and serve run until stopped (serve: tests/test_mcp_serve.py starts it)
+            running = line.startswith(("toolreg chat", "toolreg serve"))
+            if line.startswith("toolreg ") and not running:
                 lines.append(line)
     return lines
 

@@ -13,9 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
-__all__ = ["UNSET", "Injected", "Param", "ToolContext"]
+__all__ = [
+    "UNSET",
+    "Injected",
+    "LogLevel",
+    "LogReporter",
+    "Param",
+    "ProgressReporter",
+    "ToolContext",
+]
 
 DepsT = TypeVar("DepsT")
 
@@ -100,6 +108,32 @@ Injected = _InjectedMarker()
 """Put in `Annotated[T, Injected]` to receive dispatch's `context=` object as it is."""
 
 
+LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+"""The levels of `ToolContext.log` (MCP's, which are syslog's)."""
+
+
+class ProgressReporter(Protocol):
+    """`ctx.report_progress(progress, total=None, message=None)`."""
+
+    def __call__(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None: ...
+
+
+class LogReporter(Protocol):
+    """`ctx.log(message, level="info")`."""
+
+    def __call__(self, message: str, level: LogLevel = "info") -> None: ...
+
+
+def _no_progress(progress: float, total: float | None = None, message: str | None = None) -> None:
+    """Progress of a call nobody follows: dropped."""
+
+
+def _no_log(message: str, level: LogLevel = "info") -> None:
+    """A log line of a call nobody follows: dropped."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext(Generic[DepsT]):
     """What dispatch passes to a parameter annotated `ToolContext`.
@@ -107,8 +141,14 @@ class ToolContext(Generic[DepsT]):
     `deps` is the `context=` object given to dispatch (a user id, a session, permissions,
     a database handle: anything). The model can never set a context parameter: it is not
     in the schema, and a key with its name in the arguments is rejected as unexpected.
+
+    `report_progress` and `log` reach the client when the tool is served over MCP
+    (`toolreg.mcp`: progress and log notifications); anywhere else they do nothing. Both
+    are plain calls, from sync and async tools alike, and never raise.
     """
 
     deps: DepsT
     tool_name: str = ""
     call_id: str | None = None
+    report_progress: ProgressReporter = field(default=_no_progress, repr=False, compare=False)
+    log: LogReporter = field(default=_no_log, repr=False, compare=False)

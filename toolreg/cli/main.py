@@ -1,13 +1,15 @@
-"""The `toolreg` command: list, schema, call, lint, chat, demo.
+"""The `toolreg` command: list, schema, call, lint, chat, demo, serve.
 
-TARGET is a file (`samples/weather.py`), a module (`samples.weather`) or
-`module:attribute` naming a `ToolRegistry`. Exit status: 0 ok, 1 the result or the lint
-found errors, 2 usage errors (one line on stderr with the fix; `--debug` for a traceback).
+TARGET is a file (`samples/weather.py`), a module (`samples.weather`),
+`module:attribute` naming a `ToolRegistry`, or an MCP server (`mcp:URL`, `mcp:'command'`).
+Exit status: 0 ok, 1 the result or the lint found errors, 2 usage errors (one line on stderr
+with the fix; `--debug` for a traceback).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -21,6 +23,8 @@ from ..tool import Tool
 from .chat import chat_loop
 from .demo import Demo, run_demo
 from .lint import lint_registry
+from .serve import add_parser as add_serve_parser
+from .serve import cmd_serve
 from .target import TargetError, load_file, load_target, sample_names, sample_path
 
 __all__ = ["main"]
@@ -207,7 +211,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="toolreg", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    target_help = "file.py, module or module:registry"
+    target_help = "file.py, module, module:registry, mcp:URL or mcp:'command'"
 
     p = sub.add_parser("list", help="list the tools of TARGET")
     p.add_argument("target", help=target_help)
@@ -242,6 +246,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--sample", default="weather", help=f"one of: {', '.join(sample_names())}")
     p.add_argument("--yes", action="store_true", help="approve destructive tools")
     p.add_argument("--trace", action="store_true", help="print OpenTelemetry spans to stderr")
+
+    add_serve_parser(sub, target_help)
     return parser
 
 
@@ -264,7 +270,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "demo":
             return cmd_demo(args)
-        return _COMMANDS[args.command](load_target(args.target), args)
+        if args.command == "serve":
+            return cmd_serve(args)
+        with contextlib.ExitStack() as resources:  # an mcp: target's connection
+            return _COMMANDS[args.command](load_target(args.target, resources), args)
     except (UsageError, TargetError) as exc:
         if args.debug:
             raise

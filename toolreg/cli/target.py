@@ -1,9 +1,13 @@
-"""CLI targets -> a `ToolRegistry`: a file path, a module, or `module:attribute`."""
+"""CLI targets -> a `ToolRegistry`: a file path, a module, `module:attribute`, or an MCP
+server's tools (`mcp:URL`, `mcp:'command args'`, mounted while the command runs)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
+import os
+import shlex
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -88,8 +92,13 @@ def _registry_in(module: ModuleType, target: str) -> ToolRegistry:
     return default_registry
 
 
-def load_target(target: str) -> ToolRegistry:
-    """The registry a target names; raises `TargetError` with the fix."""
+def load_target(target: str, resources: contextlib.ExitStack | None = None) -> ToolRegistry:
+    """The registry a target names; raises `TargetError` with the fix.
+
+    An `mcp:` target's connection stays open until `resources` closes.
+    """
+    if target.startswith("mcp:"):
+        return _mounted(target[len("mcp:") :], resources)
     module_part, _, attribute = target.partition(":")
     looks_like_file = module_part.endswith(".py") or "/" in module_part or "\\" in module_part
     module = load_file(Path(module_part)) if looks_like_file else _import(module_part)
@@ -104,4 +113,32 @@ def load_target(target: str) -> ToolRegistry:
             f"no tools found in {target}; decorate functions with @register_tool "
             "(or name the registry as module:attribute)"
         )
+    return registry
+
+
+def _mounted(server: str, resources: contextlib.ExitStack | None) -> ToolRegistry:
+    """A fresh registry holding the tools of the MCP server `server` (a URL or a command)."""
+    if resources is None:
+        raise TargetError("an mcp: target is not available here")
+    if server.startswith(("http://", "https://")):
+        spec: str | list[str] = server
+    else:
+        spec = shlex.split(server)
+        if not spec:
+            raise TargetError("mcp: needs a URL or a command, e.g. mcp:'uvx mcp-server-time'")
+    try:
+        from ..mcp import McpConnectionError, mount  # the `mcp` extra, for mcp: targets only
+    except ImportError as exc:
+        raise TargetError(
+            f"mcp: targets need the mcp extra: pip install 'toolreg[mcp]' ({exc})"
+        ) from None
+    registry = ToolRegistry()
+    # a command runs like one typed in the shell: with this process's environment
+    env = None if isinstance(spec, str) else dict(os.environ)
+    try:
+        resources.enter_context(mount(registry, spec, env=env))
+    except McpConnectionError as exc:
+        raise TargetError(str(exc)) from None
+    if len(registry) == 0:
+        raise TargetError(f"the MCP server {server} has no tools")
     return registry

@@ -1,0 +1,148 @@
+"""`toolreg serve TARGET`: TARGET's tools as an MCP server, over stdio or streamable HTTP.
+
+```
+toolreg serve samples/weather.py                                   # stdio (Claude Desktop...)
+toolreg serve samples/weather.py --transport http --port 8000      # http://127.0.0.1:8000/mcp
+TOOLREG_MCP_TOKEN=... toolreg serve app:registry --transport http --workers 4
+```
+
+Stdio: stdout carries the protocol, so whatever the target prints while it loads goes to
+stderr. HTTP: stateless unless `--stateful`; several `--workers` share one listening socket
+(each worker loads TARGET again; see `toolreg.mcp.serving` for why the socket is made here).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+from typing import Any
+
+from ..errors import UsageError as ToolregUsageError
+from .target import TargetError, load_target
+
+__all__ = ["add_parser", "cmd_serve", "worker_app"]
+
+_WORKER_ENV = "TOOLREG_SERVE_WORKER"  # the settings a worker process reads, as JSON
+TOKEN_ENV = "TOOLREG_MCP_TOKEN"
+
+
+class ServeError(TargetError):
+    """A mistake in the serve options: one line on stderr, exit status 2."""
+
+
+def add_parser(sub: Any, target_help: str) -> None:
+    p = sub.add_parser("serve", help="serve TARGET's tools over MCP (stdio or streamable HTTP)")
+    p.add_argument("target", help=target_help)
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP: the address to bind")
+    p.add_argument("--port", type=int, default=8000, help="HTTP: the port (0: any free one)")
+    p.add_argument("--path", default="/mcp", help="HTTP: the endpoint's path")
+    p.add_argument(
+        "--token",
+        help=f"HTTP: require 'Authorization: Bearer TOKEN' (default: ${TOKEN_ENV} if set)",
+    )
+    p.add_argument(
+        "--context", help="JSON passed as the context of every call (to injected parameters)"
+    )
+    p.add_argument("--workers", type=int, default=1, help="HTTP: processes sharing the port")
+    p.add_argument("--stateful", action="store_true", help="HTTP: keep sessions (default: none)")
+    p.add_argument(
+        "--allowed-host",
+        action="append",
+        metavar="HOST",
+        help="HTTP: a Host header to accept (repeatable; 'name:*' for any port)",
+    )
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    if args.transport == "stdio":
+        for flag, given in (("--token", args.token), ("--workers", args.workers != 1)):
+            if given:
+                raise ServeError(f"{flag} applies to --transport http")
+    if args.workers > 1:
+        if args.target.startswith("mcp:"):
+            raise ServeError("an mcp: target is served by one worker; drop --workers")
+        if args.stateful:
+            raise ServeError("--stateful sessions live in one process: use one worker")
+    try:
+        _serve(args, _context(args.context))
+    except ToolregUsageError as exc:  # e.g. tools that need --context
+        raise ServeError(str(exc).replace("allowed_hosts=", "--allowed-host ")) from None
+    return 0
+
+
+def _serve(args: argparse.Namespace, context: Any) -> None:
+    from ..mcp import serving  # needs the `mcp` extra: loaded only for this command
+
+    with contextlib.ExitStack() as resources:
+        if args.transport == "stdio":
+            with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's
+                registry = load_target(args.target, resources)
+            server = serving.build_server(registry, context=context)  # checked before serving
+            with contextlib.suppress(KeyboardInterrupt):
+                serving.serve_stdio(server)
+            return
+        token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
+        hosts = args.allowed_host or serving.allowed_hosts_for(args.host)
+        registry = load_target(args.target, resources)
+        app = _app(registry, args.path, not args.stateful, token, hosts, context)  # checked
+        if args.workers == 1:
+            serving.run_http(app, host=args.host, port=args.port, path=args.path)
+            return
+        settings = {
+            "target": args.target,
+            "path": args.path,
+            "stateless": not args.stateful,
+            "allowed_hosts": hosts,
+            "context": args.context,
+        }
+        os.environ[_WORKER_ENV] = json.dumps(settings)
+        if token is not None:
+            os.environ[TOKEN_ENV] = token  # read by each worker, never on a command line
+        serving.run_http(
+            f"{__name__}:worker_app",
+            host=args.host,
+            port=args.port,
+            path=args.path,
+            workers=args.workers,
+            factory=True,
+        )
+
+
+def _context(text: str | None) -> Any:
+    """`--context JSON` as a `context=` factory: the same deps for every call."""
+    if text is None:
+        return None
+    try:
+        deps = json.loads(text)
+    except ValueError as exc:
+        raise ServeError(f"--context is not valid JSON ({exc})") from None
+    return lambda request: deps
+
+
+def _app(
+    registry: Any, path: str, stateless: bool, token: str | None, hosts: list[str], context: Any
+) -> Any:
+    from ..mcp import asgi_app
+
+    return asgi_app(
+        registry,
+        path=path,
+        stateless=stateless,
+        token=token,
+        allowed_hosts=hosts,
+        context=context,
+    )
+
+
+def worker_app() -> Any:
+    """The ASGI app of one `--workers` process (uvicorn calls this factory in each)."""
+    settings = json.loads(os.environ[_WORKER_ENV])
+    registry = load_target(settings["target"])
+    token = os.environ.get(TOKEN_ENV) or None
+    context = _context(settings["context"])
+    stateless, hosts = settings["stateless"], settings["allowed_hosts"]
+    return _app(registry, settings["path"], stateless, token, hosts, context)

@@ -1,0 +1,32 @@
+"""MCP both ways: serve a registry to any MCP client, mount any MCP server's tools.
+
+Needs the `mcp` extra (`pip install 'toolreg[mcp]'`); `import toolreg` never loads it.
+
+- `serve(registry, "stdio" | "http", ...)`, `asgi_app(registry, ...)` (stateless streamable
+  HTTP, for uvicorn, Starlette or FastAPI), `build_server(registry)` (the SDK's `Server`),
+  `HttpServer(app)` (an app on a free port, in a background thread);
+- `mount(registry, url_or_command, ...)` -> `Mount`, a context manager (`with` or
+  `async with`) that keeps the server's tools in the registry while it is open.
+"""
+
+from __future__ import annotations
+
+from .context import McpRequest
+from .errors import McpConnectionError
+from .http import McpApp, asgi_app
+from .mount import Mount, RemoteResult, mount
+from .server import build_server
+from .serving import HttpServer, serve
+
+__all__ = [
+    "HttpServer",
+    "McpApp",
+    "McpConnectionError",
+    "McpRequest",
+    "Mount",
+    "RemoteResult",
+    "asgi_app",
+    "build_server",
+    "mount",
+    "serve",
+]

@@ -1,0 +1,122 @@
+"""What an MCP client sees of a registry: `tools/list` entries and `tools/call` results.
+
+Plain functions, no I/O: the SDK's handlers and the HTTP fast path both answer from here.
+
+- A `tools/list` entry is the registry's `mcp` export (name, description, `inputSchema`,
+  annotations) plus an `outputSchema` when the function's return annotation describes a
+  JSON object (a TypedDict, dataclass, NamedTuple, pydantic model or `dict`).
+- A `tools/call` result is the dispatch result's text, `isError` for any failure, and
+  `structuredContent` (the same JSON, parsed) when the tool has an output schema.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import typing
+from collections.abc import Mapping
+from typing import Any
+
+from ..definition.schema import SchemaBuilder
+from ..definition.signature import split_annotated
+from ..errors import ToolregError
+from ..registry import ToolRegistry
+from ..result import ToolResult
+from ..tool import Tool
+
+__all__ = ["Catalog", "call_result", "output_schema"]
+
+
+def output_schema(tool: Tool) -> dict[str, Any] | None:
+    """The JSON Schema of the tool's result when its return annotation is a JSON object.
+
+    None for anything else (text, numbers, lists, optional objects, no annotation, a type
+    toolreg cannot describe): MCP output schemas describe objects only, and a tool without
+    one is served as text alone.
+    """
+    annotation = _return_annotation(tool.function)
+    if annotation is None:
+        return None
+    builder = SchemaBuilder(f"the result of {tool.name}")
+    try:
+        schema = builder.build(split_annotated(annotation)[0])
+    except (ToolregError, RecursionError):
+        return None
+    defs = dict(builder.defs)
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and len(schema) == 1:
+        name = ref[len("#/$defs/") :]
+        schema = dict(defs.pop(name, {}))  # the object itself, at the top
+        if ref in json.dumps([schema, defs]):  # referenced inside (a recursive type): keep it
+            defs[name] = dict(schema)
+    if schema.get("type") != "object":
+        return None
+    if defs:
+        schema["$defs"] = defs
+    return schema
+
+
+def _return_annotation(function: Any) -> Any:
+    target = inspect.unwrap(function)
+    if not (inspect.isfunction(target) or inspect.ismethod(target)):
+        target = type(target).__call__  # a callable object: its __call__ method
+    try:
+        hints = typing.get_type_hints(target, include_extras=True)
+    except Exception:  # an unresolvable or missing annotation: no output schema
+        return None
+    annotation = hints.get("return")
+    return None if annotation is None or annotation is type(None) else annotation
+
+
+def call_result(result: ToolResult, structured: bool) -> dict[str, Any]:
+    """A `CallToolResult` (wire form) for a dispatch result.
+
+    `structured`: the tool advertises an output schema, so a successful result also carries
+    its JSON as `structuredContent` (omitted when the text is not a JSON object, e.g. cut
+    by `max_result_chars`).
+    """
+    out: dict[str, Any] = {
+        "content": [{"type": "text", "text": result.content}],
+        "isError": not result.ok,
+    }
+    if structured and result.ok:
+        try:
+            data = json.loads(result.content)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            out["structuredContent"] = data
+    return out
+
+
+class Catalog:
+    """A registry's `tools/list` entries, rebuilt only when the registry's export changes."""
+
+    __slots__ = ("_entries", "_key", "_outputs", "registry")
+
+    def __init__(self, registry: ToolRegistry) -> None:
+        self.registry = registry
+        self._key: tuple[int, ...] = ()
+        self._entries: list[dict[str, Any]] = []
+        self._outputs: dict[str, tuple[Tool, dict[str, Any] | None]] = {}
+
+    def entries(self) -> list[dict[str, Any]]:
+        """The `tools` of a `tools/list` result (shared: treat as read-only)."""
+        export = self.registry.get_tools("mcp")
+        key = tuple(map(id, export))  # the export is cached: same dicts until a change
+        if key != self._key:
+            self._entries = [self._entry(definition) for definition in export]
+            self._key = key
+        return self._entries
+
+    def _entry(self, definition: Mapping[str, Any]) -> dict[str, Any]:
+        tool = self.registry.get(definition["name"])
+        schema = None if tool is None else self.output_schema(tool)
+        return dict(definition) if schema is None else {**definition, "outputSchema": schema}
+
+    def output_schema(self, tool: Tool) -> dict[str, Any] | None:
+        """`output_schema(tool)`, worked out once per registered tool."""
+        known = self._outputs.get(tool.name)
+        if known is None or known[0] is not tool:
+            known = self._outputs[tool.name] = (tool, output_schema(tool))
+        return known[1]

@@ -1,0 +1,565 @@
+"""Any MCP server's tools, mounted into a registry as ordinary tools.
+
+```python
+with mount(registry, "http://127.0.0.1:8000/mcp", prefix="remote_"):
+    registry.dispatch_tool("remote_add", '{"a": 2, "b": 3}')   # validated here, run there
+```
+
+Each remote tool becomes a `Tool.from_schema` tool: exported to every format, offered by
+`Conversation`, dispatched with every local step. Its arguments are validated against the
+server's `inputSchema` (compiled like any schema, coerced like any call) before anything
+is sent; its result is the server's text (`ToolResult.value` is a `RemoteResult` with the
+structured content too); a result with `isError` is an `execution_error` with the server's
+text; the call is bounded by `timeout`; a server that dies mid-call gives an error result at
+once. `readOnlyHint` and `destructiveHint` become `read_only` and `destructive` (MCP's
+default: a tool that says nothing may destroy, so it needs `confirm=` like any local one).
+When a server asks to confirm a call of a tool that needs confirmation here (so the local
+`confirm=` already approved every call of it that was sent), with toolreg's own question,
+while such a call is on its way, the mount answers yes; any other elicitation it declines.
+
+A `Mount` is a context manager both ways. `with` runs the connection on an event loop of its
+own, in a background thread, so plain scripts and sync `dispatch_tool` work; `async with`
+runs it on the caller's loop (dispatch with `adispatch_tool` there). On exit the tools are
+unregistered and the connection closed. `notifications/tools/list_changed` (or, on the
+2026-07-28 protocol, a `subscriptions/listen` event) refreshes the mounted tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import math
+import os
+import sys
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import httpx2
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from ..errors import ToolDefinitionError, ToolError, ToolregError, UsageError, exception_text
+from ..registry import ToolRegistry
+from ..tool import Tool
+from .errors import McpConnectionError
+from .server import asked_about
+
+__all__ = ["Mount", "RemoteResult", "mount"]
+
+_log = logging.getLogger("toolreg.mcp")
+_MAX_PAGES = 100  # of a tools/list answer: a server whose cursor never ends cannot hang us
+_GRACE = 1.0  # the SDK's read timeout runs this much past dispatch's, which reports first
+_HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the SDK's own: a response may stream long
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteResult:
+    """A mounted tool's successful result, as `ToolResult.value`: the server's text (what
+    the model reads, `ToolResult.content`), its `structuredContent`, and its content blocks."""
+
+    text: str
+    structured: Any = None
+    content: tuple[dict[str, Any], ...] = ()
+
+
+def remote_text(result: types.CallToolResult) -> str:
+    """The text of a `CallToolResult`: its text blocks, one per line; any other block as
+    JSON; the structured content as JSON when there is no block at all."""
+    parts = []
+    for block in result.content:
+        if isinstance(block, types.TextContent):
+            parts.append(block.text)
+        else:
+            dumped = block.model_dump(mode="json", by_alias=True, exclude_none=True)
+            parts.append(json.dumps(dumped, ensure_ascii=False))
+    if not parts and result.structured_content is not None:
+        return json.dumps(result.structured_content, ensure_ascii=False)
+    return "\n".join(parts)
+
+
+def _text_of(value: RemoteResult) -> str:
+    return value.text
+
+
+def mount(
+    registry: ToolRegistry,
+    server: str | Sequence[str],
+    *,
+    prefix: str = "",
+    include: Iterable[str] | None = None,
+    timeout: float = 30.0,
+    connect_timeout: float = 30.0,
+    env: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Mount:
+    """Mount the tools of the MCP server `server` into `registry`; use the result as
+    `with mount(...):` or `async with mount(...):`.
+
+    `server` is a streamable-HTTP URL, or a stdio command as a list of strings
+    (`["uvx", "mcp-server-time"]`; its environment is the SDK's safe default plus `env`).
+    `prefix` goes before every remote name; `include` keeps only those remote names;
+    `timeout` bounds every call and `connect_timeout` starting, connecting and listing, in
+    seconds; `headers` go with every HTTP request (e.g. `{"Authorization": "Bearer ..."}`).
+    """
+    return Mount(
+        registry,
+        server,
+        prefix=prefix,
+        include=include,
+        timeout=timeout,
+        connect_timeout=connect_timeout,
+        env=env,
+        headers=headers,
+    )
+
+
+class Mount:
+    """The tools of one MCP server in a registry, while the mount is open (see `mount`)."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        server: str | Sequence[str],
+        *,
+        prefix: str = "",
+        include: Iterable[str] | None = None,
+        timeout: float = 30.0,
+        connect_timeout: float = 30.0,
+        env: Mapping[str, str] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        if not isinstance(registry, ToolRegistry):
+            raise UsageError(f"mount() needs a ToolRegistry, not {type(registry).__name__}")
+        if not isinstance(prefix, str):
+            raise UsageError("prefix= must be a string")
+        self.timeout = _seconds("timeout", timeout)
+        self.connect_timeout = _seconds("connect_timeout", connect_timeout)
+        self.registry = registry
+        self.server = server
+        self.prefix = prefix
+        self.include = None if include is None else _names(include)
+        self._url, self._command = _target(server, env)
+        self._headers = None if headers is None else dict(headers)
+        self._mounted: dict[str, Tool] = {}  # local name -> the Tool this mount added
+        self._client: Client | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._owner: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        self._refreshing: asyncio.Lock | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._approved: dict[str, int] = {}  # remote name -> calls approved here, in flight
+        self._state = "new"
+
+    def __repr__(self) -> str:
+        return f"<Mount {self.server!r} {self._state}: {', '.join(self.names) or 'no tools'}>"
+
+    @property
+    def names(self) -> list[str]:
+        """The local names of the mounted tools, in the server's order."""
+        return list(self._mounted)
+
+    @property
+    def connected(self) -> bool:
+        return self._client is not None
+
+    # -- sync: a loop of its own in a background thread ------------------------------------
+    def __enter__(self) -> Mount:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open(self) -> Mount:
+        """Connect and mount, from sync code (the connection lives in a background thread)."""
+        self._begin()
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="toolreg-mcp-mount", daemon=True)
+        thread.start()
+        self._thread = thread
+        try:
+            asyncio.run_coroutine_threadsafe(self._start(), loop).result()
+        except BaseException:
+            self._stop_thread(loop)
+            raise
+        return self
+
+    def close(self) -> None:
+        """Unmount and disconnect (sync); closing twice is harmless."""
+        loop, thread = self._loop, self._thread
+        if thread is None or loop is None:
+            return
+        if self._state != "closed":
+            future = asyncio.run_coroutine_threadsafe(self._finish(), loop)
+            with contextlib.suppress(Exception):
+                future.result(self.connect_timeout + 10)
+        self._stop_thread(loop)
+
+    def _stop_thread(self, loop: asyncio.AbstractEventLoop) -> None:
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(10)
+        self._thread = None
+        if not loop.is_running():
+            loop.close()
+
+    # -- async: the caller's loop ------------------------------------------------------------
+    async def __aenter__(self) -> Mount:
+        await self.aopen()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aopen(self) -> Mount:
+        """Connect and mount on the running event loop."""
+        self._begin()
+        await self._start()
+        return self
+
+    async def aclose(self) -> None:
+        """Unmount and disconnect (async); closing twice is harmless."""
+        if self._thread is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self.close)
+        elif self._state != "closed" and self._loop is not None:
+            await self._finish()
+
+    def _begin(self) -> None:
+        if self._state != "new":
+            raise UsageError("this Mount was already opened; call mount() again for a new one")
+        self._state = "opening"
+
+    # -- the connection: one task owns it, start to end --------------------------------------
+    async def _start(self) -> None:
+        loop = self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        self._refreshing = asyncio.Lock()
+        ready: asyncio.Future[None] = loop.create_future()
+        self._owner = loop.create_task(self._own(ready))
+        try:
+            await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
+        except BaseException as raised:
+            await self._finish()
+            exc = _innermost(raised)
+            if isinstance(exc, ToolregError):
+                raise exc from None
+            if isinstance(raised, asyncio.CancelledError):
+                raise
+            if isinstance(raised, asyncio.TimeoutError):
+                raise McpConnectionError(
+                    f"the MCP server {self._label()} did not answer within "
+                    f"{self.connect_timeout:g} s"
+                ) from None
+            raise McpConnectionError(
+                f"cannot mount the MCP server {self._label()}: {_reason(exc)}"
+            ) from exc
+        self._state = "open"
+
+    async def _own(self, ready: asyncio.Future[None]) -> None:
+        """Open the client, mount the tools, and keep both until `_stop` (or the server ends)."""
+        assert self._stop is not None
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                if self._url is not None:
+                    http = await stack.enter_async_context(
+                        httpx2.AsyncClient(headers=self._headers, timeout=_HTTP_TIMEOUT)
+                    )
+                    transport: Any = streamable_http_client(self._url, http_client=http)
+                else:
+                    assert self._command is not None
+                    transport = stdio_client(self._command, errlog=_errlog(stack))
+                client = await stack.enter_async_context(
+                    Client(
+                        transport,
+                        read_timeout_seconds=max(self.timeout, self.connect_timeout) + _GRACE,
+                        message_handler=self._on_message,
+                        elicitation_callback=self._answer_elicitation,
+                    )
+                )
+                self._client = client
+                await self._refresh(initial=True)
+                if not ready.done():
+                    ready.set_result(None)
+                self._listen_for_changes(client)
+                await self._stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            elif not isinstance(exc, asyncio.CancelledError):
+                _log.warning("the MCP server %s went away: %s", self._label(), _reason(exc))
+        finally:
+            self._client = None
+            for task in list(self._tasks):
+                task.cancel()
+
+    async def _finish(self) -> None:
+        """Stop the owner task (the client closes, a stdio server ends) and unmount."""
+        self._state = "closed"
+        if self._stop is not None:
+            self._stop.set()
+        owner = self._owner
+        if owner is not None and not owner.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(owner), self.connect_timeout)
+            except BaseException:
+                owner.cancel()
+                with contextlib.suppress(BaseException):
+                    await owner
+        self._unmount(list(self._mounted))
+
+    def _label(self) -> str:
+        return self._url if self._url is not None else " ".join(self.server)
+
+    # -- the tools ----------------------------------------------------------------------------
+    async def _refresh(self, initial: bool) -> None:
+        """(Re)list the server's tools and make the registry match."""
+        client = self._client
+        if client is None or self._refreshing is None:
+            return
+        async with self._refreshing:
+            remote = await _list_tools(client, refresh=not initial)
+            wanted = self._selected(remote, strict=initial)
+            built: dict[str, Tool] = {}
+            for item in wanted:
+                try:
+                    tool = self._tool(item)
+                except ToolDefinitionError as exc:
+                    if initial:
+                        raise
+                    _log.warning("skipped the remote tool %r: %s", item.name, exc)
+                    continue
+                if self._taken(tool.name):
+                    if initial:
+                        self.registry.add(tool)  # raises DuplicateToolError, naming both
+                    _log.warning("skipped the remote tool %r: the name is taken", item.name)
+                    continue
+                built[tool.name] = tool
+            self._unmount([name for name in self._mounted if name not in built])
+            for tool in built.values():
+                self.registry.add(tool, replace=True)
+            self._mounted = built
+
+    def _selected(self, remote: list[types.Tool], strict: bool) -> list[types.Tool]:
+        if self.include is None:
+            return remote
+        by_name = {item.name: item for item in remote}
+        missing = [name for name in self.include if name not in by_name]
+        if missing and strict:
+            have = ", ".join(by_name) or "none"
+            raise UsageError(
+                f"include= names {', '.join(map(repr, missing))}, which the MCP server "
+                f"{self._label()} does not have (it has: {have})"
+            )
+        return [by_name[name] for name in self.include if name in by_name]
+
+    def _taken(self, name: str) -> bool:
+        existing = self.registry.get(name)
+        return existing is not None and self._mounted.get(name) is not existing
+
+    def _unmount(self, names: list[str]) -> None:
+        for name in names:
+            tool = self._mounted.pop(name, None)
+            if tool is not None and self.registry.get(name) is tool:
+                self.registry.unregister(name)
+
+    def _tool(self, remote: types.Tool) -> Tool:
+        hints = remote.annotations
+        read_only = bool(hints is not None and hints.read_only_hint)
+        # MCP's defaults: a tool that says nothing may destroy (destructiveHint true)
+        destructive = not read_only and (hints is None or hints.destructive_hint is not False)
+        local = self.prefix + remote.name
+        return Tool.from_schema(
+            local,
+            dict(remote.input_schema),
+            self._caller(remote.name, local),
+            description=remote.description or "",
+            read_only=read_only,
+            destructive=destructive,
+            timeout=self.timeout,
+            result_filter=_text_of,
+        )
+
+    def _caller(self, remote: str, local: str) -> Callable[..., Awaitable[RemoteResult]]:
+        async def call_remote(**arguments: Any) -> RemoteResult:
+            return await self._call(remote, local, arguments)
+
+        call_remote.__name__ = call_remote.__qualname__ = f"mcp:{remote}"
+        return call_remote
+
+    async def _call(self, remote: str, local: str, arguments: dict[str, Any]) -> RemoteResult:
+        """Run on the mount's loop, from whichever loop dispatch runs the tool on."""
+        loop = self._loop
+        if self._client is None or loop is None or loop.is_closed():
+            raise ToolError(f"Tool '{local}' failed: its MCP server is not connected.")
+        coro = self._remote_call(remote, local, arguments)
+        if asyncio.get_running_loop() is loop:
+            return await coro
+        try:
+            future = asyncio.run_coroutine_threadsafe(coro, loop)
+        except RuntimeError:  # the loop closed meanwhile
+            coro.close()
+            raise ToolError(f"Tool '{local}' failed: its MCP server is not connected.") from None
+        return await asyncio.wrap_future(future)
+
+    async def _remote_call(
+        self, remote: str, local: str, arguments: dict[str, Any]
+    ) -> RemoteResult:
+        client = self._client
+        if client is None:
+            raise ToolError(f"Tool '{local}' failed: its MCP server is not connected.")
+        mounted = self._mounted.get(local)
+        approved = mounted is not None and mounted.needs_confirmation  # by confirm=, here
+        if approved:
+            self._approved[remote] = self._approved.get(remote, 0) + 1
+        try:
+            result = await client.call_tool(remote, arguments)
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
+                self._client = None  # later calls fail at once, and `connected` says so
+                raise ToolError(
+                    f"Tool '{local}' failed: the MCP server closed the connection."
+                ) from exc
+            raise ToolError(f"Tool '{local}' failed: {exception_text(exc, 300)}") from exc
+        except Exception as exc:  # the transport broke: a dead process, a dropped connection
+            self._client = None
+            reason = type(exc).__name__
+            raise ToolError(
+                f"Tool '{local}' failed: the MCP server could not be reached ({reason})."
+            ) from exc
+        finally:
+            if approved:
+                self._approved[remote] -= 1
+        text = remote_text(result)
+        if result.is_error:
+            raise ToolError(text or f"Tool '{local}' failed.")
+        blocks = tuple(
+            block.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for block in result.content
+        )
+        return RemoteResult(text, result.structured_content, blocks)
+
+    async def _answer_elicitation(self, context: Any, params: Any) -> types.ElicitResult:
+        """Yes to toolreg's confirmation question about a tool whose calls were approved here
+        (it needs confirmation here, and one of its calls is on its way); no to anything
+        else, whoever asks and whatever for."""
+        message = getattr(params, "message", "")
+        tool = asked_about(message, getattr(params, "requested_schema", None))
+        if tool is not None and self._approved.get(tool, 0) > 0:
+            return types.ElicitResult(action="accept", content={"confirm": True})
+        return types.ElicitResult(action="decline")
+
+    # -- list changes -------------------------------------------------------------------------
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._spawn(self._refresh(initial=False))
+
+    def _listen_for_changes(self, client: Client) -> None:
+        """On the 2026-07-28 protocol, changes come on a `subscriptions/listen` stream (each
+        event also reaches `_on_message`); on the 2025 ones, as plain notifications."""
+        tools = client.server_capabilities.tools
+        if client.protocol_version in MODERN_PROTOCOL_VERSIONS and tools and tools.list_changed:
+            self._spawn(self._listen(client))
+
+    async def _listen(self, client: Client) -> None:
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _ in subscription:
+                    pass  # each event is also delivered to _on_message
+        except Exception as exc:
+            _log.debug("stopped listening to %s for tool changes: %s", self._label(), _reason(exc))
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            _log.warning("refreshing the tools of %s failed: %s", self._label(), task.exception())
+
+
+def _seconds(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UsageError(f"{name}={value!r}: must be a positive number of seconds")
+    if not (math.isfinite(value) and value > 0):
+        raise UsageError(f"{name}={value!r}: must be a positive number of seconds")
+    return float(value)
+
+
+def _names(include: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(include, str):
+        raise UsageError(f"include= takes a list of names, e.g. include=[{include!r}]")
+    names = tuple(include)
+    if not all(isinstance(n, str) and n for n in names):
+        raise UsageError("include= takes tool names (non-empty strings)")
+    return names
+
+
+def _target(
+    server: object, env: Mapping[str, str] | None
+) -> tuple[str | None, StdioServerParameters | None]:
+    if isinstance(server, str):
+        if server.startswith(("http://", "https://")):
+            return server, None
+        raise UsageError(
+            f"server={server!r}: pass a streamable-HTTP URL (http://...) or a command as a list "
+            "of strings, e.g. ['uvx', 'mcp-server-time']"
+        )
+    if isinstance(server, Sequence) and server and all(isinstance(a, str) for a in server):
+        argv = list(server)
+        return None, StdioServerParameters(
+            command=argv[0], args=argv[1:], env=None if env is None else dict(env)
+        )
+    raise UsageError(
+        f"server={server!r}: pass a streamable-HTTP URL or a non-empty list of strings"
+    )
+
+
+async def _list_tools(client: Client, *, refresh: bool) -> list[types.Tool]:
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    for _ in range(_MAX_PAGES):
+        page = await client.list_tools(cursor=cursor, cache_mode="refresh" if refresh else "use")
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            return tools
+    raise McpConnectionError(f"the tools/list answer ran past {_MAX_PAGES} pages")
+
+
+def _errlog(stack: contextlib.AsyncExitStack) -> TextIO:
+    """Where a stdio server's stderr goes: ours, if it is a real file (under a test runner's
+    capture it may not be), else nowhere."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None and stream.fileno() >= 0:
+                return stream
+        except (AttributeError, OSError, ValueError):
+            continue
+    devnull = open(os.devnull, "w")  # noqa: SIM115 - closed with the connection
+    stack.callback(devnull.close)
+    return devnull
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The first exception inside (nested) exception groups; `exc` when it is none."""
+    while getattr(exc, "exceptions", None):
+        exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    return exc
+
+
+def _reason(exc: BaseException) -> str:
+    """One line about why a connection failed, from inside exception groups too."""
+    exc = _innermost(exc)
+    text = exception_text(exc, 300)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,0 +1,295 @@
+"""A registry as an MCP server: the SDK's low-level `Server` with toolreg's two handlers.
+
+`tools/list` answers the registry's `mcp` export (see `catalog`). `tools/call` goes through
+`adispatch_tool` with every step of local dispatch; a failure is a result with
+`isError: true` and the text a model gets locally. An unknown tool name is a protocol error
+(JSON-RPC -32602, as the MCP specification asks), with dispatch's text as its message.
+
+A tool that needs confirmation (`destructive=True` or `requires_confirmation=True`) is
+confirmed by the person behind the client with MCP elicitation: a server-to-client
+`elicitation/create` request when the connection has a back-channel (stdio and stateful
+HTTP on the 2025 protocol), an `InputRequiredResult` the client answers by retrying the call
+(the 2026-07-28 protocol). A client that cannot elicit gets the answer a local dispatch
+without `confirm=` gives: refused.
+
+`ToolService` holds what both the SDK's handlers and the HTTP fast path (`http`) do per
+call: build the context, dispatch, render.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.connection import allowed_log_levels
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from ..dispatch import ConfirmCallback
+from ..dispatch.calling import make_context
+from ..errors import ToolDeniedError, UsageError
+from ..params import ToolContext
+from ..registry import ToolRegistry
+from ..result import ToolResult
+from ..tool import Tool
+from .catalog import Catalog, call_result
+from .context import McpRequest, Note, Reporter
+
+__all__ = ["ContextFactory", "ToolService", "build_server"]
+
+ContextFactory = Callable[[McpRequest], Any]
+"""`context=`: `McpRequest -> deps` (or an awaitable of them) for the tool's `ToolContext`."""
+
+CONFIRM_KEY = "toolreg/confirm"
+"""The key of the confirmation in an `InputRequiredResult` and in the client's answer."""
+
+CONFIRM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "confirm": {
+            "type": "boolean",
+            "title": "Run the tool",
+            "description": "true to run the tool with these arguments",
+        }
+    },
+    "required": ["confirm"],
+}
+_MAX_SHOWN = 2000  # characters of the arguments shown in a confirmation question
+
+
+class ToolService:
+    """Runs MCP tool calls against a registry: context, dispatch and the wire result."""
+
+    __slots__ = ("catalog", "context", "registry")
+
+    def __init__(self, registry: ToolRegistry, context: ContextFactory | None = None) -> None:
+        if context is not None and not callable(context):
+            raise UsageError("context= must be a function of the MCP request, or None")
+        if context is None:
+            needy = [t.name for t in registry.tools() if t.plan.needs_context]
+            if needy:
+                raise UsageError(
+                    f"{', '.join(map(repr, needy))} need a context and none would be built: "
+                    "pass context=lambda request: ... (the deps, from the MCP request; "
+                    "toolreg serve: --context JSON)"
+                )
+        self.registry = registry
+        self.catalog = Catalog(registry)
+        self.context = context
+
+    def list_result(self) -> dict[str, Any]:
+        """A `ListToolsResult` (wire form)."""
+        return {"tools": self.catalog.entries()}
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        tool = self.registry.get(name)
+        return None if tool is None else tool.parameters
+
+    async def call(
+        self,
+        tool: Tool,
+        arguments: dict[str, Any] | None,
+        request: Callable[[], McpRequest],
+        *,
+        call_id: str | None,
+        reporter: Reporter | None = None,
+        confirm: ConfirmCallback | None = None,
+    ) -> ToolResult:
+        """Dispatch one call of a registered tool; never raises for the call's failures (a
+        tool that needs a context and gets none raises `MissingContextError`: the server's
+        mistake, which the SDK answers as an internal error)."""
+        deps: Any = None
+        if self.context is not None:
+            try:
+                deps = await make_context(self.context, request(), tool.name)
+            except ToolDeniedError as err:
+                return ToolResult(tool.name, call_id, False, err.message, error=err)
+        return await self.registry.adispatch_tool(
+            tool.name,
+            arguments,
+            context=_tool_context(tool, deps, reporter),
+            call_id=call_id,
+            confirm=confirm,
+        )
+
+    def result(self, tool: Tool, result: ToolResult) -> dict[str, Any]:
+        """The `CallToolResult` (wire form) of a dispatched call."""
+        return call_result(result, self.catalog.output_schema(tool) is not None)
+
+    async def unknown(self, name: str) -> MCPError:
+        """The protocol error for a tool name the registry does not hold."""
+        answer = await self.registry.adispatch_tool(name, {})
+        return MCPError(code=types.INVALID_PARAMS, message=answer.content)
+
+
+def _tool_context(tool: Tool, deps: Any, reporter: Reporter | None) -> Any:
+    """What dispatch gets as `context=`: the deps, in a `ToolContext` that reports to the
+    client when there is a reporter (a parameter that takes the raw context gets the deps)."""
+    if reporter is None or isinstance(deps, ToolContext):
+        return deps
+    if any(kind == "raw" for _, kind in tool.plan.context):
+        return deps
+    return ToolContext(deps, report_progress=reporter.progress, log=reporter.log)
+
+
+def build_server(
+    registry: ToolRegistry,
+    *,
+    name: str = "toolreg",
+    context: ContextFactory | None = None,
+    instructions: str | None = None,
+) -> Server[Any]:
+    """The registry as the `mcp` SDK's low-level `Server` (run it on any SDK transport).
+
+    `context=` builds each call's `ToolContext.deps` from the `McpRequest`.
+    """
+    return sdk_server(ToolService(registry, context), name=name, instructions=instructions)
+
+
+def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> Server[Any]:
+    """The SDK `Server` whose handlers answer from `service`."""
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult.model_validate(service.list_result())
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        tool = service.registry.get(params.name)
+        if tool is None:
+            raise await service.unknown(params.name)
+        confirmation = Confirmation(ctx, params) if tool.needs_confirmation else None
+        reporter = Reporter(_sender(ctx, tool.name))
+        try:
+            result = await service.call(
+                tool,
+                params.arguments,
+                lambda: _request_of(ctx, tool.name),
+                call_id=None if ctx.request_id is None else str(ctx.request_id),
+                reporter=reporter,
+                confirm=None if confirmation is None else confirmation.callback(),
+            )
+        finally:
+            await reporter.close()
+        if confirmation is not None and confirmation.pending is not None:
+            return confirmation.pending
+        return types.CallToolResult.model_validate(service.result(tool, result))
+
+    return Server(
+        name,
+        instructions=instructions,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        get_tool_input_schema=service.input_schema,
+    )
+
+
+def _sender(ctx: ServerRequestContext[Any], tool: str) -> Callable[[Note], Any]:
+    levels = allowed_log_levels(ctx.protocol_version, ctx.meta)  # the 2026 per-request opt-in
+
+    async def send(note: Note) -> None:
+        if note.kind == "progress":
+            await ctx.session.report_progress(note.progress, note.total, note.message)
+        elif note.level in levels:
+            message = types.LoggingMessageNotification(
+                params=types.LoggingMessageNotificationParams(
+                    level=note.level, data=note.message, logger=tool
+                )
+            )
+            await ctx.session.send_notification(message, related_request_id=ctx.request_id)
+
+    return send
+
+
+def _request_of(ctx: ServerRequestContext[Any], tool: str) -> McpRequest:
+    http = ctx.request
+    headers = getattr(http, "headers", None)
+    header_map = {} if headers is None else {k.lower(): v for k, v in headers.items()}
+    client_params = ctx.session.client_params
+    client = None
+    if client_params is not None:
+        client = client_params.client_info.model_dump(mode="json", exclude_none=True)
+    return McpRequest(
+        transport="stdio" if http is None else "http",
+        tool=tool,
+        protocol_version=ctx.protocol_version,
+        headers=header_map,
+        session_id=header_map.get("mcp-session-id"),
+        client=client,
+    )
+
+
+class Confirmation:
+    """Asks the person behind the client to approve one call, the way the connection allows.
+
+    `callback()` is the `confirm=` for dispatch: None when the client cannot be asked (the
+    call is then refused exactly as a local dispatch without `confirm=` refuses it). On the
+    2026-07-28 protocol the first round answers `pending` (an `InputRequiredResult`) and
+    the client's retry carries the answer.
+    """
+
+    __slots__ = ("_ctx", "_params", "pending")
+
+    def __init__(self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> None:
+        self._ctx = ctx
+        self._params = params
+        self.pending: types.InputRequiredResult | None = None
+
+    def callback(self) -> ConfirmCallback | None:
+        session = self._ctx.session
+        capabilities = session.client_capabilities
+        if capabilities is None or capabilities.elicitation is None:
+            return None
+        if session.can_send_request:
+            return self._ask_now
+        if self._ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return self._ask_by_retry
+        return None  # stateless HTTP on the 2025 protocol: no way to ask
+
+    async def _ask_now(self, tool: Tool, arguments: dict[str, Any]) -> bool:
+        answer = await self._ctx.session.elicit_form(
+            question(tool, arguments), CONFIRM_SCHEMA, related_request_id=self._ctx.request_id
+        )
+        return approved(answer)
+
+    def _ask_by_retry(self, tool: Tool, arguments: dict[str, Any]) -> bool:
+        answer = (self._params.input_responses or {}).get(CONFIRM_KEY)
+        if isinstance(answer, types.ElicitResult):
+            return approved(answer)
+        request = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(
+                message=question(tool, arguments), requested_schema=CONFIRM_SCHEMA
+            )
+        )
+        self.pending = types.InputRequiredResult(input_requests={CONFIRM_KEY: request})
+        return False
+
+
+def question(tool: Tool, arguments: dict[str, Any]) -> str:
+    """The confirmation question: the tool and the exact arguments it would run with."""
+    shown = json.dumps(arguments, ensure_ascii=False, default=str)
+    if len(shown) > _MAX_SHOWN:
+        shown = shown[:_MAX_SHOWN] + "…"
+    return f"{_ASK}{tool.name}' with {shown}?"
+
+
+_ASK = "Run the tool '"
+
+
+def asked_about(message: str, requested_schema: Any) -> str | None:
+    """The tool a toolreg confirmation question names (None for any other question)."""
+    if requested_schema != CONFIRM_SCHEMA or not message.startswith(_ASK):
+        return None
+    name, quote, _ = message[len(_ASK) :].partition("' with ")
+    return name if quote else None
+
+
+def approved(answer: types.ElicitResult) -> bool:
+    """Only an explicit yes approves: `accept` with `confirm: true`."""
+    return answer.action == "accept" and (answer.content or {}).get("confirm") is True
