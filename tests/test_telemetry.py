@@ -348,3 +348,27 @@ def test_the_demo_prints_a_whole_turn_with_trace() -> None:
     assert '"name": "invoke_agent toolreg"' in done.stderr
     assert done.stderr.count('"name": "execute_tool get_weather"') == 2
     assert done.stderr.count('"name": "chat scripted-model"') == 2
+
+
+def test_a_mounted_tool_continues_the_trace_on_the_server(otel: Telemetry) -> None:
+    """The trace context travels in the MCP request's `_meta`: the server's execute_tool
+    span is a child of the client's, in the same trace."""
+    from toolreg.mcp import HttpServer, asgi_app, mount
+
+    served = ToolRegistry()
+
+    @served.register_tool
+    def get_weather(city: str) -> str:
+        """Current weather of a city."""
+        return f"sunny in {city}"
+
+    local = ToolRegistry()
+    with HttpServer(asgi_app(served)) as server, mount(local, server.url):
+        result = local.dispatch_tool("get_weather", '{"city": "Oslo"}')
+    assert result.content == "sunny in Oslo"
+    spans = otel.spans("execute_tool get_weather")
+    assert len(spans) == 2  # the mounted tool here, the served tool there
+    client, remote = sorted(spans, key=lambda s: s.start_time or 0)
+    assert remote.context.trace_id == client.context.trace_id
+    assert remote.parent is not None
+    assert remote.parent.span_id == client.context.span_id

@@ -234,7 +234,10 @@ class McpApp:
 
         arguments = request.params.get("arguments")
         try:
-            result = await self.service.call(tool, arguments, about, call_id=None)
+            meta = request.params.get("_meta")
+            result = await self.service.call(
+                tool, arguments, about, call_id=None, meta=meta if isinstance(meta, dict) else None
+            )
         except ToolregError:  # a missing context: raised before the tool ran; the SDK's
             return None  # path raises it again and answers with its internal error
         return self.service.result(tool, result)

@@ -48,6 +48,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..errors import ToolDefinitionError, ToolError, ToolregError, UsageError, exception_text
 from ..registry import ToolRegistry
+from ..telemetry import inject
 from ..tool import Tool
 from .errors import McpConnectionError
 from .server import asked_about
@@ -400,7 +401,9 @@ class Mount:
         loop = self._loop
         if self._client is None or loop is None or loop.is_closed():
             raise ToolError(f"Tool '{local}' failed: its MCP server is not connected.")
-        coro = self._remote_call(remote, local, arguments)
+        meta: dict[str, Any] = {}
+        inject(meta)  # the calling span (this loop's), for the server to continue the trace
+        coro = self._remote_call(remote, local, arguments, meta or None)
         if asyncio.get_running_loop() is loop:
             return await coro
         try:
@@ -411,7 +414,11 @@ class Mount:
         return await asyncio.wrap_future(future)
 
     async def _remote_call(
-        self, remote: str, local: str, arguments: dict[str, Any]
+        self,
+        remote: str,
+        local: str,
+        arguments: dict[str, Any],
+        meta: dict[str, Any] | None = None,
     ) -> RemoteResult:
         client = self._client
         if client is None:
@@ -421,7 +428,7 @@ class Mount:
         if approved:
             self._approved[remote] = self._approved.get(remote, 0) + 1
         try:
-            result = await client.call_tool(remote, arguments)
+            result = await client.call_tool(remote, arguments, meta=meta)  # type: ignore[arg-type]
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 self._client = None  # later calls fail at once, and `connected` says so

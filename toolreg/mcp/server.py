@@ -19,7 +19,7 @@ call: build the context, dispatch, render.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import mcp_types as types
@@ -35,6 +35,7 @@ from ..errors import ToolDeniedError, UsageError
 from ..params import ToolContext
 from ..registry import ToolRegistry
 from ..result import ToolResult
+from ..telemetry import extracted
 from ..tool import Tool
 from .catalog import Catalog, call_result
 from .context import McpRequest, Note, Reporter
@@ -98,6 +99,7 @@ class ToolService:
         call_id: str | None,
         reporter: Reporter | None = None,
         confirm: ConfirmCallback | None = None,
+        meta: Mapping[str, Any] | None = None,
     ) -> ToolResult:
         """Dispatch one call of a registered tool; never raises for the call's failures (a
         tool that needs a context and gets none raises `MissingContextError`: the server's
@@ -108,13 +110,14 @@ class ToolService:
                 deps = await make_context(self.context, request(), tool.name)
             except ToolDeniedError as err:
                 return ToolResult(tool.name, call_id, False, err.message, error=err)
-        return await self.registry.adispatch_tool(
-            tool.name,
-            arguments,
-            context=_tool_context(tool, deps, reporter),
-            call_id=call_id,
-            confirm=confirm,
-        )
+        with extracted(meta):  # the caller's trace, when it sent one and toolreg is traced
+            return await self.registry.adispatch_tool(
+                tool.name,
+                arguments,
+                context=_tool_context(tool, deps, reporter),
+                call_id=call_id,
+                confirm=confirm,
+            )
 
     def result(self, tool: Tool, result: ToolResult) -> dict[str, Any]:
         """The `CallToolResult` (wire form) of a dispatched call."""
@@ -174,6 +177,7 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
                 call_id=None if ctx.request_id is None else str(ctx.request_id),
                 reporter=reporter,
                 confirm=None if confirmation is None else confirmation.callback(),
+                meta=_meta_of(ctx),
             )
         finally:
             await reporter.close()
@@ -205,6 +209,14 @@ def _sender(ctx: ServerRequestContext[Any], tool: str) -> Callable[[Note], Any]:
             await ctx.session.send_notification(message, related_request_id=ctx.request_id)
 
     return send
+
+
+def _meta_of(ctx: ServerRequestContext[Any]) -> Mapping[str, Any] | None:
+    """The request's `_meta` as plain data (it carries the caller's trace context)."""
+    meta = ctx.meta
+    dump = getattr(meta, "model_dump", None)
+    data = dump(by_alias=True) if callable(dump) else meta
+    return data if isinstance(data, Mapping) else None
 
 
 def _request_of(ctx: ServerRequestContext[Any], tool: str) -> McpRequest:
