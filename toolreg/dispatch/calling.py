@@ -38,7 +38,6 @@ import contextvars
 import copy
 import inspect
 import os
-import queue
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -54,8 +53,9 @@ from ..errors import (
 from ..tool import Tool
 from ..types import ConversionError, Converter
 
-if TYPE_CHECKING:  # asyncio costs ~20 ms to import: loaded only when something is async
-    import asyncio
+if TYPE_CHECKING:  # loaded only when needed: asyncio (~20 ms) when something is async,
+    import asyncio  # queue (~2 ms) when a call needs a thread
+    import queue
 
 __all__ = [
     "acall",
@@ -123,12 +123,16 @@ class _Threads:
                 self._idle, self._pid = [], os.getpid()
             inbox = self._idle.pop() if self._idle else None
         if inbox is None:
+            import queue  # lazy: ~2 ms of import, for the first call that needs a thread
+
             inbox = queue.SimpleQueue()
             name = "toolreg-call"
             threading.Thread(target=self._serve, args=(inbox,), name=name, daemon=True).start()
         inbox.put(work)
 
     def _serve(self, inbox: queue.SimpleQueue[_Work]) -> None:
+        import queue
+
         while True:
             try:
                 work = inbox.get(timeout=_IDLE_SECONDS)
