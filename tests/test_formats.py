@@ -703,3 +703,29 @@ def test_an_unknown_format_is_a_usage_error() -> None:
         ToolRegistry().get_tools("nope")
     assert isinstance(info.value, ToolregError)
     assert isinstance(info.value, ValueError)
+
+
+def test_mcp_title_and_idempotent_hint() -> None:
+    reg = ToolRegistry()
+
+    @reg.register_tool(title="Set the thermostat", idempotent=True)
+    def set_temperature(celsius: float) -> str:
+        """Set the thermostat."""
+        return "ok"
+
+    @reg.register_tool(read_only=True, idempotent=True)
+    def read_temperature() -> float:
+        """Read the thermostat."""
+        return 20.0
+
+    written, read = reg.get_tools("mcp")
+    assert written["title"] == "Set the thermostat"
+    assert written["annotations"] == {
+        "readOnlyHint": False,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "title": "Set the thermostat",
+    }
+    assert read["annotations"] == {"readOnlyHint": True}  # the hint means nothing there
+    with pytest.raises(ToolDefinitionError, match="title must be a non-empty string"):
+        reg.register_tool(title="  ", name="blank")(lambda: None)

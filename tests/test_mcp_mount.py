@@ -393,3 +393,18 @@ def test_cli_targets_mcp_servers(served_url: str) -> None:
     unreachable = run_cli("list", "mcp:http://127.0.0.1:9/mcp")
     assert unreachable.returncode == 2
     assert unreachable.stderr.startswith("toolreg: cannot mount the MCP server")
+
+
+def test_title_and_idempotent_hint_travel_both_ways() -> None:
+    served = ToolRegistry()
+
+    @served.register_tool(title="Set the thermostat", idempotent=True)
+    def set_temperature(celsius: float) -> str:
+        """Set the thermostat. Use it when the user wants it warmer or colder."""
+        return f"set to {celsius}"
+
+    mounted = ToolRegistry()
+    with HttpServer(asgi_app(served)) as server, mount(mounted, server.url):
+        tool = mounted["set_temperature"]
+        assert (tool.title, tool.idempotent, tool.read_only) == ("Set the thermostat", True, False)
+        assert mounted.get_tools("mcp")[0]["annotations"]["idempotentHint"] is True

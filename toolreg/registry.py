@@ -85,6 +85,8 @@ class ToolRegistry:
         result_filter: ResultFilter | None = None,
         coerce: bool | None = None,
         flatten: bool = False,
+        title: str | None = None,
+        idempotent: bool = False,
         replace: bool = False,
     ) -> Callable[[F], F]: ...
 

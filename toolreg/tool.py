@@ -65,6 +65,8 @@ class Tool:
     result_filter: ResultFilter | None = None
     coerce: bool | None = None
     flatten: bool = False
+    title: str | None = None
+    idempotent: bool = False
     is_async: bool = False
     params: tuple[ParamRecord, ...] = ()
     description_source: str = "none"
@@ -192,6 +194,8 @@ OPTIONS = frozenset(
         "result_filter",
         "coerce",
         "flatten",
+        "title",
+        "idempotent",
     }
 )
 """Options `register_tool` / `register_schema` accept besides `name` and `description`."""
@@ -305,7 +309,15 @@ _POSITIVE: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
     ("timeout", (int, float), "a positive number of seconds"),
     ("max_result_chars", int, "a positive whole number"),
 )
-_FLAGS = ("strict", "read_only", "destructive", "requires_confirmation", "return_direct", "flatten")
+_FLAGS = (
+    "strict",
+    "read_only",
+    "destructive",
+    "requires_confirmation",
+    "return_direct",
+    "flatten",
+    "idempotent",
+)
 
 
 def _check_options(owner: str, fields: dict[str, Any]) -> None:
@@ -321,6 +333,11 @@ def _check_options(owner: str, fields: dict[str, Any]) -> None:
             raise ToolDefinitionError(
                 f"{key} must be True or False", function=owner, fix=f"pass {key}=True"
             )
+    title = fields.get("title")
+    if title is not None and (not isinstance(title, str) or not title.strip()):
+        raise ToolDefinitionError(
+            "title must be a non-empty string", function=owner, fix="pass title='Get weather'"
+        )
     coerce = fields.get("coerce")
     if coerce is not None and not isinstance(coerce, bool):
         raise ToolDefinitionError(

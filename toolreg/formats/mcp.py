@@ -14,13 +14,21 @@ __all__ = ["FORMAT", "definition", "observation", "parse_calls"]
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
     out: dict[str, Any] = {"name": tool.name}
+    if tool.title:
+        out["title"] = tool.title
     if tool.description:
         out["description"] = tool.description
     out["inputSchema"] = parameters
-    # MCP's defaults assume the worst (destructiveHint true), so say both explicitly.
+    # MCP's defaults assume the worst (destructiveHint true), so say both explicitly;
+    # destructiveHint and idempotentHint (default false) only mean something for a tool
+    # that writes.
     annotations: dict[str, Any] = {"readOnlyHint": tool.read_only}
     if not tool.read_only:
         annotations["destructiveHint"] = tool.destructive
+        if tool.idempotent:
+            annotations["idempotentHint"] = True
+    if tool.title:
+        annotations["title"] = tool.title
     out["annotations"] = annotations
     return out
 

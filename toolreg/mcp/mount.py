@@ -377,6 +377,8 @@ class Mount:
         read_only = bool(hints is not None and hints.read_only_hint)
         # MCP's defaults: a tool that says nothing may destroy (destructiveHint true)
         destructive = not read_only and (hints is None or hints.destructive_hint is not False)
+        idempotent = bool(not read_only and hints is not None and hints.idempotent_hint)
+        title = remote.title or (hints.title if hints is not None else None)
         local = self.prefix + remote.name
         return Tool.from_schema(
             local,
@@ -385,6 +387,8 @@ class Mount:
             description=remote.description or "",
             read_only=read_only,
             destructive=destructive,
+            idempotent=idempotent,
+            title=title if isinstance(title, str) and title.strip() else None,
             timeout=self.timeout,
             result_filter=_text_of,
         )
