@@ -177,7 +177,8 @@ def last_tool_result(request: Mapping[str, Any]) -> Any:
         lambda request: text(f"It is {last_tool_result(request)['temperature']} °C")
     """
     found = request.get("messages") or request.get("input")
-    for message in reversed(found if isinstance(found, list) else ()):
+    entries: list[Any] = found if isinstance(found, list) else []
+    for message in reversed(entries):
         if not isinstance(message, dict):
             continue
         if message.get("type") == "function_call_output":
