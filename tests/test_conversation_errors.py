@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 from collections.abc import Iterator
@@ -216,3 +217,100 @@ def test_broken_call_arguments_are_echoed_parseable_and_the_model_is_told() -> N
     assert second[-2]["content"].startswith("Arguments are not valid JSON")
     assert [r.error_kind for r in reply.tool_results] == ["invalid_json", None, None]
     assert server.errors == []
+
+
+# -- answers of the wrong shape ---------------------------------------------------------------
+
+
+class _Junk(BaseHTTPRequestHandler):
+    body: bytes = b""
+    stream = False
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        kind = "text/event-stream" if self.stream else "application/json"
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def _answer(body: bytes, *, stream: bool = False) -> Iterator[str]:
+    handler = type("Handler", (_Junk,), {"body": body, "stream": stream})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _completion(message: dict[str, Any], usage: Any = None) -> bytes:
+    body = {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+    }
+    if usage is not None:
+        body["usage"] = usage
+    return json.dumps(body).encode()
+
+
+def _send(url: str, *, stream: bool = False) -> Any:
+    client = openai.OpenAI(base_url=url, api_key="x", max_retries=0)
+    try:
+        return Conversation(client, "m", stream=stream, registry=ToolRegistry()).send("hi")
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize(
+    ("message", "usage", "problem"),
+    [
+        ({"role": "assistant", "content": 5}, None, "content that is not text"),
+        ({"role": "assistant", "content": {"a": 1}}, None, "content that is not text"),
+        ({"role": "assistant", "content": "hi"}, "lots", "usage that is not an object"),
+        ({"role": "assistant", "content": "hi"}, {"prompt_tokens": "9"}, "not a token count"),
+    ],
+)
+def test_a_malformed_answer_is_a_conversation_error(
+    message: dict[str, Any], usage: Any, problem: str
+) -> None:
+    for url in _answer(_completion(message, usage)):
+        with pytest.raises(ConversationError, match=problem):
+            _send(url)
+
+
+def test_content_given_as_parts_is_read_as_text() -> None:
+    parts = [{"type": "text", "text": "Hello, "}, {"type": "text", "text": "world."}]
+    for url in _answer(_completion({"role": "assistant", "content": parts})):
+        reply = _send(url)
+    assert reply.text == "Hello, world."
+    assert isinstance(reply.text, str)
+
+
+@pytest.mark.parametrize(
+    "chunk",
+    [
+        {"choices": [{"index": 0, "delta": {"content": 5}}]},
+        {"choices": [{"index": 0, "delta": "nope"}]},
+        {"choices": ["nope"]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": 3}]}}]},
+        {"choices": [{"index": 0, "delta": {"tool_calls": [{"function": {"arguments": 7}}]}}]},
+        {"choices": [], "usage": "lots"},
+    ],
+)
+def test_a_malformed_stream_chunk_is_a_conversation_error(chunk: dict[str, Any]) -> None:
+    frame = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m", **chunk}
+    body = f"data: {json.dumps(frame)}\n\ndata: [DONE]\n\n".encode()
+    for url in _answer(body, stream=True):
+        with pytest.raises(ConversationError):
+            _send(url, stream=True)

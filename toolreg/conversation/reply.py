@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..dispatch.calling import call_hook
+from ..errors import ConversationError
 from ..result import ToolCall, ToolResult
 
 __all__ = [
@@ -47,14 +48,29 @@ class Usage:
     def add(self, usage: Mapping[str, Any] | None) -> Usage:
         if not usage:
             return self
-        prompt = int(usage.get("prompt_tokens") or usage.get("input_tokens") or 0)
-        completion = int(usage.get("completion_tokens") or usage.get("output_tokens") or 0)
-        total = int(usage.get("total_tokens") or prompt + completion)
+        if not isinstance(usage, Mapping):
+            raise ConversationError("the endpoint answered a usage that is not an object")
+        prompt = _tokens(usage, "prompt_tokens", "input_tokens")
+        completion = _tokens(usage, "completion_tokens", "output_tokens")
+        total = _tokens(usage, "total_tokens") or prompt + completion
         return Usage(
             self.prompt_tokens + prompt,
             self.completion_tokens + completion,
             self.total_tokens + total,
         )
+
+
+def _tokens(usage: Mapping[str, Any], *keys: str) -> int:
+    """The first of `keys` that is set, as a count of tokens (0 when none is)."""
+    for key in keys:
+        value = usage.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ConversationError(f"the endpoint answered {key}={value!r}, not a token count")
+        if value:
+            return value
+    return 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,15 +29,32 @@ def plain(obj: Any) -> Any:
     dump = getattr(obj, "model_dump", None)
     if dump is None:
         raise ConversationError(f"the endpoint answered an unusable {type(obj).__name__}")
-    return dump(exclude_unset=True)
+    try:  # what the server sent, as it sent it: no warnings about the SDK's expectations
+        return dump(exclude_unset=True, warnings=False)
+    except TypeError:  # a model_dump without `warnings` (pydantic 1 style)
+        return dump(exclude_unset=True)
 
 
 def _clean_message(message: dict[str, Any]) -> dict[str, Any]:
-    """Keep what the server sent; drop keys the server left null (except content)."""
+    """Keep what the server sent; drop keys the server left null (except content). Content
+    given as a list of parts becomes their text; any other content that is not a string is
+    an unusable answer."""
     out = {k: v for k, v in message.items() if v is not None or k == "content"}
     out.setdefault("role", "assistant")
-    out.setdefault("content", None)
+    out["content"] = _content_text(out.get("content"))
     return out
+
+
+def _content_text(content: Any) -> str | None:
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, dict) for p in content):
+        texts = [p.get("text") for p in content if p.get("type") in ("text", "output_text")]
+        if all(isinstance(t, str) for t in texts):
+            return "".join(texts)
+    raise ConversationError(
+        f"the endpoint answered content that is not text ({type(content).__name__})"
+    )
 
 
 def normalize_completion(response: Any) -> Normalized:
@@ -73,6 +90,15 @@ def _normalized(
     }
 
 
+def _piece(value: Any) -> str:
+    """A streamed piece of call arguments: text, or nothing."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ConversationError("the endpoint streamed call arguments that are not text")
+    return value
+
+
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -93,34 +119,52 @@ class StreamAssembler:
 
     def feed(self, chunk: Any) -> None:
         self.chunks += 1
+        try:
+            texts = self._read(chunk)
+        except ConversationError:
+            raise
+        except (AttributeError, TypeError, KeyError, ValueError) as exc:  # a chunk of junk
+            raise ConversationError(
+                f"the endpoint streamed a chunk of an unexpected shape ({type(exc).__name__})"
+            ) from exc
+        if self.on_text is not None:  # outside the try: on_text's errors are the app's own
+            for text in texts:
+                call_hook(self.on_text, text)
+
+    def _read(self, chunk: Any) -> list[str]:
         data = plain(chunk)
         if not isinstance(data, dict):
             raise ConversationError("the endpoint streamed an unusable chunk")
         if data.get("usage"):
+            if not isinstance(data["usage"], dict):
+                raise ConversationError("the endpoint streamed a usage that is not an object")
             self.usage = data["usage"]
         self.id = self.id or _text(data.get("id"))
         self.model = self.model or _text(data.get("model"))
+        texts: list[str] = []
         for choice in data.get("choices") or ():
             if choice.get("index", 0) != 0:
                 continue
-            self._delta(choice.get("delta") or {})
+            texts.extend(self._delta(choice.get("delta") or {}))
             if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
+                self.finish_reason = _text(choice["finish_reason"])
+        return texts
 
-    def _delta(self, delta: dict[str, Any]) -> None:
+    def _delta(self, delta: dict[str, Any]) -> list[str]:
         text = delta.get("content")
+        if text is not None and not isinstance(text, str):
+            raise ConversationError("the endpoint streamed content that is not text")
         if text:
             self.parts.append(text)
-            if self.on_text is not None:
-                call_hook(self.on_text, text)
         for fragment in delta.get("tool_calls") or ():
             self._tool_fragment(fragment)
         if delta.get("function_call"):
             fc = delta["function_call"]
             current = self.function_call or {"name": "", "arguments": ""}
             current["name"] = current["name"] or fc.get("name") or ""
-            current["arguments"] += fc.get("arguments") or ""
+            current["arguments"] += _piece(fc.get("arguments"))
             self.function_call = current
+        return [text] if text else []
 
     def _tool_fragment(self, fragment: dict[str, Any]) -> None:
         index = fragment.get("index")
@@ -135,7 +179,7 @@ class StreamAssembler:
         function = fragment.get("function") or {}
         if function.get("name") and not call["function"]["name"]:
             call["function"]["name"] = function["name"]
-        call["function"]["arguments"] += function.get("arguments") or ""
+        call["function"]["arguments"] += _piece(function.get("arguments"))
 
     def result(self) -> Normalized:
         if not self.chunks:
