@@ -75,9 +75,13 @@ class _Base:
         output_retries: int = 2,
         max_history_messages: int | None = None,
         max_history_chars: int | None = None,
+        advertise_required: bool = True,
+        force_tools: bool = False,
+        max_repeats: int | None = 3,
         **request_options: Any,
     ) -> None:
         _check_options(dialect, max_rounds, output_retries, final_call, assistant_content)
+        _check_seed_options(advertise_required, force_tools, max_repeats, strict)
         _check_state_option(state, dialect, confirm, request_options)
         trims = max_history_messages is not None or max_history_chars is not None
         if state == "server" and trims:
@@ -88,6 +92,7 @@ class _Base:
         self.client = client
         self.model = model
         self.name = name
+        self.advertise_required = advertise_required
         self.registry = registry if registry is not None else default_registry
         self.tool_filter = None if tools is None else _tool_filter(self.registry, tools)
         self.parallel = parallel
@@ -117,8 +122,12 @@ class _Base:
             hooks=hooks or Hooks(),
             approval=self._approval if confirm == "defer" else None,
             server_state=state == "server",
+            force_tools=force_tools,
+            max_repeats=max_repeats,
         )
         self._settings.dialect.choice(tool_choice)  # one the dialect cannot express fails now
+        if force_tools:
+            self._settings.dialect.choice("required")
         self._endpoint = ENDPOINTS[self._settings.dialect.api]
         self._previous: tuple[str, int] | None = None  # the server's copy of the history
         self._paused: _Paused | None = None  # a turn that waits for approvals
@@ -268,6 +277,9 @@ class _Base:
                 "output_retries": settings.output_retries,
                 "max_history_messages": settings.max_history_messages,
                 "max_history_chars": settings.max_history_chars,
+                "advertise_required": self.advertise_required,
+                "force_tools": settings.force_tools,
+                "max_repeats": settings.max_repeats,
                 "request_options": settings.request_options,
             },
             messages=self.messages,
@@ -334,7 +346,12 @@ class _Base:
         if not names:
             return []
         fmt = self._settings.fmt.name
-        return self.registry.get_tools(fmt, strict=self.strict or None, names=names)
+        return self.registry.get_tools(
+            fmt,
+            strict=self.strict or None,
+            names=names,
+            advertise_required=self.advertise_required,
+        )
 
     def _settings_for(self, output_type: Any) -> LoopSettings:
         if output_type is None:
@@ -373,6 +390,9 @@ _SAVED_OPTIONS = (
     "output_retries",
     "max_history_messages",
     "max_history_chars",
+    "advertise_required",
+    "force_tools",
+    "max_repeats",
 )
 
 
@@ -446,6 +466,23 @@ def _check_state_option(
         )
     if request_options.get("store") is False:
         raise UsageError('state="server" keeps the history on the server: drop store=False')
+
+
+def _check_seed_options(
+    advertise_required: bool, force_tools: bool, max_repeats: int | None, strict: bool
+) -> None:
+    for key, value in (("advertise_required", advertise_required), ("force_tools", force_tools)):
+        if not isinstance(value, bool):
+            raise UsageError(f"{key} must be True or False, not {value!r}")
+    if not advertise_required and strict:
+        raise UsageError("advertise_required=False cannot be combined with strict=True")
+    if max_repeats is not None and (
+        isinstance(max_repeats, bool) or not isinstance(max_repeats, int) or max_repeats < 2
+    ):
+        raise UsageError(
+            f"max_repeats={max_repeats!r}: a whole number >= 2 (the round in which the same "
+            "call is refused), or None for no limit"
+        )
 
 
 def _check_options(

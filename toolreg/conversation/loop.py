@@ -55,7 +55,6 @@ __all__ = [
 Step = tuple[Literal["model", "tools", "approved"], Any]
 Message = dict[str, Any]
 _STOP_REASONS = {"length": "length", "content_filter": "content_filter"}
-_REPEAT_ROUNDS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +76,8 @@ class LoopSettings:
     # or None for a call that runs now (it needs no approval, or dispatch will refuse it)
     approval: Callable[[ToolCall], dict[str, Any] | None] | None = None
     server_state: bool = False  # the endpoint keeps the history (`previous_response_id`)
+    force_tools: bool = False  # tool_choice "required" on every round but the final one
+    max_repeats: int | None = 3  # the same call in this many rounds in a row is refused
 
     @property
     def dialect(self) -> Dialect:
@@ -239,9 +240,12 @@ def _request(s: LoopSettings, state: TurnState) -> dict[str, Any]:
 
 
 def _tool_choice(s: LoopSettings, state: TurnState) -> str:
-    """The choice to send: "none" when final; a forced one (name, "required") on call 1 only."""
+    """The choice to send: "none" when final; "required" on every round with `force_tools`;
+    else a forced one (a name, "required") on call 1 only."""
     if state.final:
         return "none"
+    if s.force_tools:
+        return "required"
     if state.calls_made > 0 and s.tool_choice not in ("auto", "none"):
         return "auto"
     return s.tool_choice
@@ -400,20 +404,22 @@ def _precheck(s: LoopSettings, state: TurnState, calls: list[ToolCall]) -> dict[
             why = verdict or f"Tool '{call.name}' was not run: the application blocked it."
             answered[i] = _synthetic(call, ToolDeniedError(why, tool_name=call.name))
             continue
-        previous = state.recent[-(_REPEAT_ROUNDS - 1) :]
-        if len(previous) < _REPEAT_ROUNDS - 1:
+        if s.max_repeats is None:
+            continue  # the guard is off (polling tools)
+        previous = state.recent[-(s.max_repeats - 1) :]
+        if len(previous) < s.max_repeats - 1:
             continue  # not enough rounds yet to repeat anything
         key = _call_key(call)
         if all(key in r for r in previous):
-            answered[i] = _synthetic(call, _repeated(call, previous[-1][key]))
+            answered[i] = _synthetic(call, _repeated(call, previous[-1][key], s.max_repeats))
             state.stop_requested = True
     return answered
 
 
-def _repeated(call: ToolCall, earlier: str) -> RepeatedCallError:
+def _repeated(call: ToolCall, earlier: str, refused_in: int) -> RepeatedCallError:
     return RepeatedCallError(
         f"Tool '{call.name}' was not run again: the same call with the same arguments was "
-        f"already made in each of the last {_REPEAT_ROUNDS - 1} rounds. Its result was: "
+        f"already made in each of the last {refused_in - 1} rounds. Its result was: "
         f"{earlier}\nDo not repeat it; answer with what you have.",
         tool_name=call.name,
     )
@@ -448,7 +454,8 @@ def _after_tools(
     state.tool_rounds += 1
     state.after_observations = True
     keys = {_call_key(c): r.content for c, r in zip(calls, results)}
-    state.recent = [*state.recent[-(_REPEAT_ROUNDS - 1) :], keys]
+    kept = (s.max_repeats or 2) - 1  # the rounds the guard looks back at
+    state.recent = [*state.recent[-kept:], keys]
     if results and all(r.ok and r.return_direct for r in results):
         text = "\n\n".join(r.content for r in results)
         return _reply(state, text, "return_direct")

@@ -9,7 +9,8 @@ from typing import Any
 from ..definition.conversion import converter_for
 from ..definition.schema import SchemaBuilder
 from ..dispatch.decode import decode_arguments
-from ..errors import InvalidArgumentsError
+from ..errors import InvalidArgumentsError, UsageError
+from ..jsonvalues import copy_json
 from ..types import ConversionError, Converter
 from ..validation import Validator
 
@@ -32,6 +33,8 @@ class OutputSpec:
 
     @classmethod
     def for_type(cls, tp: Any) -> OutputSpec:
+        if isinstance(tp, dict):
+            return cls.for_schema(tp)
         builder = SchemaBuilder("output_type")
         # Inline a root `$ref`: providers want `"type": "object"` at the top of the schema.
         schema = dict(_resolve(builder.build(tp), builder.defs))
@@ -48,6 +51,32 @@ class OutputSpec:
         raw_name = getattr(tp, "__name__", "output")
         name = re.sub(r"[^a-zA-Z0-9_-]", "_", raw_name)[:64] or "output"
         return cls(name, schema, wrapped, Validator(schema), converter_for(tp, "output_type"))
+
+    @classmethod
+    def for_schema(cls, schema: dict[str, Any]) -> OutputSpec:
+        """A JSON Schema given as it is: the answer must match it; the output is the
+        validated JSON (an object schema is sent as it is, anything else wrapped)."""
+        import jsonschema  # lazy: only an explicit schema needs the metaschema
+
+        try:
+            jsonschema.Draft202012Validator.check_schema(schema)
+            given = copy_json(schema)
+            Validator(given)
+        except (jsonschema.SchemaError, ValueError) as exc:
+            raise UsageError(f"output_type: not a valid JSON Schema ({exc})") from None
+        wrapped = given.get("type") != "object"
+        if wrapped:
+            defs = given.pop("$defs", None)
+            given = {
+                "type": "object",
+                "properties": {"result": given},
+                "required": ["result"],
+                "additionalProperties": False,
+                **({"$defs": defs} if defs else {}),
+            }
+        title = given.get("title") if isinstance(given.get("title"), str) else "output"
+        name = re.sub(r"[^a-zA-Z0-9_-]", "_", str(title))[:64] or "output"
+        return cls(name, given, wrapped, Validator(given), None)
 
     def response_format(self) -> dict[str, Any]:
         return {"type": "json_schema", "json_schema": {"name": self.name, "schema": self.schema}}

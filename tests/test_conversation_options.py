@@ -1,0 +1,133 @@
+"""Conversation options a new user reaches for: advertise_required, force_tools, max_repeats,
+and output_type as a JSON Schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from toolreg import Conversation, ToolRegistry, UsageError
+from toolreg.testing import ScriptedServer, text, tool_call
+
+
+def registry() -> ToolRegistry:
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def record_expense(amount: float, date: str) -> str:
+        """Record an expense."""
+        return f"{amount} on {date}"
+
+    @reg.register_tool
+    def job_status(job: str) -> str:
+        """Poll a job."""
+        return "running"
+
+    @reg.register_tool(return_direct=True)
+    def finish(summary: str) -> str:
+        """End the turn with a summary."""
+        return summary
+
+    return reg
+
+
+def test_advertise_required_false_lets_the_model_leave_a_value_out_and_be_told() -> None:
+    script = [tool_call("record_expense", amount=12.5), text("Which day was it?")]
+    with ScriptedServer(script) as server:
+        chat = Conversation(server.client(), "m", registry=registry(), advertise_required=False)
+        reply = chat.send("I spent 12.50")
+        sent = server.requests[0]["tools"]
+    assert all("required" not in t["function"]["parameters"] for t in sent)
+    assert reply.tool_results[0].content == (
+        "Invalid arguments for tool 'record_expense': missing required property 'date'."
+    )
+    assert reply.text == "Which day was it?"
+    with pytest.raises(UsageError, match="advertise_required=False cannot be combined"):
+        Conversation(object(), "m", registry=registry(), advertise_required=False, strict=True)
+
+
+def test_force_tools_requires_a_call_every_round_and_return_direct_ends_the_turn() -> None:
+    script = [tool_call("job_status", job="a"), tool_call("finish", summary="All done.")]
+    with ScriptedServer(script) as server:
+        chat = Conversation(server.client(), "m", registry=registry(), force_tools=True)
+        reply = chat.send("Check job a and finish.")
+        choices = [r["tool_choice"] for r in server.requests]
+    assert choices == ["required", "required"]
+    assert reply.stop_reason == "return_direct"
+    assert reply.text == "All done."
+    with pytest.raises(UsageError, match="required"):
+        Conversation(object(), "m", registry=registry(), force_tools=True, dialect="functions")
+
+
+def polls(n: int) -> list[Any]:
+    return [tool_call("job_status", job="a") for _ in range(n)]
+
+
+def test_max_repeats_sets_when_a_repeated_call_is_refused() -> None:
+    with ScriptedServer([*polls(2), text("Still running.")]) as server:
+        reply = Conversation(server.client(), "m", registry=registry(), max_repeats=2).send("?")
+    assert [r.error_kind for r in reply.tool_results] == [None, "repeated"]
+    with ScriptedServer([*polls(3), text("Still running.")]) as server:
+        reply = Conversation(server.client(), "m", registry=registry()).send("?")  # default 3
+    assert [r.error_kind for r in reply.tool_results] == [None, None, "repeated"]
+
+
+def test_max_repeats_none_allows_polling() -> None:
+    with ScriptedServer([*polls(5), text("Done.")]) as server:
+        reply = Conversation(server.client(), "m", registry=registry(), max_repeats=None).send("?")
+    assert [r.error_kind for r in reply.tool_results] == [None] * 5
+    assert reply.text == "Done."
+
+
+@pytest.mark.parametrize("bad", [0, 1, -3, 2.5, True, "3"])
+def test_max_repeats_must_be_a_number_of_rounds(bad: Any) -> None:
+    with pytest.raises(UsageError, match="max_repeats"):
+        Conversation(object(), "m", registry=registry(), max_repeats=bad)
+
+
+SCHEMA = {
+    "title": "Expense",
+    "type": "object",
+    "properties": {"amount": {"type": "number"}, "currency": {"type": "string"}},
+    "required": ["amount", "currency"],
+    "additionalProperties": False,
+}
+
+
+def test_output_type_may_be_a_json_schema() -> None:
+    script = [text('{"amount": 12}'), text('{"amount": 12.5, "currency": "EUR"}')]
+    with ScriptedServer(script) as server:
+        chat = Conversation(server.client(), "m", registry=registry())
+        reply = chat.send("Extract the expense.", output_type=SCHEMA)
+        first = server.requests[0]["response_format"]
+    assert first == {"type": "json_schema", "json_schema": {"name": "Expense", "schema": SCHEMA}}
+    assert reply.output == {"amount": 12.5, "currency": "EUR"}
+    with pytest.raises(UsageError, match="not a valid JSON Schema"):
+        chat.send("x", output_type={"type": "nope"})
+
+
+def test_a_non_object_json_schema_output_is_wrapped() -> None:
+    with ScriptedServer([text('{"result": ["a", "b"]}')]) as server:
+        chat = Conversation(server.client(), "m", registry=registry())
+        reply = chat.send("List.", output_type={"type": "array", "items": {"type": "string"}})
+        sent = server.requests[0]["response_format"]["json_schema"]["schema"]
+    assert sent["properties"]["result"] == {"type": "array", "items": {"type": "string"}}
+    assert reply.output == ["a", "b"]
+
+
+def test_the_options_survive_an_exported_state() -> None:
+    reg = registry()
+    with ScriptedServer([]) as server:
+        chat = Conversation(
+            server.client(),
+            "m",
+            registry=reg,
+            advertise_required=False,
+            force_tools=True,
+            max_repeats=None,
+        )
+        again = Conversation.from_state(chat.export_state(), server.client(), registry=reg)
+    assert again.advertise_required is False
+    assert again._settings.force_tools is True
+    assert again._settings.max_repeats is None
