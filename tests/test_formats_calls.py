@@ -124,3 +124,130 @@ def test_sdk_objects_are_read_through_model_dump(registry: ToolRegistry) -> None
             }
 
     assert anthropic.parse_calls([Block()]) == [ToolCall("get_weather", {"city": "Rome"}, "t9")]
+
+
+# -- the SDK's own objects ---------------------------------------------------------------------
+
+
+def _completion() -> Any:
+    from openai.types.chat import ChatCompletion
+
+    return ChatCompletion.model_validate(
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {
+                                    "name": "get_weather",
+                                    "arguments": '{"city": "Oslo"}',
+                                },
+                            }
+                        ],
+                    },
+                }
+            ],
+        }
+    )
+
+
+def test_openai_parse_calls_takes_the_sdks_message_and_completion(registry: ToolRegistry) -> None:
+    from toolreg.formats import openai as openai_format
+
+    completion = _completion()
+    expected = [ToolCall("get_weather", '{"city": "Oslo"}', "call_1")]
+    assert openai_format.parse_calls(completion.choices[0].message) == expected
+    assert openai_format.parse_calls(completion) == expected
+    assert openai_format.parse_calls(completion.model_dump()) == expected
+    results = registry.dispatch_many(openai_format.parse_calls(completion))
+    assert results[0].content == '{"city": "Oslo", "temp": 18}'
+    assert openai_format.observation(results[0])["tool_call_id"] == "call_1"
+
+
+def test_openai_parse_calls_takes_a_streamed_chunk() -> None:
+    from openai.types.chat import ChatCompletionChunk
+
+    from toolreg.formats import openai as openai_format
+
+    chunk = ChatCompletionChunk.model_validate(
+        {
+            "id": "c",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_9",
+                                "type": "function",
+                                "function": {"name": "get_weather", "arguments": "{}"},
+                            }
+                        ]
+                    },
+                }
+            ],
+        }
+    )
+    assert openai_format.parse_calls(chunk) == [ToolCall("get_weather", "{}", "call_9")]
+
+
+def test_responses_parse_calls_takes_the_sdks_response() -> None:
+    from openai.types.responses import Response
+
+    response = Response.model_validate(
+        {
+            "id": "resp_1",
+            "object": "response",
+            "created_at": 0,
+            "model": "m",
+            "output": [
+                {
+                    "type": "function_call",
+                    "id": "fc_1",
+                    "call_id": "call_1",
+                    "name": "get_weather",
+                    "arguments": '{"city": "Oslo"}',
+                    "status": "completed",
+                }
+            ],
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+        }
+    )
+    assert responses.parse_calls(response) == [
+        ToolCall("get_weather", '{"city": "Oslo"}', "call_1")
+    ]
+    assert responses.parse_calls(response.output) == responses.parse_calls(response)
+
+
+def test_chatglm3_and_functions_take_sdk_objects_too() -> None:
+    from openai.types.chat import ChatCompletionMessage
+
+    from toolreg.formats import chatglm3, functions
+
+    message = ChatCompletionMessage.model_validate(
+        {
+            "role": "assistant",
+            "content": None,
+            "function_call": {"name": "get_weather", "arguments": '{"city": "Oslo"}'},
+        }
+    )
+    expected = [ToolCall("get_weather", '{"city": "Oslo"}', None)]
+    assert functions.parse_calls(message) == expected
+    assert chatglm3.parse_calls(message) == expected

@@ -27,6 +27,7 @@ __all__ = [
     "OutputFormat",
     "arguments_text",
     "as_data",
+    "assistant_message",
     "entries",
     "function_call_of",
     "make_call",
@@ -113,6 +114,20 @@ def as_data(value: Any) -> Any:
     """An SDK object (pydantic, as the openai and anthropic SDKs return) as plain data."""
     dump = getattr(value, "model_dump", None)
     return dump() if callable(dump) else value
+
+
+def assistant_message(value: Any) -> dict[str, Any]:
+    """The assistant message in what a chat-completions caller holds: a message (dict or the
+    SDK's `ChatCompletionMessage`), a whole completion (its first choice's message), or a
+    streamed chunk (its first choice's delta); {} for anything else."""
+    data = as_data(value)
+    if not isinstance(data, dict):
+        return {}
+    choices = data.get("choices")
+    if isinstance(choices, list):
+        first = choices[0] if choices and isinstance(choices[0], dict) else {}
+        data = first.get("message") or first.get("delta") or {}
+    return data if isinstance(data, dict) else {}
 
 
 def entries(container: Any, key: str) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from ..definition.names import NAME_RULES
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
 from . import openai
-from .base import Dialect, Format, arguments_text, function_call_of
+from .base import Dialect, Format, arguments_text, assistant_message, function_call_of
 
 __all__ = ["FORMAT", "definition", "observation", "parse_calls"]
 
@@ -23,9 +23,11 @@ def observation(result: ToolResult) -> dict[str, Any]:
     return {"role": "observation", "content": result.content}
 
 
-def parse_calls(message: dict[str, Any]) -> list[ToolCall]:
+def parse_calls(message: Any) -> list[ToolCall]:
     """ChatGLM3's API demo sends `function_call`; some servers send `tool_calls`, others put
-    the call in the text as JSON: `{"name": ..., "parameters" or "arguments": {...}}`."""
+    the call in the text as JSON: `{"name": ..., "parameters" or "arguments": {...}}`. The
+    message may be a dict, an SDK object or a whole completion."""
+    message = assistant_message(message)
     call = message.get("function_call")
     if call:
         return [function_call_of(call)]

@@ -8,7 +8,7 @@ from ..definition.names import NAME_RULES
 from ..errors import UsageError
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from .base import Dialect, Format, function_call_of
+from .base import Dialect, Format, assistant_message, function_call_of
 
 __all__ = ["FORMAT", "definition", "observation", "parse_calls"]
 
@@ -25,9 +25,10 @@ def observation(result: ToolResult) -> dict[str, Any]:
     return {"role": "function", "name": result.tool_name, "content": result.content}
 
 
-def parse_calls(message: dict[str, Any]) -> list[ToolCall]:
-    """The one `function_call` of an assistant message, if any."""
-    call = message.get("function_call")
+def parse_calls(message: Any) -> list[ToolCall]:
+    """The one `function_call` of an assistant message (a dict, an SDK object or a whole
+    completion), if any."""
+    call = assistant_message(message).get("function_call")
     return [function_call_of(call)] if call else []
 
 

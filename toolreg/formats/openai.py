@@ -8,7 +8,7 @@ from ..definition.names import NAME_RULES
 from ..errors import ConversationError
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from .base import Dialect, Format, function_call_of
+from .base import Dialect, Format, assistant_message, function_call_of
 
 __all__ = ["FORMAT", "definition", "observation", "parse_calls"]
 
@@ -28,8 +28,10 @@ def observation(result: ToolResult) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": result.call_id or "", "content": result.content}
 
 
-def parse_calls(message: dict[str, Any]) -> list[ToolCall]:
-    """The calls in an assistant message (`tool_calls`), in order."""
+def parse_calls(message: Any) -> list[ToolCall]:
+    """The calls in an assistant message (`tool_calls`), in order: a dict, the SDK's
+    message, a whole `ChatCompletion` or a streamed chunk (see `assistant_message`)."""
+    message = assistant_message(message)
     items = message.get("tool_calls") or []
     if not isinstance(items, list):
         raise ConversationError("the endpoint sent tool_calls that are not a list")
