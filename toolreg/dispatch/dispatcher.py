@@ -245,17 +245,7 @@ class Dispatcher:
         validated, coerced; a copy), without running anything but the argument converters;
         raise the `ToolCallError` dispatch would answer instead."""
         tool = self._lookup(name, allowed, context)
-        settings = self.settings
-        try:
-            args = decode_arguments(arguments, settings.max_payload_bytes, settings.max_depth)
-            coerce = settings.coerce if tool.coerce is None else tool.coerce
-            args = prepare(
-                tool, args, coerce, settings.max_depth, settings.errors, context, convert=False
-            )
-        except InvalidArgumentsError as err:
-            err.tool_name = tool.name
-            raise
-        return tool, copy_json(args)
+        return tool, copy_json(self._arguments(tool, arguments, context, convert=False))
 
     # -- decisions ------------------------------------------------------------------------
     def _begin(
@@ -268,15 +258,24 @@ class Dispatcher:
     ) -> _Prepared:
         """The tool and its call, or the `ToolCallError` that stops it (the model's fault)."""
         tool = self._lookup(name, allowed, context)
+        args = self._arguments(tool, arguments, context)
+        return (tool, args, *bind(tool, args, context, call_id, self.settings.errors))
+
+    def _arguments(
+        self, tool: Tool, arguments: object, context: Any, *, convert: bool = True
+    ) -> dict[str, Any]:
+        """The model's arguments decoded, validated (coerced) and, with `convert`, converted;
+        or the `InvalidArgumentsError` that names the tool."""
         settings = self.settings
         try:
             args = decode_arguments(arguments, settings.max_payload_bytes, settings.max_depth)
             coerce = settings.coerce if tool.coerce is None else tool.coerce
-            args = prepare(tool, args, coerce, settings.max_depth, settings.errors, context)
+            return prepare(
+                tool, args, coerce, settings.max_depth, settings.errors, context, convert=convert
+            )
         except InvalidArgumentsError as err:
             err.tool_name = tool.name
             raise
-        return (tool, args, *bind(tool, args, context, call_id, settings.errors))
 
     def _lookup(self, name: object, allowed: Iterable[str] | None, context: Any) -> Tool:
         """The tool `name` names, if it is allowed; else the `UnknownToolError` to answer (or,
