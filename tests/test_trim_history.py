@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolreg import Conversation, ToolRegistry, trim_history
-from toolreg.conversation.history import fits_history
+from toolreg.conversation.history import trim_to_limits
 from toolreg.testing import ScriptedServer, text, tool_call
 
 Message = dict[str, Any]
@@ -253,22 +253,23 @@ def test_the_newest_question_is_never_trimmed() -> None:
         calls("c2", content=""),
         result("c2", "cloudy"),
     ]
-    kept = trim_history(history, max_messages=5)
+    kept, fits = trim_to_limits(history, 5, None)
     assert [m.get("content") for m in kept] == [
         "Be brief.",
         "What is the weather in Paris and Rome?",
         "",
         "cloudy",
     ]
-    assert fits_history(kept, 5, None)
-    tight = trim_history(history, max_messages=2)  # cannot hold system + question + newest
+    assert fits
+    assert kept == trim_history(history, max_messages=5)
+    tight, fits = trim_to_limits(history, 2, None)  # cannot hold system + question + newest
     assert [m.get("content") for m in tight] == [
         "Be brief.",
         "What is the weather in Paris and Rome?",
         "",
         "cloudy",
     ]
-    assert not fits_history(tight, 2, None)
+    assert not fits
 
 
 def test_a_turn_that_cannot_fit_says_so_in_the_reply() -> None:

@@ -107,21 +107,16 @@ def trim_history(
     the Responses API: the `function_call` items of one response, the reasoning item before
     them and their `function_call_output` items), and the history never starts with
     orphaned answers. What cannot be dropped is kept even when it exceeds a limit (see
-    `fits_history`).
+    `trim_to_limits`).
     """
-    return _trim(messages, max_messages, max_chars)
+    return trim_to_limits(messages, max_messages, max_chars)[0]
 
 
-def fits_history(
+def trim_to_limits(
     messages: Sequence[Message], max_messages: int | None, max_chars: int | None
-) -> bool:
-    """Whether `messages` is within the limits (after `trim_history`: whether it could be)."""
-    return not _over(len(messages), _size(list(messages)), max_messages, max_chars)
-
-
-def _trim(
-    messages: Sequence[Message], max_messages: int | None, max_chars: int | None
-) -> list[Message]:
+) -> tuple[list[Message], bool]:
+    """`trim_history`, and whether the result is within the limits (False when what is
+    always kept exceeds them)."""
     start = 0
     while start < len(messages) and messages[start].get("role") in ("system", "developer"):
         start += 1
@@ -140,8 +135,11 @@ def _trim(
         chars -= _size(units[i])
     tail = [unit for unit, kept in zip(units, keep) if kept]
     while len(tail) > 1 and _is_answer(tail[0][0]):
+        count -= len(tail[0])
+        chars -= _size(tail[0])
         tail = tail[1:]  # an answer whose call was trimmed earlier
-    return head + [m for unit in tail for m in unit]
+    fits = not _over(count, chars, max_messages, max_chars)
+    return head + [m for unit in tail for m in unit], fits
 
 
 def _over(count: int, chars: int, max_messages: int | None, max_chars: int | None) -> bool:

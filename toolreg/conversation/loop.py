@@ -28,7 +28,7 @@ from ..errors import (
 from ..formats import Dialect, Format
 from ..jsonvalues import safe_json, strict_decoder
 from ..result import ToolCall, ToolResult
-from .history import CALL_ITEMS, CALL_KEYS, fits_history, trim_history
+from .history import CALL_ITEMS, CALL_KEYS, trim_to_limits
 from .output import OutputSpec
 from .reply import (
     Hooks,
@@ -223,8 +223,8 @@ def _request(s: LoopSettings, state: TurnState) -> dict[str, Any]:
     else:
         sent = list(state.history)  # a copy: the request (and its hook event) must not grow
         if s.max_history_messages is not None or s.max_history_chars is not None:
-            sent = trim_history(sent, s.max_history_messages, s.max_history_chars)
-            if not fits_history(sent, s.max_history_messages, s.max_history_chars):
+            sent, fits = trim_to_limits(sent, s.max_history_messages, s.max_history_chars)
+            if not fits:
                 state.over_history_limit = True
         request[dialect.history_key] = sent
     tools = s.tools()
