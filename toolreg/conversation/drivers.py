@@ -20,20 +20,20 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
 from typing_extensions import Self
 
 from ..dispatch import ConfirmCallback
-from ..errors import ConversationError, ConversationStateError, ToolCallError, UsageError
+from ..errors import ConversationStateError, ToolCallError, UsageError
 from ..formats import DIALECTS, Dialect
 from ..jsonvalues import safe_json
 from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from .endpoints import ENDPOINTS
+from .endpoints import ENDPOINTS, endpoint_errors
 from .history import answered_prefix
 from .loop import LoopSettings, Step, TurnState, Verdict, abandon, resume_loop, run_loop
 from .output import OutputSpec
@@ -517,45 +517,6 @@ def _tool_filter(registry: ToolRegistry, tools: str | Sequence[str]) -> list[str
     return wanted
 
 
-def _endpoint_error(exc: Exception) -> ConversationError:
-    status = getattr(exc, "status_code", None)
-    body = getattr(exc, "body", None)
-    message = body.get("message") if isinstance(body, dict) else None
-    message = message or getattr(exc, "message", None) or str(exc)
-    if status is not None:
-        return ConversationError(
-            f"the endpoint answered HTTP {status}: {message}", status_code=status
-        )
-    return ConversationError(f"the endpoint failed: {type(exc).__name__}: {message}")
-
-
-_TRANSPORT_MODULES = ("openai", "httpx", "httpcore")  # httpx2 too
-
-
-@contextlib.contextmanager
-def _endpoint_errors() -> Iterator[None]:
-    """Failures of the endpoint (the SDK's errors) become `ConversationError`s."""
-    try:
-        yield
-    except ConversationError:
-        raise
-    except Exception as exc:
-        if _is_sdk_error(exc):
-            raise _endpoint_error(exc) from exc
-        raise
-
-
-def _is_sdk_error(exc: Exception) -> bool:
-    """Raised by the SDK or its transport, or a body that is not JSON (a malformed answer).
-
-    Anything else (a TypeError for an unknown request option, an error in `on_text`)
-    propagates unchanged: it is a bug to fix, not an endpoint failure.
-    """
-    if isinstance(exc, json.JSONDecodeError):
-        return True
-    return any(cls.__module__.startswith(_TRANSPORT_MODULES) for cls in type(exc).__mro__)
-
-
 class Conversation(_Base):
     """A conversation over a sync `openai.OpenAI` client (see the module docstring)."""
 
@@ -606,7 +567,7 @@ class Conversation(_Base):
                     return reply
 
     def _model(self, request: dict[str, Any]) -> dict[str, Any]:
-        with _endpoint_errors():
+        with endpoint_errors():
             create = self._endpoint.method(self.client)
             response = create(**safe_json(request), **self._stream_kwargs())
             if not self.stream:
@@ -676,7 +637,7 @@ class AsyncConversation(_Base):
                     return reply
 
     async def _model(self, request: dict[str, Any]) -> dict[str, Any]:
-        with _endpoint_errors():
+        with endpoint_errors():
             create = self._endpoint.method(self.client)
             response = await create(**safe_json(request), **self._stream_kwargs())
             if not self.stream:

@@ -5,14 +5,17 @@ Both answer in the one shape the loop reads (`stream.Normalized`), plain or stre
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..errors import ConversationError
 from .responses_api import ResponseStreamAssembler, normalize_response
 from .stream import Normalized, StreamAssembler, normalize_completion
 
-__all__ = ["ENDPOINTS", "Assembler", "Endpoint"]
+__all__ = ["ENDPOINTS", "Assembler", "Endpoint", "endpoint_errors"]
 
 
 class Assembler(Protocol):
@@ -49,3 +52,42 @@ ENDPOINTS: dict[str, Endpoint] = {
         usage_option=False,
     ),
 }
+
+
+def _endpoint_error(exc: Exception) -> ConversationError:
+    status = getattr(exc, "status_code", None)
+    body = getattr(exc, "body", None)
+    message = body.get("message") if isinstance(body, dict) else None
+    message = message or getattr(exc, "message", None) or str(exc)
+    if status is not None:
+        return ConversationError(
+            f"the endpoint answered HTTP {status}: {message}", status_code=status
+        )
+    return ConversationError(f"the endpoint failed: {type(exc).__name__}: {message}")
+
+
+_TRANSPORT_MODULES = ("openai", "httpx", "httpcore")  # httpx2 too
+
+
+@contextlib.contextmanager
+def endpoint_errors() -> Iterator[None]:
+    """Failures of the endpoint (the SDK's errors) become `ConversationError`s."""
+    try:
+        yield
+    except ConversationError:
+        raise
+    except Exception as exc:
+        if _is_sdk_error(exc):
+            raise _endpoint_error(exc) from exc
+        raise
+
+
+def _is_sdk_error(exc: Exception) -> bool:
+    """Raised by the SDK or its transport, or a body that is not JSON (a malformed answer).
+
+    Anything else (a TypeError for an unknown request option, an error in `on_text`)
+    propagates unchanged: it is a bug to fix, not an endpoint failure.
+    """
+    if isinstance(exc, json.JSONDecodeError):
+        return True
+    return any(cls.__module__.startswith(_TRANSPORT_MODULES) for cls in type(exc).__mro__)
