@@ -214,9 +214,15 @@ def resolve_hints(
         ) from exc
 
 
+def _is_plain_class(tp: Any) -> bool:
+    """A class, not a parameterized generic (`list[int]` passes `isinstance(_, type)` on
+    some Pythons): nothing inside it to evaluate or to look through."""
+    return type(tp) is not types.GenericAlias and isinstance(tp, type)
+
+
 def _needs_evaluation(tp: Any, depth: int = 0) -> bool:
     """Whether `get_type_hints` would change `tp`: it is, or holds, a string annotation."""
-    if type(tp) is not types.GenericAlias and isinstance(tp, type):
+    if _is_plain_class(tp):
         return False  # a plain class: `str`, `int`, a dataclass, an Enum
     if isinstance(tp, (str, typing.ForwardRef)) or depth > 8:
         return True
@@ -299,7 +305,7 @@ def _hint_source(fn: Any) -> Any:
 
 def _hides_injection(tp: Any, depth: int = 0) -> bool:
     """Whether an injection marker or `ToolContext` appears inside `tp` (not on its outside)."""
-    if depth > 20 or (type(tp) is not types.GenericAlias and isinstance(tp, type)):
+    if depth > 20 or _is_plain_class(tp):
         return False  # a plain class has no arguments to hide anything in
     for arg in typing.get_args(tp):
         if _is_context_type(arg) or (_is_annotated(arg) and split_annotated(arg)[1].injected):
