@@ -49,6 +49,20 @@ def respond(client: OpenAI) -> str:
     return response.output_text
 
 
+def readme_loop(client: OpenAI, calculator: ToolRegistry) -> str:
+    """The README's loop on the Responses API ("Your own loop, typed for the SDK")."""
+    calculator_tools = calculator.get_tools("responses")
+    response = client.responses.create(model="any-model", input="6 x 7?", tools=calculator_tools)
+    while calls := responses.parse_calls(response):
+        response = client.responses.create(
+            model="any-model",
+            previous_response_id=response.id,
+            input=[responses.observation(r) for r in calculator.dispatch_many(calls)],
+            tools=calculator_tools,
+        )
+    return response.output_text
+
+
 def legacy(client: OpenAI) -> None:
     messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": "2 + 3?"}]
     completion = client.chat.completions.create(
