@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar, overload
+from typing import Any, Literal, TypeVar, overload
 
+from . import formats
 from .dispatch import CallLike, ConfirmCallback, Dispatcher, DispatchSettings, ErrorMode
 from .errors import DuplicateToolError, ToolDefinitionError, ToolNotFoundError
 from .formats import export_tools
@@ -259,6 +260,91 @@ class ToolRegistry:
         )
 
     # -- export ---------------------------------------------------------------------------
+    # One overload per format name, typed by what that format writes (the `openai` SDK's own
+    # param types for OpenAI's APIs), so `tools=registry.get_tools()` type-checks against the
+    # SDK; a format name only known at run time gets plain dicts. mypy calls a Literal overload
+    # and the `str` one "overlapping": both are true at run time (a TypedDict is a dict).
+    @overload
+    def get_tools(  # type: ignore[overload-overlap]
+        self,
+        format: Literal["openai"] = "openai",
+        *,
+        strict: bool | None = None,
+        names: Sequence[str] | None = None,
+        tags: Iterable[str] | None = None,
+        advertise_required: bool = True,
+    ) -> list[formats.openai.ToolDefinition]: ...
+    @overload
+    def get_tools(  # type: ignore[overload-overlap]
+        self,
+        format: Literal["responses"],
+        *,
+        strict: bool | None = None,
+        names: Sequence[str] | None = None,
+        tags: Iterable[str] | None = None,
+        advertise_required: bool = True,
+    ) -> list[formats.responses.ToolDefinition]: ...
+    @overload
+    def get_tools(  # type: ignore[overload-overlap]
+        self,
+        format: Literal["anthropic"],
+        *,
+        strict: bool | None = None,
+        names: Sequence[str] | None = None,
+        tags: Iterable[str] | None = None,
+        advertise_required: bool = True,
+    ) -> list[formats.anthropic.ToolDefinition]: ...
+    @overload
+    def get_tools(  # type: ignore[overload-overlap]
+        self,
+        format: Literal["gemini"],
+        *,
+        strict: bool | None = None,
+        names: Sequence[str] | None = None,
+        tags: Iterable[str] | None = None,
+        advertise_required: bool = True,
+    ) -> list[formats.gemini.ToolDefinition]: ...
+    @overload
+    def get_tools(  # type: ignore[overload-overlap]
+        self,
+        format: Literal["mcp"],
+        *,
+        strict: bool | None = None,
+        names: Sequence[str] | None = None,
+        tags: Iterable[str] | None = None,
+        advertise_required: bool = True,
+    ) -> list[formats.mcp.ToolDefinition]: ...
+    @overload
+    def get_tools(  # type: ignore[overload-overlap]
+        self,
+        format: Literal["chatglm3"],
+        *,
+        strict: bool | None = None,
+        names: Sequence[str] | None = None,
+        tags: Iterable[str] | None = None,
+        advertise_required: bool = True,
+    ) -> list[formats.chatglm3.ToolDefinition]: ...
+    @overload
+    def get_tools(  # type: ignore[overload-overlap]
+        self,
+        format: Literal["functions"],
+        *,
+        strict: bool | None = None,
+        names: Sequence[str] | None = None,
+        tags: Iterable[str] | None = None,
+        advertise_required: bool = True,
+    ) -> list[formats.functions.ToolDefinition]: ...
+    @overload
+    def get_tools(
+        self,
+        format: str,
+        *,
+        strict: bool | None = None,
+        names: Sequence[str] | None = None,
+        tags: Iterable[str] | None = None,
+        advertise_required: bool = True,
+    ) -> list[dict[str, Any]]: ...
+
     def get_tools(
         self,
         format: str = "openai",
@@ -267,10 +353,13 @@ class ToolRegistry:
         names: Sequence[str] | None = None,
         tags: Iterable[str] | None = None,
         advertise_required: bool = True,
-    ) -> list[dict[str, Any]]:
+    ) -> list[Any]:
         """Definitions of the selected tools in `format`; cached until the registry changes.
 
-        The returned dicts are shared with the cache: treat them as read-only.
+        Typed per format name: `get_tools()` is a list of the `openai` SDK's
+        `ChatCompletionToolParam`, `get_tools("responses")` of its Responses `FunctionToolParam`,
+        the other formats of their module's `ToolDefinition`. The returned dicts are shared with
+        the cache: treat them as read-only.
         """
         names = None if names is None else _name_list(names)
         wanted = _tag_set(tags)

@@ -1,28 +1,53 @@
-"""Anthropic Messages API: `{"name", "description", "input_schema"}`."""
+"""Anthropic Messages API: `{"name", "description", "input_schema"}`.
+
+`ToolDefinition` and `Observation` are the shapes of the `anthropic` SDK's `ToolParam` and
+`ToolResultBlockParam` with the keys toolreg writes (the SDK is not a dependency).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+from typing_extensions import NotRequired, TypedDict
 
 from ..definition.names import NAME_RULES
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
 from .base import Format, entries, make_call
 
-__all__ = ["FORMAT", "definition", "observation", "parse_calls"]
+__all__ = ["FORMAT", "Observation", "ToolDefinition", "definition", "observation", "parse_calls"]
 
 
-def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": tool.name}
+class ToolDefinition(TypedDict):
+    """One entry of `tools=` in `client.messages.create`."""
+
+    name: str
+    description: NotRequired[str]
+    input_schema: dict[str, Any]
+    strict: NotRequired[bool]
+
+
+class Observation(TypedDict):
+    """The `tool_result` content block answering one `tool_use` block."""
+
+    type: Literal["tool_result"]
+    tool_use_id: str
+    content: str
+    is_error: bool
+
+
+def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
+    out: ToolDefinition
     if tool.description:
-        out["description"] = tool.description
-    out["input_schema"] = parameters
+        out = {"name": tool.name, "description": tool.description, "input_schema": parameters}
+    else:
+        out = {"name": tool.name, "input_schema": parameters}
     if strict:
         out["strict"] = True
     return out
 
 
-def observation(result: ToolResult) -> dict[str, Any]:
+def observation(result: ToolResult) -> Observation:
     """The `tool_result` content block answering one `tool_use` block."""
     return {
         "type": "tool_result",

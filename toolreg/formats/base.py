@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Generic, Literal
+
+from typing_extensions import TypeVar
 
 from ..definition.names import NameRule
 from ..errors import ConversationError
@@ -22,8 +24,10 @@ from ..tool import Tool
 
 __all__ = [
     "Definition",
+    "DefinitionT",
     "Dialect",
     "Format",
+    "ObservationT",
     "OutputFormat",
     "arguments_text",
     "as_data",
@@ -34,7 +38,13 @@ __all__ = [
     "response_format",
 ]
 
-Definition = Callable[[Tool, dict[str, Any], bool], dict[str, Any]]
+DefinitionT = TypeVar("DefinitionT", default=Any)
+"""The type of one tool's definition in a format (a TypedDict: see each provider module)."""
+
+ObservationT = TypeVar("ObservationT", default=Any)
+"""The type of the entry answering one call in a format (a TypedDict, like `DefinitionT`)."""
+
+Definition = Callable[[Tool, dict[str, Any], bool], DefinitionT]
 """`definition(tool, parameters, strict)`: the provider's definition of one tool, given the
 parameters schema to advertise (already a copy, strict or not)."""
 
@@ -80,14 +90,20 @@ class Dialect:
 
 
 @dataclass(frozen=True, slots=True)
-class Format:
-    """One provider format: see the module docstring."""
+class Format(Generic[DefinitionT, ObservationT]):
+    """One provider format: see the module docstring.
+
+    Typed by what it writes: each provider module's `ToolDefinition` and `Observation`
+    (TypedDicts, or for OpenAI's APIs the `openai` SDK's own param types), so that its
+    `definition` and `observation` (and `get_tools(format)`) pass straight to that SDK under
+    a type checker. A bare `Format` is `Format[Any, Any]`.
+    """
 
     name: str
     name_rule: NameRule
-    definition: Definition
+    definition: Definition[DefinitionT]
     parse_calls: Callable[[Any], list[ToolCall]]
-    observation: Callable[[ToolResult], dict[str, Any]]
+    observation: Callable[[ToolResult], ObservationT]
     dialect: Dialect | None = None
 
 

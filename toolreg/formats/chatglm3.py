@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
+
+from typing_extensions import TypedDict
 
 from ..definition.names import NAME_RULES
 from ..result import ToolCall, ToolResult
@@ -11,14 +13,29 @@ from ..tool import Tool
 from . import openai
 from .base import Dialect, Format, arguments_text, assistant_message, function_call_of
 
-__all__ = ["FORMAT", "definition", "observation", "parse_calls"]
+__all__ = ["FORMAT", "Observation", "ToolDefinition", "definition", "observation", "parse_calls"]
 
 
-def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
+class ToolDefinition(TypedDict):
+    """One entry of the `tools` list ChatGLM3's chat template takes."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class Observation(TypedDict):
+    """The `observation` message answering a call."""
+
+    role: Literal["observation"]
+    content: str
+
+
+def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
     return {"name": tool.name, "description": tool.description, "parameters": parameters}
 
 
-def observation(result: ToolResult) -> dict[str, Any]:
+def observation(result: ToolResult) -> Observation:
     """ChatGLM3 answers a call with an `observation` message (no call id)."""
     return {"role": "observation", "content": result.content}
 

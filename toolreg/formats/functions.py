@@ -1,8 +1,11 @@
-"""OpenAI's legacy `functions` / `function_call` dialect: one call per turn, role `function`."""
+"""OpenAI's legacy `functions` / `function_call` dialect: one call per turn, role `function`.
+
+Typed with the `openai` SDK's own param types, like `formats.openai`.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..definition.names import NAME_RULES
 from ..errors import UsageError
@@ -10,18 +13,28 @@ from ..result import ToolCall, ToolResult
 from ..tool import Tool
 from .base import Dialect, Format, assistant_message, function_call_of
 
-__all__ = ["FORMAT", "definition", "observation", "parse_calls"]
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionFunctionMessageParam
+    from openai.types.chat.completion_create_params import Function
+
+__all__ = ["FORMAT", "Observation", "ToolDefinition", "definition", "observation", "parse_calls"]
+
+ToolDefinition: TypeAlias = "Function"
+"""One entry of `functions=` in `client.chat.completions.create`: the SDK's type."""
+
+Observation: TypeAlias = "ChatCompletionFunctionMessageParam"
+"""The `function` message answering the call: the SDK's type."""
 
 
-def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": tool.name}
+def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
+    out: ToolDefinition = {"name": tool.name}
     if tool.description:
         out["description"] = tool.description
     out["parameters"] = parameters
     return out
 
 
-def observation(result: ToolResult) -> dict[str, Any]:
+def observation(result: ToolResult) -> Observation:
     return {"role": "function", "name": result.tool_name, "content": result.content}
 
 

@@ -6,12 +6,16 @@ recursive type cannot be exported), no `additionalProperties`, tuples as plain a
 `enum` only for strings and `format` only where Gemini knows it (`date-time` for strings,
 `int32`/`int64`, `float`/`double`): other enums and formats, and the constraints the subset
 has no keyword for (exclusive bounds, `multipleOf`, `uniqueItems`), are told in the description.
+`ToolDefinition` and `Observation` are the shapes of google-genai's `FunctionDeclarationDict`
+and of a `Part` holding a `functionResponse`, with the keys toolreg writes.
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
+
+from typing_extensions import NotRequired, TypedDict
 
 from ..definition.names import NAME_RULES
 from ..definition.strict import add_sentences
@@ -20,7 +24,38 @@ from ..result import ToolCall, ToolResult
 from ..tool import Tool
 from .base import Format, as_data, entries, make_call
 
-__all__ = ["FORMAT", "definition", "observation", "parse_calls", "to_gemini_schema"]
+__all__ = [
+    "FORMAT",
+    "FunctionResponse",
+    "Observation",
+    "ToolDefinition",
+    "definition",
+    "observation",
+    "parse_calls",
+    "to_gemini_schema",
+]
+
+
+class ToolDefinition(TypedDict):
+    """A function declaration (`parameters` only when the tool takes any)."""
+
+    name: str
+    description: str
+    parameters: NotRequired[dict[str, Any]]
+
+
+class FunctionResponse(TypedDict):
+    """`{"name", "response"}`: the response is `{"result": ...}` or `{"error": ...}`."""
+
+    name: str
+    response: dict[str, str]
+
+
+class Observation(TypedDict):
+    """A `Part` holding the `functionResponse` answering one call."""
+
+    functionResponse: FunctionResponse
+
 
 _KEEP = {
     "description",
@@ -45,8 +80,8 @@ _FORMATS = {
 }
 
 
-def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": tool.name, "description": tool.description}
+def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
+    out: ToolDefinition = {"name": tool.name, "description": tool.description}
     if parameters.get("properties"):
         out["parameters"] = to_gemini_schema(parameters, tool=tool.name)
     return out
@@ -173,7 +208,7 @@ def _union(
     return out
 
 
-def observation(result: ToolResult) -> dict[str, Any]:
+def observation(result: ToolResult) -> Observation:
     """A Gemini `functionResponse` part."""
     key = "result" if result.ok else "error"
     return {"functionResponse": {"name": result.tool_name, "response": {key: result.content}}}

@@ -1,39 +1,90 @@
-"""MCP `Tool` objects: `name`, `description`, `inputSchema`, `annotations` (behaviour hints)."""
+"""MCP `Tool` objects: `name`, `description`, `inputSchema`, `annotations` (behaviour hints).
+
+`ToolDefinition` and `Observation` are the JSON shapes of the protocol's `Tool` and
+`CallToolResult` with the keys toolreg writes.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+from typing_extensions import NotRequired, TypedDict
 
 from ..definition.names import NAME_RULES
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
 from .base import Format, as_data, make_call
 
-__all__ = ["FORMAT", "definition", "observation", "parse_calls"]
+__all__ = [
+    "FORMAT",
+    "Observation",
+    "TextContent",
+    "ToolAnnotations",
+    "ToolDefinition",
+    "definition",
+    "observation",
+    "parse_calls",
+]
 
 
-def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": tool.name}
+class ToolAnnotations(TypedDict):
+    """A tool's behaviour hints."""
+
+    readOnlyHint: bool
+    destructiveHint: NotRequired[bool]
+    idempotentHint: NotRequired[bool]
+    title: NotRequired[str]
+
+
+class ToolDefinition(TypedDict):
+    """One entry of a `tools/list` result."""
+
+    name: str
+    title: NotRequired[str]
+    description: NotRequired[str]
+    inputSchema: dict[str, Any]
+    annotations: ToolAnnotations
+
+
+class TextContent(TypedDict):
+    """A text content block."""
+
+    type: Literal["text"]
+    text: str
+
+
+class Observation(TypedDict):
+    """A `CallToolResult`: the result as text content, `isError` for failures."""
+
+    content: list[TextContent]
+    isError: bool
+
+
+class _Named(TypedDict, total=False):
+    title: str
+    description: str
+
+
+def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
+    named: _Named = {}
     if tool.title:
-        out["title"] = tool.title
+        named["title"] = tool.title
     if tool.description:
-        out["description"] = tool.description
-    out["inputSchema"] = parameters
+        named["description"] = tool.description
     # MCP's defaults assume the worst (destructiveHint true), so say both explicitly;
     # destructiveHint and idempotentHint (default false) only mean something for a tool
     # that writes.
-    annotations: dict[str, Any] = {"readOnlyHint": tool.read_only}
+    annotations: ToolAnnotations = {"readOnlyHint": tool.read_only}
     if not tool.read_only:
         annotations["destructiveHint"] = tool.destructive
         if tool.idempotent:
             annotations["idempotentHint"] = True
     if tool.title:
         annotations["title"] = tool.title
-    out["annotations"] = annotations
-    return out
+    return {"name": tool.name, **named, "inputSchema": parameters, "annotations": annotations}
 
 
-def observation(result: ToolResult) -> dict[str, Any]:
+def observation(result: ToolResult) -> Observation:
     """An MCP `CallToolResult`: text content, `isError` for failures."""
     return {"content": [{"type": "text", "text": result.content}], "isError": not result.ok}
 

@@ -1,8 +1,13 @@
-"""OpenAI chat completions: `tools=[{"type": "function", "function": {...}}]`."""
+"""OpenAI chat completions: `tools=[{"type": "function", "function": {...}}]`.
+
+Typed with the `openai` SDK's own param types (imported for type checkers only: `import
+toolreg` never loads `openai`), so `tools=registry.get_tools()` and
+`messages.append(observation(result))` pass a type checker with whichever SDK is installed.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..definition.names import NAME_RULES
 from ..errors import ConversationError
@@ -10,11 +15,21 @@ from ..result import ToolCall, ToolResult
 from ..tool import Tool
 from .base import Dialect, Format, assistant_message, function_call_of
 
-__all__ = ["FORMAT", "definition", "observation", "parse_calls"]
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionToolMessageParam, ChatCompletionToolParam
+    from openai.types.shared_params import FunctionDefinition
+
+__all__ = ["FORMAT", "Observation", "ToolDefinition", "definition", "observation", "parse_calls"]
+
+ToolDefinition: TypeAlias = "ChatCompletionToolParam"
+"""One entry of `tools=` (`{"type": "function", "function": {...}}`): the SDK's type."""
+
+Observation: TypeAlias = "ChatCompletionToolMessageParam"
+"""The `tool` message answering one call: the SDK's type (a `ChatCompletionMessageParam`)."""
 
 
-def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
-    function: dict[str, Any] = {"name": tool.name}
+def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
+    function: FunctionDefinition = {"name": tool.name}
     if tool.description:
         function["description"] = tool.description
     function["parameters"] = parameters
@@ -23,7 +38,7 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str
     return {"type": "function", "function": function}
 
 
-def observation(result: ToolResult) -> dict[str, Any]:
+def observation(result: ToolResult) -> Observation:
     """The `tool` message answering one call."""
     return {"role": "tool", "tool_call_id": result.call_id or "", "content": result.content}
 

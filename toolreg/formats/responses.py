@@ -3,30 +3,54 @@
 Its conversation dialect ("responses") sends the history as input items (`input`), reads
 `function_call` items and answers each with a `function_call_output` item; the client keeps
 the history (`store: false`) unless the server is asked to (`previous_response_id`).
+Typed with the `openai` SDK's own param types, like `formats.openai`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..definition.names import NAME_RULES
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
 from .base import Dialect, Format, entries, make_call
 
-__all__ = ["FORMAT", "choice", "definition", "observation", "parse_calls", "text_format"]
+if TYPE_CHECKING:
+    from openai.types.responses import FunctionToolParam
+    from openai.types.responses.response_input_param import FunctionCallOutput
+
+__all__ = [
+    "FORMAT",
+    "Observation",
+    "ToolDefinition",
+    "choice",
+    "definition",
+    "observation",
+    "parse_calls",
+    "text_format",
+]
+
+ToolDefinition: TypeAlias = "FunctionToolParam"
+"""One entry of `tools=` in `client.responses.create`: the SDK's type."""
+
+Observation: TypeAlias = "FunctionCallOutput"
+"""The `function_call_output` input item answering one call: the SDK's type."""
 
 
-def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {"type": "function", "name": tool.name}
+def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
+    # `strict` is always sent: the Responses API defaults to strict when it is left out.
     if tool.description:
-        out["description"] = tool.description
-    out["parameters"] = parameters
-    out["strict"] = strict  # the Responses API defaults to strict when this is left out
-    return out
+        return {
+            "type": "function",
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": parameters,
+            "strict": strict,
+        }
+    return {"type": "function", "name": tool.name, "parameters": parameters, "strict": strict}
 
 
-def observation(result: ToolResult) -> dict[str, Any]:
+def observation(result: ToolResult) -> Observation:
     """The `function_call_output` input item answering one call."""
     return {
         "type": "function_call_output",
