@@ -529,6 +529,36 @@ def test_debug_keeps_the_exceptions_a_tool_chains(tmp_path: Path) -> None:
     assert "toolreg" not in "\n".join(lines[1:])
 
 
+def test_serve_keeps_a_failing_tools_traceback_on_stderr(tmp_path: Path) -> None:
+    """A server prints no observations: its tools' failures still reach stderr."""
+    import asyncio
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    target = tmp_path / "failing.py"
+    target.write_text(FAILING, encoding="utf-8")
+    path = os.environ.get("PYTHONPATH")
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolreg", "serve", str(target)],
+        env={"PYTHONPATH": str(ROOT) if not path else f"{ROOT}{os.pathsep}{path}"},
+        cwd=ROOT,
+    )
+    log = tmp_path / "stderr.txt"
+
+    async def run() -> bool:
+        with log.open("w", encoding="utf-8") as errlog:
+            async with Client(stdio_client(server, errlog=errlog)) as client:
+                result = await client.call_tool("ratio", {"x": 0})
+                return bool(result.is_error)
+
+    assert asyncio.run(run()) is True
+    written = log.read_text(encoding="utf-8")
+    assert "tool 'ratio' failed\nTraceback (most recent call last):" in written
+    assert "ZeroDivisionError: division by zero" in written
+
+
 @pytest.mark.parametrize("where", ["before", "after"])
 def test_debug_is_accepted_before_or_after_the_command(where: str) -> None:
     args = ["list", "no_such_module_xyz"]

@@ -468,18 +468,21 @@ class _ToolTraceback(logging.Formatter):
 
 
 @contextlib.contextmanager
-def _tool_failures(debug: bool) -> Iterator[None]:
+def _tool_failures(debug: bool, command: str) -> Iterator[None]:
     """Where a failing tool's traceback goes: with --debug to stderr, from the tool's own
     frames; otherwise nowhere (not to logging's last resort), since the observation printed
-    says what failed."""
+    says what failed. `serve` prints no observations: its failures stay on stderr."""
     logger = logging.getLogger("toolreg")
     handler: logging.Handler
     if debug:
         handler = logging.StreamHandler(sys.stderr)
         handler.setLevel(logging.WARNING)
         handler.setFormatter(_ToolTraceback("toolreg: %(message)s"))
-    else:
+    elif command != "serve":
         handler = logging.NullHandler()
+    else:
+        yield
+        return
     logger.addHandler(handler)
     try:
         yield
@@ -511,7 +514,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))
     try:
-        with _tool_failures(debug):
+        with _tool_failures(debug, args.command):
             if args.command == "demo":
                 return cmd_demo(args)
             if args.command == "serve":
