@@ -335,11 +335,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser = argparse.ArgumentParser(
         prog="toolreg",
-        description="Inspect, call, lint, chat with and serve the tools of a Python file.",
+        description="Inspect, call, lint, chat with and serve the tools of a Python file, a "
+        "module or an MCP server.",
+        epilog="Exit status: 0 ok; 1 an error result, lint errors, or an endpoint that failed "
+        "in chat; 2 a usage error (one line on stderr saying how to fix it).",
         parents=[common],
     )
     parser.add_argument(
-        "--version", action="version", version=f"toolreg {_version()}", help="print the version"
+        "--version",
+        action="version",
+        version=f"toolreg {_version()}",
+        help="print the version and exit",
     )
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", help="what to do (COMMAND --help)"

@@ -25,10 +25,10 @@ __all__ = [
     "sample_path",
 ]
 
-# A target file is loaded as a module under a name made up for it; messages name the file.
-# Target modules, also those that failed to load, by name -> their file's name.
+# A target file is loaded as a module under a name made up for it; messages name the file
+# instead. The file of each target module (also one that failed to load), by module name:
 _MODULE_PREFIX = "_toolreg_target_"
-_FILE_OF: dict[str, str] = {}  # module name -> file path
+_FILE_OF: dict[str, str] = {}
 
 
 class TargetError(Exception):
