@@ -195,8 +195,8 @@ def _read_arguments(raw: str | None) -> str:
 
 @dataclasses.dataclass
 class _Approver:
-    """`toolreg call`'s confirm callback: `--yes` approves; otherwise a terminal is asked,
-    and without one the call is declined unasked (`unasked` says so)."""
+    """`toolreg call`'s confirm callback: `--yes` approves; otherwise a terminal is asked
+    (on stderr), and without one the call is declined unasked (`unasked` says so)."""
 
     yes: bool
     unasked: bool = False
@@ -208,10 +208,8 @@ class _Approver:
             self.unasked = True
             return False
         shown = safe_text(json.dumps(arguments, ensure_ascii=False, default=str))
-        try:
-            answer = input(f"Run {tool.name}({shown})? [y/N] ")
-        except EOFError:
-            return False
+        print(f"Run {tool.name}({shown})? [y/N] ", end="", file=sys.stderr, flush=True)
+        answer = sys.stdin.readline()  # stdout carries only the result (also with --json)
         return answer.strip().lower().startswith("y")
 
 
