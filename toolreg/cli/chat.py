@@ -1,4 +1,10 @@
-"""`toolreg chat`: an interactive conversation with an OpenAI-compatible endpoint."""
+"""`toolreg chat`: an interactive conversation with an OpenAI-compatible endpoint.
+
+Exit status: 0 when the input ends (an empty line or end of input); 1 as soon as the
+endpoint fails (refused, unreachable, an HTTP error, an unusable answer, after the SDK's own
+retries): one line on stderr names the endpoint's URL and the error, and the chat ends
+rather than waiting for more input that would fail the same way.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,7 @@ from typing import Any
 
 from ..conversation import Conversation, PendingCall
 from ..errors import ConversationError
+from ..jsonvalues import safe_text
 from ..registry import ToolRegistry
 from .demo import print_hooks
 
@@ -18,7 +25,7 @@ __all__ = ["ask_approval", "chat_loop"]
 def ask_approval(pending: PendingCall) -> Any:
     """Ask at the terminal about one call that waits for approval: "y" runs it, "n" or
     nothing declines it, any other text declines it with that reason for the model."""
-    shown = json.dumps(pending.arguments, ensure_ascii=False)
+    shown = safe_text(json.dumps(pending.arguments, ensure_ascii=False, default=str))
     question = f"  ?? run {pending.tool_name}({shown})? [y/N, or why not] "
     try:
         answer = input(question).strip()
@@ -70,7 +77,8 @@ def chat_loop(
             while reply.stop_reason == "approval_required":
                 reply = conversation.resume({p.call_id: ask_approval(p) for p in reply.pending})
         except ConversationError as exc:
-            print(f"toolreg: {exc}", file=sys.stderr)
-            continue
-        print(f"assistant> {reply.text}")
+            url = str(client.base_url).rstrip("/")
+            print(f"toolreg: {url}: {' '.join(str(exc).split())}", file=sys.stderr)
+            return 1
+        print(safe_text(f"assistant> {reply.text}"))
     return 0

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from ..conversation import Conversation
 from ..conversation.reply import Hooks, Reply, ToolCallEvent, ToolResultEvent
 from ..errors import UsageError
+from ..jsonvalues import safe_text
 from ..registry import ToolRegistry
 from ..testing.server import ScriptedServer
 from ..testing.turns import TurnLike
@@ -44,11 +45,11 @@ def print_hooks(out: TextIO) -> Hooks:
     def before(event: ToolCallEvent) -> None:
         args = event.call.arguments
         shown = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
-        print(f"  -> {event.call.name}({shown})", file=out)
+        print(safe_text(f"  -> {event.call.name}({shown})"), file=out)
 
     def after(event: ToolResultEvent) -> None:
         mark = "ok" if event.result.ok else event.result.error_kind
-        print(f"  <- [{mark}] {event.result.content}", file=out)
+        print(safe_text(f"  <- [{mark}] {event.result.content}"), file=out)
 
     return Hooks(before_tool_call=before, after_tool_call=after)
 

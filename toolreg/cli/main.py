@@ -1,37 +1,62 @@
-"""The `toolreg` command: list, schema, call, lint, chat, demo, serve.
+"""The toolreg command: list, schema, call, lint, chat, demo, serve.
 
 TARGET is a file (`samples/weather.py`), a module (`samples.weather`),
 `module:attribute` naming a `ToolRegistry`, or an MCP server (`mcp:URL`, `mcp:'command'`).
-Exit status: 0 ok, 1 the result or the lint found errors, 2 usage errors (one line on stderr
-with the fix; `--debug` for a traceback).
+
+Exit status: 0 ok; 1 the result was an error, the lint found errors, or `chat`'s endpoint
+failed (one line on stderr naming its URL); 2 usage errors (one line on stderr with the
+fix). `--debug`, before or after the command, shows tracebacks instead: of toolreg's own
+errors, and of a failing tool starting at its own frames. Functions are named as
+`file.py:function`, never by the module name a target file is loaded under.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import importlib.metadata
 import json
+import logging
 import os
 import sys
-from collections.abc import Sequence
+import traceback
+from collections.abc import Iterator, Sequence
+from types import TracebackType
 from typing import Any, NoReturn
 
-from ..errors import UsageError
+from ..errors import ToolDefinitionError, UsageError
 from ..formats import DIALECTS, FORMATS
+from ..jsonvalues import safe_text
 from ..registry import ToolRegistry
+from ..result import ToolResult
 from ..tool import Tool
+from ..types import to_json
 from .chat import chat_loop
 from .demo import Demo, run_demo
 from .lint import lint_registry
 from .serve import add_parser as add_serve_parser
 from .serve import cmd_serve
-from .target import TargetError, load_file, load_target, sample_names, sample_path
+from .target import (
+    TargetError,
+    function_label,
+    load_file,
+    load_target,
+    readable,
+    sample_names,
+    sample_path,
+)
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
+
+
+def _print(text: str) -> None:
+    """Print `text`; a lone surrogate (which no UTF-8 stream accepts) shows as U+FFFD."""
+    print(safe_text(text))
 
 
 def _print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
+    _print(json.dumps(value, indent=2, ensure_ascii=False))
 
 
 def _first_line(text: str) -> str:
@@ -43,10 +68,15 @@ def _first_line(text: str) -> str:
 
 def _param_summary(tool: Tool) -> list[dict[str, Any]]:
     required = set(tool.parameters.get("required", ()))
-    return [
-        {"name": name, "type": _type_of(schema), "required": name in required}
-        for name, schema in tool.parameters.get("properties", {}).items()
-    ]
+    rows = []
+    for name, schema in tool.parameters.get("properties", {}).items():
+        row: dict[str, Any] = {"name": name, "type": _type_of(schema), "required": name in required}
+        values = _enum_of(schema)
+        if values is not None:
+            row["enum"] = values
+        row["description"] = schema.get("description", "")
+        rows.append(row)
+    return rows
 
 
 def _type_of(schema: dict[str, Any]) -> str:
@@ -63,6 +93,43 @@ def _type_of(schema: dict[str, Any]) -> str:
     return "any"
 
 
+_MAX_SHOWN_VALUES = 12
+
+
+def _shown_type(schema: dict[str, Any]) -> str:
+    """The type `list` shows: an enum as its values (`celsius|fahrenheit`), else the type."""
+    values = (
+        schema["enum"] if "enum" in schema else [schema["const"]] if "const" in schema else None
+    )
+    if values is not None:
+        shown = [v if isinstance(v, str) else json.dumps(v) for v in values]
+        if len(shown) > _MAX_SHOWN_VALUES:
+            shown = [*shown[:_MAX_SHOWN_VALUES], "..."]
+        return "|".join(shown)
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if options and "type" not in schema:
+        return "|".join(_shown_type(o) for o in options)
+    return _type_of(schema)
+
+
+def _enum_of(schema: dict[str, Any]) -> list[Any] | None:
+    """The values an enum parameter allows (an optional one's include None); None when the
+    parameter is not an enum."""
+    if "enum" in schema:
+        return list(schema["enum"])
+    if "const" in schema:
+        return [schema["const"]]
+    if schema.get("type") == "null":
+        return [None]
+    options = schema.get("anyOf") or schema.get("oneOf")
+    if not options:
+        return None
+    found = [_enum_of(o) for o in options]
+    if any(values is None for values in found) or all(values == [None] for values in found):
+        return None
+    return [v for values in found for v in (values or ())]
+
+
 def _flags(tool: Tool) -> list[str]:
     flags = [f for f in ("read_only", "destructive", "return_direct") if getattr(tool, f)]
     if tool.timeout is not None:
@@ -71,26 +138,32 @@ def _flags(tool: Tool) -> list[str]:
 
 
 def cmd_list(registry: ToolRegistry, args: argparse.Namespace) -> int:
-    rows: list[dict[str, Any]] = [
-        {
-            "name": t.name,
-            "parameters": _param_summary(t),
-            "flags": _flags(t),
-            "description": _first_line(t.description),
-        }
-        for t in registry.tools()
-    ]
-    if args.json:
-        _print_json(rows)
-        return 0
-    for row in rows:
-        params = ", ".join(
-            f"{p['name']}: {p['type']}" + ("" if p["required"] else "?") for p in row["parameters"]
+    tools = registry.tools()
+    if args.json:  # everything, descriptions in full
+        _print_json(
+            [
+                {
+                    "name": t.name,
+                    "parameters": _param_summary(t),
+                    "flags": _flags(t),
+                    "description": t.description,
+                }
+                for t in tools
+            ]
         )
-        flags = f"  [{', '.join(row['flags'])}]" if row["flags"] else ""
-        print(f"{row['name']}({params}){flags}")
-        if row["description"]:
-            print(f"    {row['description']}")
+        return 0
+    for tool in tools:
+        required = set(tool.parameters.get("required", ()))
+        params = ", ".join(
+            f"{name}: {_shown_type(schema)}" + ("" if name in required else "?")
+            for name, schema in tool.parameters.get("properties", {}).items()
+        )
+        flags = _flags(tool)
+        shown_flags = f"  [{', '.join(flags)}]" if flags else ""
+        _print(f"{tool.name}({params}){shown_flags}")
+        summary = _first_line(tool.description)
+        if summary:
+            _print(f"    {summary}")
     return 0
 
 
@@ -120,20 +193,44 @@ def _read_arguments(raw: str | None) -> str:
     return text
 
 
-def _confirm_on_terminal(yes: bool) -> Any:
-    def confirm(tool: Tool, arguments: dict[str, Any]) -> bool:
-        if yes:
+@dataclasses.dataclass
+class _Approver:
+    """`toolreg call`'s confirm callback: `--yes` approves; otherwise a terminal is asked
+    (on stderr), and without one the call is declined unasked (`unasked` says so)."""
+
+    yes: bool
+    unasked: bool = False
+
+    def __call__(self, tool: Tool, arguments: dict[str, Any]) -> bool:
+        if self.yes:
             return True
         if not sys.stdin.isatty():
-            print(
-                f"toolreg: {tool.name} needs confirmation; declined (no terminal, no --yes)",
-                file=sys.stderr,
-            )
+            self.unasked = True
             return False
-        shown = json.dumps(arguments, ensure_ascii=False)
-        return input(f"Run {tool.name}({shown})? [y/N] ").strip().lower().startswith("y")
+        shown = safe_text(json.dumps(arguments, ensure_ascii=False, default=str))
+        print(f"Run {tool.name}({shown})? [y/N] ", end="", file=sys.stderr, flush=True)
+        answer = sys.stdin.readline()  # stdout carries only the result (also with --json)
+        return answer.strip().lower().startswith("y")
 
-    return confirm
+
+def _json_value(value: Any) -> Any:
+    """A tool's return value as a JSON value (None when JSON cannot hold it)."""
+    if isinstance(value, tuple) and hasattr(value, "_asdict"):
+        value = value._asdict()  # a NamedTuple is an object, as the model reads it
+    try:
+        return json.loads(to_json(value))
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def _result_json(result: ToolResult) -> dict[str, Any]:
+    return {
+        "ok": result.ok,
+        "error_kind": result.error_kind,
+        "content": result.content,
+        "value": _json_value(result.value) if result.ok else None,
+        "elapsed": result.elapsed,
+    }
 
 
 def cmd_call(registry: ToolRegistry, args: argparse.Namespace) -> int:
@@ -144,22 +241,33 @@ def cmd_call(registry: ToolRegistry, args: argparse.Namespace) -> int:
             context = json.loads(args.context)
         except ValueError as exc:
             raise UsageError(f"--context is not valid JSON ({exc})") from None
+    approver = _Approver(args.yes)
     result = registry.dispatch_tool(
-        args.tool, arguments, context=context, call_id="cli", confirm=_confirm_on_terminal(args.yes)
+        args.tool, arguments, context=context, call_id="cli", confirm=approver
     )
     if result.error_kind == "unknown_tool":
         raise UsageError(result.content)
-    print(result.content)
+    if args.json:
+        _print_json(_result_json(result))
+    elif approver.unasked and result.error_kind == "denied":  # one message: why, and the fix
+        print(
+            f"toolreg: {result.tool_name} needs confirmation; declined (no terminal, no --yes)",
+            file=sys.stderr,
+        )
+    else:
+        _print(result.content)
     return 0 if result.ok else 1
 
 
 def cmd_lint(registry: ToolRegistry, args: argparse.Namespace) -> int:
-    findings = lint_registry(registry)
+    findings = [
+        dataclasses.replace(f, message=readable(f.message)) for f in lint_registry(registry)
+    ]
     if args.json:
         _print_json([f.as_dict() for f in findings])
     else:
         for finding in findings:
-            print(finding)
+            _print(str(finding))
         errors = sum(f.severity == "error" for f in findings)
         print(f"{len(registry)} tools, {errors} errors, {len(findings) - errors} other findings")
     return 1 if any(f.severity == "error" for f in findings) else 0
@@ -207,47 +315,98 @@ def _trace_to_stderr() -> None:
     instrument(tracer_provider=provider)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="toolreg", description=__doc__.splitlines()[0])
-    parser.add_argument("--debug", action="store_true", help="show tracebacks")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def _version() -> str:
+    try:
+        return importlib.metadata.version("toolreg")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout, not installed
+        return "unknown (not installed)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command's parser. `--debug` is accepted before or after the command."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--debug",
+        action="store_true",
+        default=argparse.SUPPRESS,  # absent unless given: the command's does not undo the top's
+        help="show tracebacks: of toolreg's errors, and of a failing tool from its own frames",
+    )
+    parser = argparse.ArgumentParser(
+        prog="toolreg",
+        description="Inspect, call, lint, chat with and serve the tools of a Python file, a "
+        "module or an MCP server.",
+        epilog="Exit status: 0 ok; 1 an error result, lint errors, or an endpoint that failed "
+        "in chat; 2 a usage error (one line on stderr saying how to fix it).",
+        parents=[common],
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"toolreg {_version()}",
+        help="print the version and exit",
+    )
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", help="what to do (COMMAND --help)"
+    )
     target_help = "file.py, module, module:registry, mcp:URL or mcp:'command'"
 
-    p = sub.add_parser("list", help="list the tools of TARGET")
-    p.add_argument("target", help=target_help)
-    p.add_argument("--json", action="store_true", help="machine-readable output")
+    def command(name: str, summary: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=summary, description=summary, parents=[common])
 
-    p = sub.add_parser("schema", help="print tool definitions as JSON")
-    p.add_argument("target", help=target_help)
-    p.add_argument("--format", choices=sorted(FORMATS), default="openai")
+    p = command("list", "list the tools of TARGET")
+    p.add_argument("target", metavar="TARGET", help=target_help)
+    p.add_argument(
+        "--json", action="store_true", help="machine-readable output, with full descriptions"
+    )
+
+    p = command("schema", "print tool definitions as JSON")
+    p.add_argument("target", metavar="TARGET", help=target_help)
+    p.add_argument(
+        "--format",
+        choices=sorted(FORMATS),
+        default="openai",
+        help="the provider's shape (default: openai)",
+    )
     p.add_argument("--strict", action="store_true", help="OpenAI strict (structured outputs)")
     p.add_argument("--name", action="append", help="only this tool (repeatable)")
 
-    p = sub.add_parser("call", help="dispatch one call as a model's call would be")
-    p.add_argument("target", help=target_help)
-    p.add_argument("tool", metavar="NAME")
+    p = command("call", "dispatch one call as a model's call would be")
+    p.add_argument("target", metavar="TARGET", help=target_help)
+    p.add_argument("tool", metavar="NAME", help="the tool to call")
     p.add_argument("arguments", nargs="?", metavar="ARGS_JSON", help="JSON object, or - for stdin")
     p.add_argument("--context", help="JSON passed as the context to injected parameters")
     p.add_argument("--yes", action="store_true", help="approve destructive tools")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the result as JSON: ok, error_kind, content, value, elapsed (seconds)",
+    )
 
-    p = sub.add_parser("lint", help="find what a model would trip over")
-    p.add_argument("target", help=target_help)
+    p = command("lint", "find what a model would trip over")
+    p.add_argument("target", metavar="TARGET", help=target_help)
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
-    p = sub.add_parser("chat", help="chat with an OpenAI-compatible endpoint using TARGET's tools")
-    p.add_argument("target", help=target_help)
+    p = command("chat", "chat with an OpenAI-compatible endpoint using TARGET's tools")
+    p.add_argument("target", metavar="TARGET", help=target_help)
     p.add_argument("--model", help="model name (default: $TOOLREG_MODEL)")
     p.add_argument("--base-url", help="endpoint (default: $OPENAI_BASE_URL)")
     p.add_argument("--system", help="system message")
-    p.add_argument("--max-rounds", type=int, default=8)
-    p.add_argument("--dialect", choices=sorted(DIALECTS), default="tools")
+    p.add_argument(
+        "--max-rounds", type=int, default=8, help="model requests per user line (default: 8)"
+    )
+    p.add_argument(
+        "--dialect",
+        choices=sorted(DIALECTS),
+        default="tools",
+        help="how tools are offered to the model (default: tools)",
+    )
 
-    p = sub.add_parser("demo", help="run a sample conversation end to end")
+    p = command("demo", "run a sample conversation end to end")
     p.add_argument("--sample", default="weather", help=f"one of: {', '.join(sample_names())}")
     p.add_argument("--yes", action="store_true", help="approve destructive tools")
     p.add_argument("--trace", action="store_true", help="print OpenTelemetry spans to stderr")
 
-    add_serve_parser(sub, target_help)
+    add_serve_parser(command, target_help)
     return parser
 
 
@@ -259,33 +418,122 @@ _COMMANDS = {
     "chat": cmd_chat,
 }
 
+# Frames of the machinery that ran a tool, left out of its traceback under --debug.
+_MACHINERY = frozenset({"toolreg", "asyncio", "concurrent", "threading", "contextlib"})
+_CAUSE = "\nThe above exception was the direct cause of the following exception:\n\n"
+_CONTEXT = "\nDuring handling of the above exception, another exception occurred:\n\n"
 
-def _fail(message: str) -> NoReturn:
-    print(f"toolreg: {message}", file=sys.stderr)
+
+def _own_frames(tb: TracebackType | None) -> TracebackType | None:
+    """`tb` from its first frame that is not toolreg's or the machinery's; None if none is."""
+    while tb is not None:
+        module = str(tb.tb_frame.f_globals.get("__name__", ""))
+        if module.split(".")[0] not in _MACHINERY:
+            return tb
+        tb = tb.tb_next
+    return None
+
+
+def _tool_traceback(exc: BaseException) -> str:
+    """The traceback of a tool's exception from the tool's own frames, and the exceptions
+    it chains: toolreg's frames (and the thread or event loop that ran the tool) are left
+    out, and so is a chained exception that happened in them only."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        tb = _own_frames(current.__traceback__)
+        if tb is None and current is not exc:
+            break  # toolreg's own business, not the tool's
+        lines = traceback.format_exception(
+            type(current), current, tb or current.__traceback__, chain=False
+        )
+        parts.append("".join(lines))
+        if current.__cause__ is not None:
+            parts.append(_CAUSE)
+            current = current.__cause__
+        elif current.__context__ is not None and not current.__suppress_context__:
+            parts.append(_CONTEXT)
+            current = current.__context__
+        else:
+            current = None
+    if parts and parts[-1] in (_CAUSE, _CONTEXT):
+        parts.pop()
+    return readable("".join(reversed(parts)).rstrip("\n"))
+
+
+class _ToolTraceback(logging.Formatter):
+    """Formats the failure dispatch logs (with the tool's exception) as `_tool_traceback`."""
+
+    def formatException(self, ei: Any) -> str:
+        exc = ei[1]
+        return super().formatException(ei) if exc is None else _tool_traceback(exc)
+
+
+@contextlib.contextmanager
+def _tool_failures(debug: bool, command: str) -> Iterator[None]:
+    """Where a failing tool's traceback goes: with --debug to stderr, from the tool's own
+    frames; otherwise nowhere (not to logging's last resort), since the observation printed
+    says what failed. `serve` prints no observations: its failures stay on stderr."""
+    logger = logging.getLogger("toolreg")
+    handler: logging.Handler
+    if debug:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setLevel(logging.WARNING)
+        handler.setFormatter(_ToolTraceback("toolreg: %(message)s"))
+    elif command != "serve":
+        handler = logging.NullHandler()
+    else:
+        yield
+        return
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+
+
+def _message(exc: BaseException) -> str:
+    """`exc`'s text with the functions it names as `file.py:function`."""
+    text = readable(str(exc))  # the target's own functions
+    if isinstance(exc, ToolDefinitionError):  # a function of a module the target imported
+        for name in (exc.function, getattr(exc, "existing", None)):
+            if name:
+                text = text.replace(name, function_label(name))
+    return text
+
+
+def _fail(exc: BaseException, message: str, debug: bool) -> NoReturn:
+    """One line on stderr (with --debug: the traceback), exit status 2."""
+    if debug:
+        lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        print(readable("".join(lines)), end="", file=sys.stderr)
+    else:
+        print(f"toolreg: {message}", file=sys.stderr)
     raise SystemExit(2)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
+    debug = bool(getattr(args, "debug", False))
     try:
-        if args.command == "demo":
-            return cmd_demo(args)
-        if args.command == "serve":
-            return cmd_serve(args)
-        with contextlib.ExitStack() as resources:  # an mcp: target's connection
-            return _COMMANDS[args.command](load_target(args.target, resources), args)
+        with _tool_failures(debug, args.command):
+            if args.command == "demo":
+                return cmd_demo(args)
+            if args.command == "serve":
+                return cmd_serve(args)
+            with contextlib.ExitStack() as resources:  # an mcp: target's connection
+                return _COMMANDS[args.command](load_target(args.target, resources), args)
     except (UsageError, TargetError) as exc:
-        if args.debug:
-            raise
-        _fail(str(exc))
+        _fail(exc, _message(exc), debug)
     except BrokenPipeError:  # `toolreg schema ... | head`: the reader left; leave quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # no second error when Python flushes at exit
         return 141
     except Exception as exc:
-        if args.debug:
-            raise
-        _fail(f"{type(exc).__name__}: {exc} (run with --debug for the traceback)")
+        message = f"{type(exc).__name__}: {_message(exc)} (run with --debug for the traceback)"
+        _fail(exc, message, debug)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import UsageError as ToolregUsageError
@@ -33,10 +34,16 @@ class ServeError(TargetError):
     """A mistake in the serve options: one line on stderr, exit status 2."""
 
 
-def add_parser(sub: Any, target_help: str) -> None:
-    p = sub.add_parser("serve", help="serve TARGET's tools over MCP (stdio or streamable HTTP)")
-    p.add_argument("target", help=target_help)
-    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+def add_parser(command: Callable[[str, str], argparse.ArgumentParser], target_help: str) -> None:
+    """Add `serve` through `command(name, summary)`, which makes a subcommand's parser."""
+    p = command("serve", "serve TARGET's tools over MCP (stdio or streamable HTTP)")
+    p.add_argument("target", metavar="TARGET", help=target_help)
+    p.add_argument(
+        "--transport",
+        choices=["stdio", "http"],
+        default="stdio",
+        help="stdio (what desktop clients start) or streamable HTTP (default: stdio)",
+    )
     p.add_argument("--host", default="127.0.0.1", help="HTTP: the address to bind")
     p.add_argument("--port", type=int, default=8000, help="HTTP: the port (0: any free one)")
     p.add_argument("--path", default="/mcp", help="HTTP: the endpoint's path")

@@ -7,6 +7,7 @@ import contextlib
 import importlib
 import importlib.util
 import os
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -14,7 +15,20 @@ from types import ModuleType
 
 from ..registry import ToolRegistry, default_registry
 
-__all__ = ["TargetError", "load_file", "load_target", "sample_names", "sample_path"]
+__all__ = [
+    "TargetError",
+    "function_label",
+    "load_file",
+    "load_target",
+    "readable",
+    "sample_names",
+    "sample_path",
+]
+
+# A target file is loaded as a module under a name made up for it; messages name the file
+# instead. The file of each target module (also one that failed to load), by module name:
+_MODULE_PREFIX = "_toolreg_target_"
+_FILE_OF: dict[str, str] = {}
 
 
 class TargetError(Exception):
@@ -49,7 +63,8 @@ def sample_path(name: str) -> Path:
 def load_file(path: Path) -> ModuleType:
     if not path.is_file():
         raise TargetError(f"no such file: {path}")
-    name = f"_toolreg_target_{path.stem}_{abs(hash(str(path.resolve())))}"
+    name = f"{_MODULE_PREFIX}{path.stem}_{abs(hash(str(path.resolve())))}"
+    _FILE_OF[name] = str(path)
     if name in sys.modules:
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
@@ -68,10 +83,61 @@ def load_file(path: Path) -> ModuleType:
     return module
 
 
+def function_label(qualified: str) -> str:
+    """`module.qualname` (as toolreg's messages name a function) -> `file.py:qualname`, the
+    module being the longest prefix that names a module with a file; else unchanged."""
+    parts = qualified.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        name = ".".join(parts[:cut])
+        file = _module_file(name)
+        if file and name.split(".")[0] != "toolreg":
+            return f"{_file_label(file)}:{'.'.join(parts[cut:])}"
+    return qualified
+
+
+def _module_file(name: str) -> str | None:
+    """The file of module `name`, also of one that failed to import; never runs a module."""
+    if name in _FILE_OF:
+        return _FILE_OF[name]
+    if name in sys.modules:
+        return getattr(sys.modules[name], "__file__", None)
+    parent = name.rpartition(".")[0]
+    if parent and parent not in sys.modules:
+        return None  # finding it would import its parent
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    return spec.origin if spec is not None and spec.has_location else None
+
+
+def _file_label(file: str) -> str:
+    """`weather.py`; a package's `pkg/__init__.py`."""
+    path = Path(file)
+    return f"{path.parent.name}/{path.name}" if path.name == "__init__.py" else path.name
+
+
+def readable(text: str) -> str:
+    """`text` naming each function of a target module by its file: the module name made up
+    for a target file (`_toolreg_target_weather_123.get_weather`), or a target module's
+    (`samples.weather.get_weather`), becomes `weather.py:get_weather`."""
+    if not _FILE_OF:
+        return text
+    names = "|".join(re.escape(n) for n in sorted(_FILE_OF, key=len, reverse=True))
+    return re.sub(
+        rf"(?<![\w./\\])({names})\.(?=\w)(?!py\b)",  # not in a path, not `x.py`
+        lambda m: f"{_file_label(_FILE_OF[m[1]])}:",
+        text,
+    )
+
+
 def _import(name: str) -> ModuleType:
     if "" not in sys.path and "." not in sys.path:
         sys.path.insert(0, "")  # like `python -m`: the current folder first
     try:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin and spec.has_location:
+            _FILE_OF[name] = spec.origin  # also when importing it fails
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
         if exc.name and name.startswith(exc.name):
