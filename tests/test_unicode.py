@@ -59,3 +59,34 @@ def test_a_streamed_answer_with_a_lone_surrogate() -> None:
 
     with ScriptedServer([text(f"hello {LONE}")]) as server:
         assert asyncio.run(main(server)) == "hello \ufffd"
+
+
+def test_failure_messages_never_carry_a_lone_surrogate() -> None:
+    from toolreg import ToolError
+    from toolreg.errors import ToolExecutionError
+
+    reg = ToolRegistry(errors="full")
+
+    @reg.register_tool
+    def refuse(text: str) -> str:
+        """Refuse with the tool's own words."""
+        raise ToolError(f"cannot {text}{LONE}")
+
+    @reg.register_tool
+    def crash(text: str) -> str:
+        """Crash with an exception whose text holds a surrogate."""
+        raise ValueError(f"bad {LONE}")
+
+    @reg.register_tool
+    def nested(text: str) -> str:
+        """Raise a call error of its own."""
+        raise ToolExecutionError(f"inner {LONE}", tool_name="nested")
+
+    for name in ("refuse", "crash", "nested"):
+        result = reg.dispatch_tool(name, {"text": "go"})
+        assert not result.ok
+        assert LONE not in result.content
+        assert "\ufffd" in result.content
+        result.content.encode("utf-8")
+        assert result.error is not None
+        assert result.error.message == result.content

@@ -151,3 +151,21 @@ def test_the_registry_holds_a_dispatcher_and_no_class_is_a_mixin() -> None:
     assert toolreg.ToolRegistry in classes
     assert [c.__name__ for c in classes if c.__name__.endswith("Mixin")] == []
     assert ToolRegistry.__mro__ == (ToolRegistry, object)
+
+
+def test_an_async_tools_exception_carries_no_event_loop_context() -> None:
+    """Run from sync code, an async tool's exception is its own: no "no running event loop"
+    RuntimeError from toolreg's loop check hangs off it as its context."""
+    from toolreg import ToolRegistry
+
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    async def fail() -> str:
+        """Fail."""
+        raise LookupError("gone")
+
+    result = reg.dispatch_tool("fail", "{}")
+    assert isinstance(result.exception, LookupError)
+    context = result.exception.__context__
+    assert not isinstance(context, RuntimeError), context

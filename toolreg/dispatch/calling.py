@@ -86,6 +86,12 @@ def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        running = False
+    else:
+        running = True
+    # outside the `except`: the tool's own exceptions must not carry "no running event loop"
+    # as their context
+    if not running:
         return asyncio.run(coro)
     return _in_thread(lambda: asyncio.run(coro), None)
 

@@ -27,7 +27,7 @@ from ..errors import (
     UnknownToolError,
     UsageError,
 )
-from ..jsonvalues import copy_json
+from ..jsonvalues import copy_json, safe_text
 from ..observe import OBSERVER, Trace
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
@@ -384,6 +384,9 @@ def _failed(
         tool_name = name
     else:
         tool_name = err.tool_name or _safe_name(name)
+    # A tool's own words (a ToolError, an exception's text) may hold a lone surrogate, which
+    # would crash whatever encodes the text for the model: replaced, in the error too.
+    err.message = safe_text(err.message)
     result = ToolResult(
         tool_name=tool_name,
         call_id=call_id,
