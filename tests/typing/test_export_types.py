@@ -6,17 +6,15 @@ from __future__ import annotations
 import ast
 import inspect
 import re
-from pathlib import Path
 
 import pytest
+from _mypy import HERE, check_marked_errors, run_mypy
 
 from toolreg import ToolRegistry
 from toolreg.formats import FORMATS
 
-mypy_api = pytest.importorskip("mypy.api")
+pytest.importorskip("mypy.api")
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent.parent
 CLEAN = HERE / "typed_exports.py"
 MISUSE = HERE / "typed_exports_misuse.py"
 
@@ -65,34 +63,13 @@ show_error_codes = True
 
 # A cache of its own inside the project's (git-ignored) .mypy_cache: analysing the SDK takes
 # a while once, later runs a few seconds.
-CACHE = ROOT / ".mypy_cache" / "typing-exports"
+CACHE = "typing-exports"
 
 
 @pytest.fixture(scope="module")
 def mypy_output(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     """One mypy run over both files; its lines grouped by file name."""
-    config = tmp_path_factory.mktemp("mypy") / "mypy.ini"
-    config.write_text(CONFIG, encoding="utf-8")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(ROOT)  # so mypy finds the `toolreg` package
-        stdout, stderr, _ = mypy_api.run(
-            [
-                "--config-file",
-                str(config),
-                "--cache-dir",
-                str(CACHE),
-                "--no-error-summary",
-                str(CLEAN),
-                str(MISUSE),
-            ]
-        )
-    assert stderr == ""
-    lines: dict[str, list[str]] = {CLEAN.name: [], MISUSE.name: []}
-    for line in stdout.splitlines():
-        name = Path(line.split(":")[0]).name
-        if name in lines:
-            lines[name].append(line)
-    return lines
+    return run_mypy(CONFIG, CACHE, [CLEAN, MISUSE], tmp_path_factory.mktemp("mypy"))
 
 
 @pytest.mark.slow
@@ -107,21 +84,7 @@ def test_exports_pass_straight_to_the_sdk(mypy_output: dict[str, list[str]]) -> 
 
 @pytest.mark.slow
 def test_wrong_exports_are_caught(mypy_output: dict[str, list[str]]) -> None:
-    source = MISUSE.read_text(encoding="utf-8").splitlines()
-    expected = {
-        number: match.group(1)
-        for number, text in enumerate(source, start=1)
-        if (match := re.search(r"# error: ([a-z-]+)$", text))
-    }
-    assert len(expected) == 7
-    found: dict[int, set[str]] = {}
-    for line in mypy_output[MISUSE.name]:
-        match = re.search(r":(\d+): error: .*\[([a-z-]+)\]$", line)
-        if match:
-            found.setdefault(int(match.group(1)), set()).add(match.group(2))
-    assert set(found) == set(expected), mypy_output[MISUSE.name]
-    for number, code in expected.items():
-        assert code in found[number], (number, found[number])
+    check_marked_errors(MISUSE, mypy_output[MISUSE.name], 7)
 
 
 def _overloaded_format_names() -> list[str]:
