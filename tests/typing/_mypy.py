@@ -10,6 +10,15 @@ import pytest
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
+STRICT = """
+[mypy]
+strict = True
+python_version = 3.10
+follow_imports = silent
+show_error_codes = True
+"""
+"""A careful user's project: strict, following the imports of the checked files."""
+
 
 def run_mypy(config_text: str, cache: str, files: list[Path], tmp: Path) -> dict[str, list[str]]:
     """One `mypy` run over `files` with the config `config_text` and a cache of its own in the

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from _mypy import HERE, check_marked_errors, run_mypy
+from _mypy import HERE, STRICT, check_marked_errors, run_mypy
 
 pytest.importorskip("mypy.api")
 
@@ -23,16 +23,13 @@ REVEALED = {
 # toolreg itself is checked by `mypy --strict toolreg` in CI; here it is only followed for
 # its types. Third-party packages toolreg's conversation layer uses are skipped: analysing
 # the whole `openai` SDK would take a minute, and nothing here depends on it.
-CONFIG = """
-[mypy]
-strict = True
-python_version = 3.10
-follow_imports = silent
-show_error_codes = True
-
+CONFIG = (
+    STRICT
+    + """
 [mypy-openai.*,httpx.*,pydantic.*,pydantic_core.*,jsonschema.*,docstring_parser.*]
 follow_imports = skip
 """
+)
 
 
 # A cache of its own inside the project's (git-ignored) .mypy_cache: later runs take a second.

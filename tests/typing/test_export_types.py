@@ -8,7 +8,7 @@ import inspect
 import re
 
 import pytest
-from _mypy import HERE, check_marked_errors, run_mypy
+from _mypy import HERE, STRICT, check_marked_errors, run_mypy
 
 from toolreg import ToolRegistry
 from toolreg.formats import FORMATS
@@ -53,13 +53,7 @@ REVEALED: list[tuple[str, ...]] = [
 
 # Strict, like a careful user's project; unlike test_decorator_types.py nothing is skipped:
 # the point is the openai SDK's own param types.
-CONFIG = """
-[mypy]
-strict = True
-python_version = 3.10
-follow_imports = silent
-show_error_codes = True
-"""
+CONFIG = STRICT
 
 # A cache of its own inside the project's (git-ignored) .mypy_cache: analysing the SDK takes
 # a while once, later runs a few seconds.
