@@ -31,6 +31,7 @@ def chat(client: OpenAI) -> str | None:
     completion = client.chat.completions.create(
         model="any-model", messages=messages, tools=registry.get_tools()
     )
+    messages.append(openai.echo(completion))
     for result in registry.dispatch_many(openai.parse_calls(completion)):
         messages.append(openai.observation(result))
     again = client.chat.completions.create(
@@ -61,6 +62,21 @@ def readme_loop(client: OpenAI, calculator: ToolRegistry) -> str:
             tools=calculator_tools,
         )
     return response.output_text
+
+
+def readme_chat_loop(client: OpenAI, calculator: ToolRegistry) -> str | None:
+    """The README's loop on chat completions ("Your own loop, typed for the SDK")."""
+    messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": "6 x 7?"}]
+    completion = client.chat.completions.create(
+        model="any-model", messages=messages, tools=calculator.get_tools()
+    )
+    while calls := openai.parse_calls(completion):
+        messages.append(openai.echo(completion))
+        messages.extend(openai.observation(r) for r in calculator.dispatch_many(calls))
+        completion = client.chat.completions.create(
+            model="any-model", messages=messages, tools=calculator.get_tools()
+        )
+    return completion.choices[0].message.content
 
 
 def legacy(client: OpenAI) -> None:

@@ -24,6 +24,7 @@ def misuse(client: OpenAI, result: ToolResult) -> None:
     client.responses.create(model="m", input="hi", tools=chat_tools)  # error: arg-type
     messages.append(anthropic.observation(result))  # error: arg-type
     items.append(openai.observation(result))  # error: arg-type
+    openai.echo(result)["tool_calls"] = "x"  # error: typeddict-item
     chat_tools[0]["function"]["paramters"]  # error: typeddict-item
     claude[0]["inputSchema"]  # error: typeddict-item
     registry.get_tools("mcp")[0]["annotations"]["readonlyHint"]  # error: typeddict-item

@@ -26,7 +26,8 @@ from ..errors import (
     UsageError,
 )
 from ..formats import Dialect, Format
-from ..jsonvalues import safe_json, strict_decoder
+from ..formats.base import is_json_object
+from ..jsonvalues import safe_json
 from ..result import ToolCall, ToolResult
 from .history import CALL_ITEMS, CALL_KEYS, trim_to_limits
 from .output import OutputSpec
@@ -272,7 +273,7 @@ def _echo(s: LoopSettings, message: Message, drop_calls: bool = False) -> Messag
 
     An item of the Responses API (it has a `type`) goes back exactly as received."""
     if "type" in message:
-        if message.get("type") == "function_call" and not _parseable(message.get("arguments")):
+        if message.get("type") == "function_call" and not is_json_object(message.get("arguments")):
             return {**message, "arguments": "{}"}
         return message
     out = dict(message)
@@ -299,12 +300,12 @@ def _repair_arguments(message: Message) -> None:
     back with `{}`: servers such as llama.cpp's refuse the whole history otherwise, and the
     model would never read the observation that tells it what went wrong."""
     calls = message.get("tool_calls")
-    if isinstance(calls, list) and any(not _parseable(_arguments_of(c)) for c in calls):
+    if isinstance(calls, list) and any(not is_json_object(_arguments_of(c)) for c in calls):
         message["tool_calls"] = [
-            c if _parseable(_arguments_of(c)) else _with_arguments(c, "{}") for c in calls
+            c if is_json_object(_arguments_of(c)) else _with_arguments(c, "{}") for c in calls
         ]
     legacy = message.get("function_call")
-    if isinstance(legacy, dict) and not _parseable(legacy.get("arguments")):
+    if isinstance(legacy, dict) and not is_json_object(legacy.get("arguments")):
         message["function_call"] = {**legacy, "arguments": "{}"}
 
 
@@ -315,18 +316,6 @@ def _arguments_of(call: Any) -> Any:
 
 def _with_arguments(call: dict[str, Any], arguments: str) -> dict[str, Any]:
     return {**call, "function": {**call["function"], "arguments": arguments}}
-
-
-def _parseable(arguments: Any) -> bool:
-    """Whether `arguments` is a JSON object, as text or already decoded."""
-    if isinstance(arguments, dict):
-        return True
-    if not isinstance(arguments, str):
-        return False
-    try:
-        return isinstance(strict_decoder.decode(arguments), dict)
-    except (ValueError, RecursionError):
-        return False
 
 
 def _call_key(call: ToolCall) -> tuple[str, str]:

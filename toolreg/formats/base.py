@@ -19,6 +19,7 @@ from typing_extensions import TypeVar
 
 from ..definition.names import NameRule
 from ..errors import ConversationError
+from ..jsonvalues import strict_decoder
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
 
@@ -34,6 +35,7 @@ __all__ = [
     "assistant_message",
     "entries",
     "function_call_of",
+    "is_json_object",
     "make_call",
     "response_format",
 ]
@@ -144,6 +146,20 @@ def assistant_message(value: Any) -> dict[str, Any]:
         first = choices[0] if choices and isinstance(choices[0], dict) else {}
         data = first.get("message") or first.get("delta") or {}
     return data if isinstance(data, dict) else {}
+
+
+def is_json_object(arguments: Any) -> bool:
+    """Whether a call's `arguments` are a JSON object, as text or already decoded. A local
+    model cut off mid-call sends text that is not; servers such as llama.cpp's refuse a whole
+    history that echoes such text back, so it goes back as `{}` (the observation says why)."""
+    if isinstance(arguments, dict):
+        return True
+    if not isinstance(arguments, str):
+        return False
+    try:
+        return isinstance(strict_decoder.decode(arguments), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def entries(container: Any, key: str) -> list[dict[str, Any]]:

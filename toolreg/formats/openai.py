@@ -7,25 +7,43 @@ toolreg` never loads `openai`), so `tools=registry.get_tools()` and
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..definition.names import NAME_RULES
 from ..errors import ConversationError
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from .base import Dialect, Format, assistant_message, function_call_of
+from .base import Dialect, Format, assistant_message, function_call_of, is_json_object
 
 if TYPE_CHECKING:
-    from openai.types.chat import ChatCompletionToolMessageParam, ChatCompletionToolParam
+    from openai.types.chat import (
+        ChatCompletionAssistantMessageParam,
+        ChatCompletionMessageToolCallUnionParam,
+        ChatCompletionToolMessageParam,
+        ChatCompletionToolParam,
+    )
     from openai.types.shared_params import FunctionDefinition
 
-__all__ = ["FORMAT", "Observation", "ToolDefinition", "definition", "observation", "parse_calls"]
+__all__ = [
+    "FORMAT",
+    "AssistantMessage",
+    "Observation",
+    "ToolDefinition",
+    "definition",
+    "echo",
+    "observation",
+    "parse_calls",
+]
 
 ToolDefinition: TypeAlias = "ChatCompletionToolParam"
 """One entry of `tools=` (`{"type": "function", "function": {...}}`): the SDK's type."""
 
 Observation: TypeAlias = "ChatCompletionToolMessageParam"
 """The `tool` message answering one call: the SDK's type (a `ChatCompletionMessageParam`)."""
+
+AssistantMessage: TypeAlias = "ChatCompletionAssistantMessageParam"
+"""The assistant message sent back before its calls' observations: the SDK's type."""
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
@@ -41,6 +59,49 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefi
 def observation(result: ToolResult) -> Observation:
     """The `tool` message answering one call."""
     return {"role": "tool", "tool_call_id": result.call_id or "", "content": result.content}
+
+
+def echo(message: Any) -> AssistantMessage:
+    """The assistant message to append to `messages` before its calls' observations, from
+    the SDK's message, a whole `ChatCompletion` or a dict: only what a request takes (role,
+    content, refusal, tool_calls), and a call whose arguments are not a JSON object sent back
+    with `{}` (see `formats.base.is_json_object`; the observation tells the model why)."""
+    data = assistant_message(message)
+    content = data.get("content")
+    out: AssistantMessage = {"role": "assistant", "content": content}
+    if content is not None and not isinstance(content, (str, list)):
+        raise ConversationError("the endpoint sent message content that is not text")
+    if isinstance(data.get("refusal"), str):
+        out["refusal"] = data["refusal"]
+    calls = data.get("tool_calls")
+    if calls:
+        if not isinstance(calls, list):
+            raise ConversationError("the endpoint sent tool_calls that are not a list")
+        out["tool_calls"] = [_echo_call(call) for call in calls]
+    elif content is None:
+        out["content"] = ""  # some servers refuse a null content without calls
+    return out
+
+
+def _echo_call(call: Any) -> ChatCompletionMessageToolCallUnionParam:
+    if not isinstance(call, dict):
+        raise ConversationError("the endpoint sent a tool call that is not an object")
+    function = call.get("function")
+    if call.get("type", "function") != "function" or not isinstance(function, dict):
+        return call  # type: ignore[return-value]  # a custom tool's call: as received
+    arguments = function.get("arguments")
+    if isinstance(arguments, dict):  # a server that sent them decoded
+        text = json.dumps(arguments, ensure_ascii=False)
+    elif isinstance(arguments, str) and is_json_object(arguments):
+        text = arguments
+    else:  # cut off mid-call, or not text at all
+        text = "{}"
+    name = function.get("name")
+    return {
+        "id": str(call.get("id") or ""),
+        "type": "function",
+        "function": {"name": name if isinstance(name, str) else "", "arguments": text},
+    }
 
 
 def parse_calls(message: Any) -> list[ToolCall]:
