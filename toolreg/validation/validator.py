@@ -50,7 +50,7 @@ from .keywords import (
     under,
 )
 
-__all__ = ["Problem", "Validator"]
+__all__ = ["Node", "Problem", "Validator", "self_contained_node"]
 
 
 _EXACT: dict[str, tuple[type, ...]] = {
@@ -138,10 +138,13 @@ and a model cannot make validation cost time proportional to a huge list of bad 
 
 
 class _Compiler:
-    def __init__(self, root: Any) -> None:
+    def __init__(self, root: Any, given: Mapping[int, Node] | None = None) -> None:
         self.root = root
         self.memo: dict[int, Node] = {}
         self.boxes: dict[str, list[Node]] = {}
+        # Checks compiled beforehand, by the `id` of their subschema: taken when `build` meets
+        # that very dict in the document (the others are dropped: their ids mean nothing).
+        self.given = dict(given) if given else {}
 
     def resolve(self, ref: str) -> Any:
         if ref != "#" and not ref.startswith("#/"):
@@ -168,6 +171,7 @@ class _Compiler:
             for ref in unbound:
                 self.boxes[ref][0] = self.compile(self.resolve(ref))
                 bound.add(ref)
+        self.given.clear()
         return node
 
     def compile(self, schema: Any) -> Node:
@@ -177,7 +181,10 @@ class _Compiler:
             raise ValueError(f"a schema must be an object or a boolean, not {schema!r}")
         node = self.memo.get(id(schema))
         if node is None:
-            node = self.memo[id(schema)] = self._shared(schema)
+            node = self.given.pop(id(schema), None) if self.given else None
+            if node is None:
+                node = self._shared(schema)
+            self.memo[id(schema)] = node
         return node
 
     def _shared(self, schema: dict[str, Any]) -> Node:
@@ -492,16 +499,44 @@ def _translate(error: Any) -> list[str]:
     return [text if len(text) <= 100 else text[:97] + "..."]
 
 
+def self_contained_node(schema: dict[str, Any]) -> Node | None:
+    """The compiled check of `schema` on its own, for `Validator(nodes=...)`; None when it
+    has a `$ref` (its meaning depends on the document around it), needs jsonschema, or does
+    not compile (the validator of the whole schema then reports why)."""
+    if "$id" in schema:  # a new base for $refs: not the same meaning in a document
+        return None
+    compiler = _Compiler(schema)
+    try:
+        node = compiler.build()
+    except (_Fallback, ValueError, TypeError, AttributeError, KeyError, re.error):
+        return None
+    return None if compiler.boxes else node
+
+
 class Validator:
     """A JSON Schema compiled once, then used to check and coerce many instances."""
 
     __slots__ = ("_compiler", "_fallback", "_node", "_schema", "check")
 
-    def __init__(self, schema: Mapping[str, Any] | bool, *, copy: bool = True) -> None:
+    def __init__(
+        self,
+        schema: Mapping[str, Any] | bool,
+        *,
+        copy: bool = True,
+        nodes: Mapping[int, Node] | None = None,
+    ) -> None:
         """Compile `schema`. With `copy=False` the caller promises never to change it (the
-        validator then works on it in place, and `accepts` reuses its compiled nodes)."""
+        validator then works on it in place, and `accepts` reuses its compiled nodes).
+
+        `nodes` (with `copy=False` only) maps subschemas of `schema`, by `id`, to checks
+        already compiled for them by `self_contained_node`: a function's parameters are
+        built from schema fragments remembered per annotation, each with its check, so that
+        only the object around them is compiled at registration.
+        """
+        if copy and nodes:
+            raise ValueError("nodes= refers to the schema's own subschemas: pass copy=False")
         self._schema: Any = copy_json(schema) if copy else schema
-        self._compiler = _Compiler(self._schema)
+        self._compiler = _Compiler(self._schema, nodes)
         self._fallback: _Jsonschema | None = None
         try:
             self._node = self._compiler.build()
