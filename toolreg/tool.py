@@ -213,6 +213,8 @@ OPTIONS = frozenset(
 
 
 def _check_option_names(owner: str, options: Mapping[str, Any]) -> None:
+    if OPTIONS.issuperset(options):
+        return
     unknown = sorted(set(options) - OPTIONS)
     if unknown:
         raise ToolDefinitionError(
