@@ -63,6 +63,7 @@ NOT_JSONABLE: Any = _NotJsonable()
 
 
 _LEAVES = (str, int, float, bool, type(None))
+_EXACT_LEAVES = frozenset(_LEAVES)
 
 
 def copy_json(value: Any) -> Any:
@@ -70,9 +71,9 @@ def copy_json(value: Any) -> Any:
     tuple a list; immutable leaves are shared. Several times faster than `copy.deepcopy`."""
     kind = type(value)
     if kind is dict:
-        return {k: copy_json(v) for k, v in value.items()}
+        return {k: v if type(v) in _EXACT_LEAVES else copy_json(v) for k, v in value.items()}
     if kind is list or kind is tuple:
-        return [copy_json(v) for v in value]
+        return [v if type(v) in _EXACT_LEAVES else copy_json(v) for v in value]
     if isinstance(value, _LEAVES):
         return value
     if isinstance(value, Mapping):

@@ -32,6 +32,7 @@ from .errors import ToolDefinitionError
 from .jsonvalues import copy_json
 from .types import ANY_TYPES, Converter
 from .validation import Validator
+from .validation.keywords import Node
 from .validation.nulls import NullDropper
 
 __all__ = ["OPTIONS", "CallPlan", "Tool"]
@@ -121,6 +122,8 @@ class Tool:
             params=sig.params,
             description_source=source,
             owner=sig.qualname,
+            # the builder (alive until then) holds these dicts: their ids stay unique
+            nodes={id(schema): check for schema, check in builder.checks},
             **options,
         )
 
@@ -154,7 +157,14 @@ class Tool:
         )
 
     @classmethod
-    def _checked(cls, *, owner: str, tags: Iterable[str] = (), **fields: Any) -> Tool:
+    def _checked(
+        cls,
+        *,
+        owner: str,
+        tags: Iterable[str] = (),
+        nodes: Mapping[int, Node] | None = None,
+        **fields: Any,
+    ) -> Tool:
         _check_options(owner, fields)
         name, parameters = fields["name"], fields["parameters"]
         if fields.get("strict"):  # fail loud now, not at export
@@ -166,6 +176,7 @@ class Tool:
             fields["function"],
             owner,
             bool(fields.get("flatten")),
+            nodes,
         )
         return cls(tags=frozenset(_check_tags(owner, tags)), **fields)
 
@@ -202,6 +213,8 @@ OPTIONS = frozenset(
 
 
 def _check_option_names(owner: str, options: Mapping[str, Any]) -> None:
+    if OPTIONS.issuperset(options):
+        return
     unknown = sorted(set(options) - OPTIONS)
     if unknown:
         raise ToolDefinitionError(
@@ -405,11 +418,13 @@ def _build_plan(
     function: Callable[..., Any],
     owner: str,
     flatten: bool = False,
+    nodes: Mapping[int, Node] | None = None,
 ) -> CallPlan:
     try:
         # The tool's own copy of the schema (read-only from now on) is compiled in place, so
-        # that the checks below reuse the nodes the validator compiled.
-        validator = Validator(parameters, copy=False)
+        # that the checks below reuse the nodes the validator compiled; `nodes` are the
+        # checks of its parameters' fragments, compiled once per annotation.
+        validator = Validator(parameters, copy=False, nodes=nodes)
     except ValueError as exc:
         raise ToolDefinitionError(
             f"the parameters schema cannot be validated: {exc}",

@@ -31,7 +31,8 @@ from ..types import (
     record_for,
     to_jsonable,
 )
-from ..validation import Validator
+from ..validation import Validator, self_contained_node
+from ..validation.keywords import Node
 from . import fields as _fields
 from .constraints import apply_param, jsonable
 from .pydantic_types import pydantic_schema
@@ -53,6 +54,9 @@ class SchemaBuilder:
         self.defs: dict[str, JsonSchema] = {}
         self._def_names: dict[Any, str] = {}
         self._refs = 0  # $refs handed out: a schema that has one belongs to this builder
+        # The schemas `field` handed out, each with its compiled check (see `Validator`'s
+        # `nodes`); kept here, so that no `id` is reused while the list lives.
+        self.checks: list[tuple[JsonSchema, Node]] = []
 
     # -- errors ---------------------------------------------------------------------------
     def unsupported(self, tp: Any, why: str, fix: str) -> UnsupportedTypeError:
@@ -74,24 +78,28 @@ class SchemaBuilder:
         Remembered per (annotation, metadata) when it refers to no class in `$defs`: the same
         annotations recur across tools (`str`, a `Literal`, an Enum, `list[str]`), and their
         schema never changes. The caller gets its own top-level dict (it adds a description
-        or a default); what is nested inside is shared and never changed.
+        or a default); what is nested inside is shared and never changed. The fragment's
+        compiled check is remembered with it and listed in `checks`, for the tool's validator.
         """
         try:
             key: tuple[Any, Param] | None = (tp, param)
             cached = _FRAGMENTS.get(key)  # type: ignore[arg-type]
         except TypeError:  # unhashable metadata (a list of examples, say): built each time
             key = cached = None
-        if cached is not None:
-            return dict(cached)
-        refs = self._refs
-        schema = self.build(tp)
-        if param is not EMPTY_PARAM:
-            schema = apply_param(schema, param, self.definition_error)
-        if key is not None and refs == self._refs:  # no $ref inside: the same everywhere
+        if cached is None:
+            refs = self._refs
+            schema = self.build(tp)
+            if param is not EMPTY_PARAM:
+                schema = apply_param(schema, param, self.definition_error)
+            if key is None or refs != self._refs:  # a $ref inside: this tool's own
+                return schema
             if len(_FRAGMENTS) >= _MAX_FRAGMENTS:
                 _FRAGMENTS.clear()
-            _FRAGMENTS[key] = schema
-            return dict(schema)
+            cached = _FRAGMENTS[key] = (schema, self_contained_node(schema))
+        fragment, check = cached
+        schema = dict(fragment)
+        if check is not None:
+            self.checks.append((schema, check))
         return schema
 
     def jsonable(self, value: Any, what: str) -> Any:
@@ -339,7 +347,7 @@ class FieldLike(Protocol):
 
 
 _REF = "#/$defs/"
-_FRAGMENTS: dict[tuple[Any, Param], JsonSchema] = {}
+_FRAGMENTS: dict[tuple[Any, Param], tuple[JsonSchema, Node | None]] = {}
 _MAX_FRAGMENTS = 4096
 _SCALARS: dict[Any, JsonSchema] = {r.python: dict(r.schema) for r in TYPES}
 """The exact scalar types, for the one dictionary look-up most annotations need."""

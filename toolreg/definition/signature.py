@@ -186,10 +186,11 @@ def resolve_hints(
     With `callable_`, only parameter annotations are read (see `_hint_source`).
     """
     try:
+        if callable_:
+            raw = _parameter_annotations(obj)
+            if type(raw) is dict and not any(map(_needs_evaluation, raw.values())):
+                return raw  # nothing to evaluate: what get_type_hints would return, cheaper
         source = _hint_source(obj) if callable_ else obj
-        raw = getattr(source, "__annotations__", None) if callable_ else None
-        if type(raw) is dict and not any(map(_needs_evaluation, raw.values())):
-            return raw  # nothing to evaluate: what get_type_hints would return, cheaper
         hints = typing.get_type_hints(source, include_extras=True)
         if sys.version_info < (3, 11):  # 3.10 leaves the "Node" of list["Node"] a string
             hints = {k: _resolve_nested(v, *_namespaces(source)) for k, v in hints.items()}
@@ -291,9 +292,8 @@ def _hint_source(fn: Any) -> Any:
     func = getattr(fn, "__func__", fn)  # a bound method
     if not inspect.isfunction(func):
         return fn
-    raw = getattr(func, "__annotations__", None) or {}
     source = types.SimpleNamespace(
-        __annotations__={k: v for k, v in raw.items() if k != "return"},
+        __annotations__=_parameter_annotations(func),
         __globals__=getattr(inspect.unwrap(func), "__globals__", {}),
         __module__=getattr(func, "__module__", None),
     )
@@ -301,6 +301,16 @@ def _hint_source(fn: Any) -> Any:
     if type_params:  # Python 3.12+ `def f[T](...)`
         source.__type_params__ = type_params
     return source
+
+
+def _parameter_annotations(fn: Any) -> Any:
+    """The annotations `_hint_source` hands to `get_type_hints`, as written (read first: when
+    none needs evaluating, they are the hints, and no source is built)."""
+    func = getattr(fn, "__func__", fn)
+    if not inspect.isfunction(func):
+        return getattr(fn, "__annotations__", None)
+    raw = getattr(func, "__annotations__", None) or {}
+    return {k: v for k, v in raw.items() if k != "return"}
 
 
 def _hides_injection(tp: Any, depth: int = 0) -> bool:

@@ -7,6 +7,6 @@
 """
 
 from .keywords import Problem
-from .validator import Validator
+from .validator import Validator, self_contained_node
 
-__all__ = ["Problem", "Validator"]
+__all__ = ["Problem", "Validator", "self_contained_node"]

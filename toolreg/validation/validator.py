@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ..jsonvalues import copy_json
@@ -50,7 +50,7 @@ from .keywords import (
     under,
 )
 
-__all__ = ["Problem", "Validator"]
+__all__ = ["Node", "Problem", "Validator", "self_contained_node"]
 
 
 _EXACT: dict[str, tuple[type, ...]] = {
@@ -81,11 +81,16 @@ _OBJECT_KEYS = frozenset(
     {"properties", "required", "additionalProperties", "patternProperties", "propertyNames"}
     | {"minProperties", "maxProperties"}
 )
+# Object keywords `_plain_object` does not check.
+_MORE_OBJECT_KEYS = frozenset(
+    {"patternProperties", "propertyNames", "minProperties", "maxProperties"}
+)
 # Keys that never change what is valid (`format` is an annotation here, as in jsonschema).
 _ANNOTATION_KEYS = frozenset(
     {"description", "title", "examples", "default", "deprecated", "format", "$comment"}
     | {"readOnly", "writeOnly", "contentMediaType", "contentEncoding"}
 )
+_COMBINATOR_KEYS = frozenset({"allOf", "anyOf", "oneOf", "not", "$ref"})
 _SCALARS = (str, int, float, bool, type(None))
 _SHARED: dict[tuple[Any, ...], Node] = {}
 _MAX_SHARED = 4096
@@ -110,6 +115,19 @@ def _leaf_key(s: dict[str, Any]) -> tuple[Any, ...] | None:
     return tuple(key)
 
 
+_TYPE_SPECS: dict[str, tuple[list[str], tuple[type, ...], frozenset[str]]] = {
+    name: ([name], exact, frozenset([name])) for name, exact in _EXACT.items()
+}
+"""For a `type` that is one name: its names, the Python types that surely match, the set."""
+
+
+def _wrong(v: object, names: list[str], values: list[Any] | None, is_const: bool) -> list[Problem]:
+    """The problem with a value of the wrong type (or outside the enum/const, if given)."""
+    if values is not None and not any(equal(v, x) for x in values):
+        return say(not_one_of(values, v, is_const))
+    return say(f"expected {either(names)}, got {kind(v)}")
+
+
 class _Fallback(Exception):
     """The schema needs a keyword this module does not compile."""
 
@@ -120,10 +138,13 @@ and a model cannot make validation cost time proportional to a huge list of bad 
 
 
 class _Compiler:
-    def __init__(self, root: Any) -> None:
+    def __init__(self, root: Any, given: Mapping[int, Node] | None = None) -> None:
         self.root = root
         self.memo: dict[int, Node] = {}
         self.boxes: dict[str, list[Node]] = {}
+        # Checks compiled beforehand, by the `id` of their subschema: taken when `build` meets
+        # that very dict in the document (the others are dropped: their ids mean nothing).
+        self.given = dict(given) if given else {}
 
     def resolve(self, ref: str) -> Any:
         if ref != "#" and not ref.startswith("#/"):
@@ -150,6 +171,7 @@ class _Compiler:
             for ref in unbound:
                 self.boxes[ref][0] = self.compile(self.resolve(ref))
                 bound.add(ref)
+        self.given.clear()
         return node
 
     def compile(self, schema: Any) -> Node:
@@ -159,13 +181,17 @@ class _Compiler:
             raise ValueError(f"a schema must be an object or a boolean, not {schema!r}")
         node = self.memo.get(id(schema))
         if node is None:
-            node = self.memo[id(schema)] = self._shared(schema)
+            node = self.given.pop(id(schema), None) if self.given else None
+            if node is None:
+                node = self._shared(schema)
+            self.memo[id(schema)] = node
         return node
 
     def _shared(self, schema: dict[str, Any]) -> Node:
         """A flat schema's node is shared by every validator (compiled from a private copy,
-        so that no caller's later change reaches it); anything else is compiled here."""
-        key = _leaf_key(schema)
+        so that no caller's later change reaches it); anything else is compiled here. The
+        root (an object with properties, as a rule) is this validator's own."""
+        key = None if schema is self.root else _leaf_key(schema)
         if key is None:
             return self._node(schema)
         node = _SHARED.get(key)
@@ -177,68 +203,81 @@ class _Compiler:
         return node
 
     def _node(self, s: dict[str, Any]) -> Node:
-        if _UNSUPPORTED.intersection(s) or ("$id" in s and s is not self.root):
+        if not _UNSUPPORTED.isdisjoint(s) or ("$id" in s and s is not self.root):
             raise _Fallback
-        checks = [check for check in self._checks(s) if check is not accept]
+        checks = self._checks(s)
         rest = accept if not checks else checks[0] if len(checks) == 1 else all_of(checks)
         if "type" not in s:
             return rest
-        names = [s["type"]] if isinstance(s["type"], str) else list(s["type"])
-        if not names or not set(names) <= _EXACT.keys():
-            raise ValueError(f"unknown type {s['type']!r}")
-        exact, want = tuple(t for n in names for t in _EXACT[n]), frozenset(names)
+        spec = _TYPE_SPECS.get(s["type"]) if isinstance(s["type"], str) else None
+        if spec is None:
+            names = [s["type"]] if isinstance(s["type"], str) else list(s["type"])
+            if not names or not set(names) <= _EXACT.keys():
+                raise ValueError(f"unknown type {s['type']!r}")
+            spec = names, tuple(t for n in names for t in _EXACT[n]), frozenset(names)
+        names, exact, want = spec
         values = [s["const"]] if "const" in s else s.get("enum")
+        is_const = "const" in s
+        if rest is accept:
 
-        def wrong(v: object) -> list[Problem]:
-            if values is not None and not any(equal(v, x) for x in values):
-                return say(not_one_of(values, v, "const" in s))
-            return say(f"expected {either(names)}, got {kind(v)}")
+            def typed(v: Any) -> Errors:
+                if type(v) in exact or is_type(want, v):
+                    return None
+                return _wrong(v, names, values, is_const)
 
-        def typed(v: Any) -> Errors:
-            return None if type(v) in exact or is_type(want, v) else wrong(v)
-
+            return typed
         if names == ["string"] and s.keys() - _ANNOTATION_KEYS == {"type", "enum"}:
             strings = frozenset(x for x in s["enum"] if isinstance(x, str))
             if len(strings) == len(s["enum"]):  # a Literal or Enum of strings: one check
 
                 def string_enum(v: Any) -> Errors:
-                    return None if isinstance(v, str) and v in strings else wrong(v)
+                    if isinstance(v, str) and v in strings:
+                        return None
+                    return _wrong(v, names, values, is_const)
 
                 return string_enum
 
         def node(v: Any) -> Errors:
-            return rest(v) if type(v) in exact or is_type(want, v) else wrong(v)
+            if type(v) in exact or is_type(want, v):
+                return rest(v)
+            return _wrong(v, names, values, is_const)
 
-        return typed if rest is accept else node
+        return node
 
-    def _checks(self, s: dict[str, Any]) -> Iterator[Node]:
+    def _checks(self, s: dict[str, Any]) -> list[Node]:
+        """The checks of `s`'s keywords other than `type` (those that accept everything
+        left out). A list built in place: compiling runs at every registration."""
+        checks: list[Node] = []
         keys = s.keys()
         if "const" in s or "enum" in s:
-            yield enum_node(s)
+            checks.append(enum_node(s))
         if not _STRING_KEYS.isdisjoint(keys):
-            yield string_node(s)
+            checks.append(string_node(s))
         if not _NUMBER_KEYS.isdisjoint(keys):
-            yield numeric_node(s)
+            checks.append(numeric_node(s))
         if not _ARRAY_KEYS.isdisjoint(keys):
-            yield self._array(s)
+            checks.append(self._array(s))
         if not _OBJECT_KEYS.isdisjoint(keys):
-            yield self._object(s)
+            checks.append(self._object(s))
+        if _COMBINATOR_KEYS.isdisjoint(keys):
+            return [check for check in checks if check is not accept]
         for sub in s.get("allOf", ()):
-            yield self.compile(sub)
+            checks.append(self.compile(sub))
         for key in ("anyOf", "oneOf"):
             if key in s:
                 alts = [self.compile(sub) for sub in s[key]]
                 if not alts:
                     raise ValueError(f"{key} must not be empty")
                 sigs = [self._types_of(sub) for sub in s[key]]
-                yield (one_of if key == "oneOf" else any_of)(alts, sigs)
+                checks.append((one_of if key == "oneOf" else any_of)(alts, sigs))
         if "not" in s:
             inner = self.compile(s["not"])
-            yield lambda v: None if inner(v) is not None else say("value is not allowed")
+            checks.append(lambda v: None if inner(v) is not None else say("value is not allowed"))
         if "$ref" in s:
             self.resolve(s["$ref"])
             box = self.boxes.setdefault(s["$ref"], [accept])
-            yield lambda v: box[0](v)
+            checks.append(lambda v: box[0](v))
+        return [check for check in checks if check is not accept]
 
     def _types_of(self, s: Any) -> list[str] | None:
         """The JSON types a subschema accepts, when its `type`, `enum` or `const` say."""
@@ -306,22 +345,26 @@ class _Compiler:
         required = s.get("required", [])
         if not isinstance(required, list):
             raise ValueError(f"required must be a list, not {required!r}")
-        missing = {k: Problem((), f"missing required property {render(k)}") for k in required}
+        required = list(dict.fromkeys(required))
         closed, other = (
             s.get("additionalProperties") is False,
             self.compile(s.get("additionalProperties", True)),
         )
+        if _MORE_OBJECT_KEYS.isdisjoint(s):  # the usual object: nothing more to compile
+            if not (props or required or other is not accept):
+                return accept
+            return _plain_object(props, required, closed, other)
         patterns = [
             (re.compile(p), self.compile(sub)) for p, sub in s.get("patternProperties", {}).items()
         ]
         names = self.compile(s["propertyNames"]) if "propertyNames" in s else None
         lo, hi = number_keyword(s, "minProperties", 0), number_keyword(s, "maxProperties")
         if not (
-            props or missing or other is not accept or patterns or names or lo or hi is not None
+            props or required or other is not accept or patterns or names or lo or hi is not None
         ):
             return accept
         if not patterns and names is None and not lo and hi is None:
-            return _plain_object(props, missing, closed, other)
+            return _plain_object(props, required, closed, other)
         get = props.get
 
         def check(v: Any) -> Errors:
@@ -332,9 +375,9 @@ class _Compiler:
                 errors = say(f"must have at least {count(lo, 'property')}")
             if hi is not None and len(v) > hi:
                 errors = say(f"must have at most {count(hi, 'property')}")
-            for key in missing:
+            for key in required:
                 if key not in v:
-                    errors = join(errors, [missing[key]])
+                    errors = join(errors, [_missing(key)])
             for key, item in v.items():
                 if names is not None and (bad := names(key)) is not None:
                     text = f"invalid property name {render(key)}: {bad[0].message}"
@@ -358,19 +401,21 @@ class _Compiler:
         return check
 
 
-def _plain_object(
-    props: dict[str, Node], missing: dict[str, Problem], closed: bool, other: Node
-) -> Node:
+def _missing(key: object) -> Problem:
+    return Problem((), f"missing required property {render(key)}")
+
+
+def _plain_object(props: dict[str, Node], required: list[Any], closed: bool, other: Node) -> Node:
     """The usual object (properties, required, additionalProperties): one pass, and the
     required keys checked as a set, in C."""
-    get, required = props.get, frozenset(missing)
+    get, keys = props.get, frozenset(required)
 
     def check(v: Any) -> Errors:
         if not isinstance(v, dict):
             return None
         errors: Errors = None
-        if not required <= v.keys():
-            errors = [problem for key, problem in missing.items() if key not in v]
+        if not keys <= v.keys():
+            errors = [_missing(key) for key in required if key not in v]
         for key, item in v.items():
             sub = get(key)
             if sub is None:
@@ -454,16 +499,44 @@ def _translate(error: Any) -> list[str]:
     return [text if len(text) <= 100 else text[:97] + "..."]
 
 
+def self_contained_node(schema: dict[str, Any]) -> Node | None:
+    """The compiled check of `schema` on its own, for `Validator(nodes=...)`; None when it
+    has a `$ref` (its meaning depends on the document around it), needs jsonschema, or does
+    not compile (the validator of the whole schema then reports why)."""
+    if "$id" in schema:  # a new base for $refs: not the same meaning in a document
+        return None
+    compiler = _Compiler(schema)
+    try:
+        node = compiler.build()
+    except (_Fallback, ValueError, TypeError, AttributeError, KeyError, re.error):
+        return None
+    return None if compiler.boxes else node
+
+
 class Validator:
     """A JSON Schema compiled once, then used to check and coerce many instances."""
 
     __slots__ = ("_compiler", "_fallback", "_node", "_schema", "check")
 
-    def __init__(self, schema: Mapping[str, Any] | bool, *, copy: bool = True) -> None:
+    def __init__(
+        self,
+        schema: Mapping[str, Any] | bool,
+        *,
+        copy: bool = True,
+        nodes: Mapping[int, Node] | None = None,
+    ) -> None:
         """Compile `schema`. With `copy=False` the caller promises never to change it (the
-        validator then works on it in place, and `accepts` reuses its compiled nodes)."""
+        validator then works on it in place, and `accepts` reuses its compiled nodes).
+
+        `nodes` (with `copy=False` only) maps subschemas of `schema`, by `id`, to checks
+        already compiled for them by `self_contained_node`: a function's parameters are
+        built from schema fragments remembered per annotation, each with its check, so that
+        only the object around them is compiled at registration.
+        """
+        if copy and nodes:
+            raise ValueError("nodes= refers to the schema's own subschemas: pass copy=False")
         self._schema: Any = copy_json(schema) if copy else schema
-        self._compiler = _Compiler(self._schema)
+        self._compiler = _Compiler(self._schema, nodes)
         self._fallback: _Jsonschema | None = None
         try:
             self._node = self._compiler.build()
