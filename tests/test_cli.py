@@ -820,3 +820,14 @@ def test_chat_names_the_url_of_an_endpoint_answering_500_and_stops() -> None:
     assert "500" in line
     assert "the model crashed" in line
     assert done.stdout.count("you> ") == 1
+
+
+def test_demo_names_the_url_of_a_failing_endpoint() -> None:
+    """`toolreg demo` pointed at a real endpoint that fails: one line naming its URL, exit 1
+    (an endpoint's failure, not a usage error)."""
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    done = toolreg("demo", env={"OPENAI_BASE_URL": url, "TOOLREG_MODEL": "m"})
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"toolreg: {url}: ")
+    assert "Connection error" in line

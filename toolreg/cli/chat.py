@@ -19,7 +19,13 @@ from ..jsonvalues import safe_text
 from ..registry import ToolRegistry
 from .demo import print_hooks
 
-__all__ = ["ask_approval", "chat_loop"]
+__all__ = ["ask_approval", "chat_loop", "endpoint_failed"]
+
+
+def endpoint_failed(url: str, exc: ConversationError) -> int:
+    """Say on one line of stderr which endpoint failed and how; the exit status (1)."""
+    print(f"toolreg: {url.rstrip('/')}: {' '.join(str(exc).split())}", file=sys.stderr)
+    return 1
 
 
 def ask_approval(pending: PendingCall) -> Any:
@@ -77,8 +83,6 @@ def chat_loop(
             while reply.stop_reason == "approval_required":
                 reply = conversation.resume({p.call_id: ask_approval(p) for p in reply.pending})
         except ConversationError as exc:
-            url = str(client.base_url).rstrip("/")
-            print(f"toolreg: {url}: {' '.join(str(exc).split())}", file=sys.stderr)
-            return 1
+            return endpoint_failed(str(client.base_url), exc)
         print(safe_text(f"assistant> {reply.text}"))
     return 0

@@ -3,11 +3,11 @@
 TARGET is a file (`samples/weather.py`), a module (`samples.weather`),
 `module:attribute` naming a `ToolRegistry`, or an MCP server (`mcp:URL`, `mcp:'command'`).
 
-Exit status: 0 ok; 1 the result was an error, the lint found errors, or `chat`'s endpoint
-failed (one line on stderr naming its URL); 2 usage errors (one line on stderr with the
-fix). `--debug`, before or after the command, shows tracebacks instead: of toolreg's own
-errors, and of a failing tool starting at its own frames. Functions are named as
-`file.py:function`, never by the module name a target file is loaded under.
+Exit status: 0 ok; 1 the result was an error, the lint found errors, or the endpoint of
+`chat` or `demo` failed (one line on stderr naming its URL); 2 usage errors (one line on
+stderr with the fix). `--debug`, before or after the command, shows tracebacks instead: of
+toolreg's own errors, and of a failing tool starting at its own frames. Functions are named
+as `file.py:function`, never by the module name a target file is loaded under.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ import traceback
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from ..errors import ToolDefinitionError, UsageError
+from ..errors import ConversationError, ToolDefinitionError, UsageError
 from ..formats import DIALECTS, FORMATS
 from ..jsonvalues import safe_text
 from ..registry import ToolRegistry
 from ..result import ToolResult
 from ..tool import Tool
 from ..types import to_json
-from .chat import chat_loop
+from .chat import chat_loop, endpoint_failed
 from .demo import Demo, run_demo
 from .failures import tool_failures
 from .lint import lint_registry
@@ -294,7 +294,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
         raise UsageError(f"sample '{args.sample}' has no DEMO")
     if args.trace:
         _trace_to_stderr()
-    run_demo(demo, confirm="y" if args.yes else None)
+    try:
+        run_demo(demo, confirm="y" if args.yes else None)
+    except ConversationError as exc:
+        url = os.environ.get("OPENAI_BASE_URL")
+        if not url or not os.environ.get("TOOLREG_MODEL"):
+            raise  # the scripted model failed: toolreg's own bug, not an endpoint's
+        return endpoint_failed(url, exc)
     return 0
 
 
@@ -335,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Inspect, call, lint, chat with and serve the tools of a Python file, a "
         "module or an MCP server.",
         epilog="Exit status: 0 ok; 1 an error result, lint errors, or an endpoint that failed "
-        "in chat; 2 a usage error (one line on stderr saying how to fix it).",
+        "in chat or demo; 2 a usage error (one line on stderr saying how to fix it).",
         parents=[common],
     )
     parser.add_argument(
