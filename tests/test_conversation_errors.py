@@ -190,10 +190,10 @@ def test_programming_errors_are_not_disguised(registry: ToolRegistry) -> None:
         assert server.requests == []
 
 
-def test_broken_call_arguments_are_echoed_parseable_and_the_model_is_told() -> None:
-    """A small local model cut off at max_tokens sends arguments that are not JSON. Like
-    llama.cpp's server, ScriptedServer refuses a history that echoes them as they are; the
-    loop echoes `{}` instead and the observation says what was wrong, so the model retries."""
+def _cut_off_call() -> tuple[ToolRegistry, list[Any]]:
+    """A weather tool, and a model whose first call is cut off mid-arguments (a small local
+    model at max_tokens), then retries: ScriptedServer, like llama.cpp's server, refuses a
+    history that echoes the broken arguments as they are."""
     from toolreg.testing import call, tool_calls
 
     reg = ToolRegistry()
@@ -208,6 +208,13 @@ def test_broken_call_arguments_are_echoed_parseable_and_the_model_is_told() -> N
         tool_call("get_weather", city="Paris"),
         text("Sunny in both."),
     ]
+    return reg, script
+
+
+def test_broken_call_arguments_are_echoed_parseable_and_the_model_is_told() -> None:
+    """The loop echoes `{}` for broken arguments and the observation says what was wrong,
+    so the model retries."""
+    reg, script = _cut_off_call()
     with ScriptedServer(script) as server:
         reply = Conversation(server.client(), "m", registry=reg).send("Paris and Rome?")
         second = server.requests[1]["messages"]
@@ -217,6 +224,39 @@ def test_broken_call_arguments_are_echoed_parseable_and_the_model_is_told() -> N
     assert second[-2]["content"].startswith("Arguments are not valid JSON")
     assert [r.error_kind for r in reply.tool_results] == ["invalid_json", None, None]
     assert server.errors == []
+
+
+def test_a_hand_written_chat_loop_echoes_with_openai_echo() -> None:
+    """`formats.openai.echo` turns the SDK's message into the assistant message a request
+    takes; with the observations after it, a hand-written loop on the SDK runs to the
+    answer, broken arguments going back as `{}` like the loop's."""
+    from openai.types.chat import ChatCompletionMessageParam
+
+    from toolreg.formats import openai as openai_format
+
+    reg, script = _cut_off_call()
+    messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Paris, Rome?"}]
+    with ScriptedServer(script) as server:
+        client = server.client()
+        completion = client.chat.completions.create(
+            model="m", messages=messages, tools=reg.get_tools()
+        )
+        while calls := openai_format.parse_calls(completion):
+            messages.append(openai_format.echo(completion))
+            messages.extend(openai_format.observation(r) for r in reg.dispatch_many(calls))
+            completion = client.chat.completions.create(
+                model="m", messages=messages, tools=reg.get_tools()
+            )
+        sent = server.requests[1]["messages"]
+    assert completion.choices[0].message.content == "Sunny in both."
+    assert server.errors == []
+    first = sent[1]
+    assert first["role"] == "assistant"
+    assert first["content"] is None
+    assert [c["function"]["arguments"] for c in first["tool_calls"]] == ["{}", '{"city": "Rome"}']
+    assert [c["id"] for c in first["tool_calls"]] == [m["tool_call_id"] for m in sent[2:4]]
+    assert sent[2]["content"].startswith("Arguments are not valid JSON")
+    assert set(first) == {"role", "content", "tool_calls"}  # nothing only a response has
 
 
 # -- answers of the wrong shape ---------------------------------------------------------------

@@ -256,52 +256,6 @@ def test_chatglm3_and_functions_take_sdk_objects_too() -> None:
 # -- the assistant message, sent back -----------------------------------------------------------
 
 
-def test_a_hand_written_chat_loop_echoes_with_openai_echo() -> None:
-    """`formats.openai.echo` turns the SDK's message into the assistant message a request
-    takes; with the observations after it, a hand-written loop runs to the answer. A call cut
-    off mid-arguments goes back as `{}` (ScriptedServer, like llama.cpp's server, refuses a
-    history that echoes unparseable arguments) and the model is told what was wrong."""
-    from openai.types.chat import ChatCompletionMessageParam
-
-    from toolreg.formats import openai as openai_format
-    from toolreg.testing import ScriptedServer, call, text, tool_call, tool_calls
-
-    reg = ToolRegistry()
-
-    @reg.register_tool
-    def get_weather(city: str) -> str:
-        """Weather of a city."""
-        return f"sunny in {city}"
-
-    script = [
-        tool_calls(call("get_weather", '{"city": "Par'), call("get_weather", city="Rome")),
-        tool_call("get_weather", city="Paris"),
-        text("Sunny in both."),
-    ]
-    messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": "Paris, Rome?"}]
-    with ScriptedServer(script) as server:
-        client = server.client()
-        completion = client.chat.completions.create(
-            model="m", messages=messages, tools=reg.get_tools()
-        )
-        while calls := openai_format.parse_calls(completion):
-            messages.append(openai_format.echo(completion))
-            messages.extend(openai_format.observation(r) for r in reg.dispatch_many(calls))
-            completion = client.chat.completions.create(
-                model="m", messages=messages, tools=reg.get_tools()
-            )
-        sent = server.requests[1]["messages"]
-    assert completion.choices[0].message.content == "Sunny in both."
-    assert server.errors == []
-    first = sent[1]
-    assert first["role"] == "assistant"
-    assert first["content"] is None
-    assert [c["function"]["arguments"] for c in first["tool_calls"]] == ["{}", '{"city": "Rome"}']
-    assert [c["id"] for c in first["tool_calls"]] == [m["tool_call_id"] for m in sent[2:4]]
-    assert sent[2]["content"].startswith("Arguments are not valid JSON")
-    assert set(first) == {"role", "content", "tool_calls"}  # nothing only a response has
-
-
 def test_openai_echo_takes_messages_completions_and_dicts() -> None:
     from toolreg.errors import ConversationError
     from toolreg.formats import openai as openai_format
