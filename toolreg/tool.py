@@ -213,12 +213,10 @@ OPTIONS = frozenset(
 
 
 def _check_option_names(owner: str, options: Mapping[str, Any]) -> None:
-    if OPTIONS.issuperset(options):
-        return
-    unknown = sorted(set(options) - OPTIONS)
+    unknown = options.keys() - OPTIONS
     if unknown:
         raise ToolDefinitionError(
-            f"unknown option {', '.join(map(repr, unknown))}",
+            f"unknown option {', '.join(map(repr, sorted(unknown)))}",
             function=owner,
             fix=f"use only name, description, {', '.join(sorted(OPTIONS))}",
         )

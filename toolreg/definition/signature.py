@@ -190,7 +190,7 @@ def resolve_hints(
             raw = _parameter_annotations(obj)
             if type(raw) is dict and not any(map(_needs_evaluation, raw.values())):
                 return raw  # nothing to evaluate: what get_type_hints would return, cheaper
-        source = _hint_source(obj) if callable_ else obj
+        source = _hint_source(obj, raw) if callable_ else obj
         hints = typing.get_type_hints(source, include_extras=True)
         if sys.version_info < (3, 11):  # 3.10 leaves the "Node" of list["Node"] a string
             hints = {k: _resolve_nested(v, *_namespaces(source)) for k, v in hints.items()}
@@ -281,8 +281,9 @@ def _annotation_mentioning(obj: Any, name: str) -> str | None:
     return None
 
 
-def _hint_source(fn: Any) -> Any:
-    """What `get_type_hints` should read for `fn`: its parameter annotations only.
+def _hint_source(fn: Any, annotations: Any) -> Any:
+    """What `get_type_hints` should read for `fn`: its parameter annotations only (as
+    `_parameter_annotations` read them).
 
     The return annotation is left out (it is not part of the tool's schema, so a forward
     reference in it must not block registration), and so is Python 3.10's implicit
@@ -293,7 +294,7 @@ def _hint_source(fn: Any) -> Any:
     if not inspect.isfunction(func):
         return fn
     source = types.SimpleNamespace(
-        __annotations__=_parameter_annotations(func),
+        __annotations__=annotations,
         __globals__=getattr(inspect.unwrap(func), "__globals__", {}),
         __module__=getattr(func, "__module__", None),
     )
@@ -304,8 +305,8 @@ def _hint_source(fn: Any) -> Any:
 
 
 def _parameter_annotations(fn: Any) -> Any:
-    """The annotations `_hint_source` hands to `get_type_hints`, as written (read first: when
-    none needs evaluating, they are the hints, and no source is built)."""
+    """A function's parameter annotations as written, without `return` (read first: when none
+    needs evaluating, they are the hints, and no source for `get_type_hints` is built)."""
     func = getattr(fn, "__func__", fn)
     if not inspect.isfunction(func):
         return getattr(fn, "__annotations__", None)

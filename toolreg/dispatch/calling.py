@@ -86,14 +86,12 @@ def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        running = False
-    else:
-        running = True
-    # outside the `except`: the tool's own exceptions must not carry "no running event loop"
-    # as their context
-    if not running:
-        return asyncio.run(coro)
-    return _in_thread(lambda: asyncio.run(coro), None)
+        pass
+    else:  # under a running loop: in a thread of its own
+        return _in_thread(lambda: asyncio.run(coro), None)
+    # No loop here. Run outside the `except`, so that the tool's own exceptions do not carry
+    # "no running event loop" as their context.
+    return asyncio.run(coro)
 
 
 _GRACE = 0.05  # seconds for the loop inside to report its own timeout first

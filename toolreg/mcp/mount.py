@@ -90,19 +90,9 @@ def _text_of(value: RemoteResult) -> str:
     return value.text
 
 
-def mount(
-    registry: ToolRegistry,
-    server: str | Sequence[str],
-    *,
-    prefix: str = "",
-    include: Iterable[str] | None = None,
-    timeout: float = 30.0,
-    connect_timeout: float = 30.0,
-    env: Mapping[str, str] | None = None,
-    headers: Mapping[str, str] | None = None,
-) -> Mount:
-    """Mount the tools of the MCP server `server` into `registry`; use the result as
-    `with mount(...):` or `async with mount(...):`.
+class Mount:
+    """The tools of the MCP server `server` in `registry` while the mount is open; use it as
+    `with mount(...):` or `async with mount(...):` (`mount` is this class).
 
     `server` is a streamable-HTTP URL, or a stdio command as a list of strings
     (`["uvx", "mcp-server-time"]`; its environment is the SDK's safe default plus `env`).
@@ -110,20 +100,6 @@ def mount(
     `timeout` bounds every call and `connect_timeout` starting, connecting and listing, in
     seconds; `headers` go with every HTTP request (e.g. `{"Authorization": "Bearer ..."}`).
     """
-    return Mount(
-        registry,
-        server,
-        prefix=prefix,
-        include=include,
-        timeout=timeout,
-        connect_timeout=connect_timeout,
-        env=env,
-        headers=headers,
-    )
-
-
-class Mount:
-    """The tools of one MCP server in a registry, while the mount is open (see `mount`)."""
 
     def __init__(
         self,
@@ -497,6 +473,10 @@ class Mount:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             _log.warning("refreshing the tools of %s failed: %s", self._label(), task.exception())
+
+
+mount = Mount
+"""`mount(registry, server, ...)`: the verb users write; see `Mount`."""
 
 
 def _seconds(name: str, value: object) -> float:
