@@ -32,18 +32,21 @@ STYLES = {
 
 
 def _modules(name: str) -> Iterator[ModuleType]:
+    """The package and every module below it that imports here.
+
+    A module that fails to import in any way is passed over, a package with it: openai's
+    `helpers` package raises its own MissingDependencyError (not an ImportError) where numpy
+    is absent, which `pkgutil.walk_packages` would let escape, so the walk is done here.
+    """
     try:
-        package = importlib.import_module(name)
-    except Exception:
+        module = importlib.import_module(name)
+    except BaseException:  # optional dependencies missing, platform modules...
         return
-    yield package
-    for info in pkgutil.walk_packages(getattr(package, "__path__", []), name + "."):
+    yield module
+    for info in pkgutil.iter_modules(getattr(module, "__path__", None) or [], name + "."):
         if any(part in info.name for part in ("test", "conftest", "__main__", "cli")):
             continue
-        try:
-            yield importlib.import_module(info.name)
-        except BaseException:  # optional dependencies missing, platform modules...
-            continue
+        yield from _modules(info.name)
 
 
 def _docstrings() -> list[str]:
