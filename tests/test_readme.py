@@ -11,17 +11,41 @@ import types
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 
 import toolreg
 from toolreg.testing import ScriptedServer, text, tool_call
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.DOTALL)
+TOKENS = MarkdownIt("commonmark").parse(README)
 
 
 def blocks(language: str) -> list[str]:
-    return [body for lang, body in BLOCK.findall(README) if lang == language]
+    """The README's code blocks in `language`, as a CommonMark renderer sees them."""
+    return [t.content for t in TOKENS if t.type == "fence" and t.info.strip() == language]
+
+
+def test_every_code_fence_closes_and_every_heading_renders() -> None:
+    lines = README.splitlines()
+    for token in TOKENS:
+        if token.type != "fence":
+            continue
+        assert token.map is not None
+        start, end = token.map
+        closer = lines[end - 1].strip() if end - 1 > start else ""
+        assert closer.startswith("```"), f"the code fence at README line {start + 1} never closes"
+        swallowed = [line for line in token.content.splitlines() if line.startswith("## ")]
+        assert not swallowed, f"headings inside the fence at line {start + 1}: {swallowed}"
+    rendered = [TOKENS[i + 1].content for i, t in enumerate(TOKENS) if t.type == "heading_open"]
+    fenced = {i for t in TOKENS if t.type == "fence" and t.map for i in range(*t.map)}
+    written = [
+        line.lstrip("#").strip()
+        for number, line in enumerate(lines)
+        if re.match(r"#{1,6} ", line) and number not in fenced
+    ]
+    assert rendered == written
+    assert len(rendered) >= 20
 
 
 @pytest.fixture
@@ -32,13 +56,25 @@ def clean_default_registry() -> object:
         toolreg.default_registry.unregister(name)
 
 
+TEST_COMMAND = "pip install -e '.[dev]' && pytest"
+
+
 def test_readme_has_the_two_quickstart_commands() -> None:
     shell = "\n".join(blocks("bash"))
     assert "pip install . && toolreg demo" in shell
-    assert "pip install -e '.[dev]' && pytest" in shell
+    assert TEST_COMMAND in shell.splitlines()
+
+
+def test_ci_runs_exactly_the_readmes_test_command_in_a_fresh_venv() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert "pip install -e '.[dev]'" in ci
-    assert re.search(r"^pytest$", ci, re.MULTILINE), "CI must run the README's test command"
+    lines = [line.strip() for line in ci.splitlines()]
+    # the same string, on a line of its own (`|| exit $?`: a failing install stops the run,
+    # which `set -e` alone does not do for the left side of `&&`)
+    assert TEST_COMMAND + " || exit $?" in lines, "CI must run the README's test command"
+    assert 'python3 -m venv "$work/dev"' in lines  # in a venv made for this run
+    assert "--system-site-packages" not in ci  # nothing of the machine's interpreter
+    assert 'python3 -m venv "$work/user"' in lines  # the main job in a venv of its own
+    assert "toolreg demo" in lines
 
 
 @pytest.mark.usefixtures("clean_default_registry")
@@ -97,3 +133,85 @@ def test_shell_examples_run(line: str) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+def _sections() -> list[tuple[str, str, list[str]]]:
+    """Each `##` section: its title, its text and its python blocks."""
+    lines = README.splitlines()
+    heads = [
+        (t.map[0], TOKENS[i + 1].content)
+        for i, t in enumerate(TOKENS)
+        if t.type == "heading_open" and t.tag == "h2" and t.map
+    ]
+    sections = []
+    for (start, title), (end, _) in zip(heads, [*heads[1:], (len(lines), "")]):
+        codes = [
+            t.content
+            for t in TOKENS
+            if t.type == "fence"
+            and t.info.strip() == "python"
+            and t.map
+            and start <= t.map[0] < end
+        ]
+        sections.append((title, "\n".join(lines[start:end]), codes))
+    return sections
+
+
+def _requirement_names(requirements: list[str]) -> set[str]:
+    return {
+        re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].lower().replace("_", "-") for r in requirements
+    }
+
+
+def _distributions_of(module: str) -> set[str]:
+    """The installed distributions that ship `module` (a namespace package such as
+    `opentelemetry` is shared by several: the one with the module's own folder or file)."""
+    import importlib.metadata as metadata
+
+    parts = module.split(".")
+    found = set()
+    for dist in metadata.packages_distributions().get(parts[0], []):
+        files = {str(f) for f in metadata.files(dist) or []}
+        folder = "/".join(parts)
+        if any(f.startswith(folder + "/") or f == folder + ".py" for f in files):
+            found.add(dist.lower().replace("_", "-"))
+    return found
+
+
+def test_a_sections_documented_install_gives_what_its_examples_import() -> None:
+    # `pip install 'toolreg[otel]'` must be enough for the Tracing example to run: every module
+    # it imports comes from toolreg, a runtime dependency or that extra.
+    import ast
+    import importlib.metadata as metadata
+
+    # toolreg's own metadata, as pip sees it: `extra == "otel"` marks the otel extra's entries
+    requires = metadata.requires("toolreg") or []
+    runtime = _requirement_names([r for r in requires if "extra ==" not in r])
+    checked = 0
+    for title, section, codes in _sections():
+        extras = re.findall(r"pip install '?toolreg\[(\w+)\]'?", section)
+        if not extras:
+            continue
+        allowed = set(runtime)
+        for extra in extras:
+            marker = re.compile(rf"extra\s*==\s*['\"]{extra}['\"]")
+            allowed |= _requirement_names([r for r in requires if marker.search(r)])
+        for code in codes:
+            for node in ast.walk(ast.parse(code)):
+                if isinstance(node, ast.Import):
+                    modules = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    modules = [node.module]
+                else:
+                    continue
+                for module in modules:
+                    top = module.split(".")[0]
+                    if top == "toolreg" or top in sys.stdlib_module_names:
+                        continue
+                    dists = _distributions_of(module)
+                    assert dists & allowed, (
+                        f"README section {title!r}: `{module}` is not installed by "
+                        f"pip install 'toolreg[{','.join(extras)}]' (it comes from {dists})"
+                    )
+                    checked += 1
+    assert checked
