@@ -215,3 +215,73 @@ def test_the_logged_line_is_bounded_one_line_and_encodable(
         assert "\n" not in line
         assert "\r" not in line
         line.encode("utf-8")  # no lone surrogate
+
+
+class _Counted(Exception):
+    """An exception whose text is costly: its `__str__` counts how often it is made."""
+
+    calls = 0
+
+    def __str__(self) -> str:
+        type(self).calls += 1
+        return "the ledger is locked"
+
+
+class _Broken(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text for you")
+
+
+def _raising_registry(exc: Exception, errors: Any = "redact") -> ToolRegistry:
+    reg = ToolRegistry(errors=errors)
+
+    @reg.register_tool
+    def post() -> str:
+        """Post the ledger."""
+        raise exc
+
+    @reg.register_tool
+    async def post_later() -> str:
+        """Post the ledger, later."""
+        raise exc
+
+    return reg
+
+
+@pytest.mark.parametrize("errors", ["redact", "mask", "full"])
+def test_an_exceptions_text_is_made_once_per_failure(
+    caplog: pytest.LogCaptureFixture, errors: str
+) -> None:
+    import asyncio
+
+    reg = _raising_registry(_Counted(), errors)
+    with caplog.at_level("WARNING", logger="toolreg"):
+        _Counted.calls = 0
+        sync = reg.dispatch_tool("post", "{}")
+        assert _Counted.calls == 1
+        later = asyncio.run(reg.adispatch_tool("post_later", "{}"))
+        assert _Counted.calls == 2
+        reg.dispatch_many([("post", "{}"), ("post_later", "{}")])
+        assert _Counted.calls == 4
+    assert [r.getMessage() for r in caplog.records][:2] == [
+        "tool 'post' failed: _Counted: the ledger is locked",
+        "tool 'post_later' failed: _Counted: the ledger is locked",
+    ]
+    if errors == "mask":
+        assert sync.content == "Tool 'post' failed."
+    else:
+        assert sync.content == "Tool 'post' failed: _Counted: the ledger is locked"
+        assert later.content == "Tool 'post_later' failed: _Counted: the ledger is locked"
+
+
+def test_an_exception_whose_str_raises_is_named_by_its_type(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    reg = _raising_registry(_Broken(), "full")
+    with caplog.at_level("WARNING", logger="toolreg"):
+        result = reg.dispatch_tool("post", "{}")
+    assert not result.ok
+    assert result.content == "Tool 'post' failed: _Broken"
+    assert isinstance(result.exception, _Broken)
+    (record,) = caplog.records
+    assert record.getMessage() == "tool 'post' failed: _Broken"
