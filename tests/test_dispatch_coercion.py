@@ -518,7 +518,7 @@ def test_conversion_combined_with_coercion() -> None:
                     "colors": [],
                 }
             },
-            "team.lead.joined: Input should be a valid date or datetime, input is too short",
+            "team.lead.joined: expected an ISO 8601 date, e.g. 2024-05-01",
         ),
         (
             {"team": {"name": "t", "lead": {"name": "a", "age": -1}, "members": [], "colors": []}},
@@ -669,3 +669,151 @@ def test_bare_containers_reach_the_function_as_their_own_type() -> None:
     assert reg.dispatch_tool("kinds", '{"a": [1], "b": [1, 2], "c": ["x"]}').content == (
         "set tuple frozenset"
     )
+
+
+# -- a pydantic model argument: every problem at once, in toolreg's words -------------------
+
+
+class Order(pydantic.BaseModel):
+    item: str
+    amount: float
+    when: dt.date
+    at: dt.time = dt.time(9)
+    qty: int = pydantic.Field(default=1, ge=1)
+
+    @pydantic.field_validator("item")
+    @classmethod
+    def known(cls, value: str) -> str:
+        if value == "lost":
+            raise ValueError("no such item in /srv/catalog/items.db")
+        return value
+
+
+@dataclasses.dataclass
+class Shipment:
+    order: Order
+    sent: dt.datetime
+    weight: float
+
+
+def order_registry(errors: Any = "redact") -> tuple[ToolRegistry, list[Any]]:
+    reg = ToolRegistry(errors=errors)
+    seen: list[Any] = []
+
+    @reg.register_tool
+    def place(order: Order, note: str = "") -> str:
+        """Place an order."""
+        seen.append(order)
+        return "ok"
+
+    @reg.register_tool
+    def ship(shipment: Shipment) -> str:
+        """Ship an order."""
+        seen.append(shipment)
+        return "ok"
+
+    return reg, seen
+
+
+def problems_of(reg: ToolRegistry, name: str, arguments: dict[str, Any]) -> list[str]:
+    result = reg.dispatch_tool(name, arguments)
+    assert result.error_kind == "invalid_arguments", result.content
+    lines = result.content.splitlines()
+    if len(lines) == 1:
+        return [lines[0].split(": ", 1)[1].rstrip(".")]
+    return [line.removeprefix("- ") for line in lines[1:]]
+
+
+def test_schema_and_conversion_problems_of_a_model_come_in_one_answer() -> None:
+    reg, seen = order_registry()
+    arguments = {"order": {"item": "tea", "amount": "lots", "when": "2024-13-45"}, "note": 1}
+    assert problems_of(reg, "place", arguments) == [
+        "order.amount: expected number, got string",
+        "note: expected string, got integer",
+        "order.when: expected an ISO 8601 date, e.g. 2024-05-01",
+    ]
+    assert seen == []
+
+
+def test_every_conversion_problem_of_a_model_at_once() -> None:
+    reg, _ = order_registry()
+    arguments = {"order": {"item": "tea", "amount": 2, "when": "yesterday", "at": "noon"}}
+    assert problems_of(reg, "place", arguments) == [
+        "order.when: expected an ISO 8601 date, e.g. 2024-05-01",
+        "order.at: expected an ISO 8601 time, e.g. 09:30:00",
+    ]
+
+
+def test_missing_and_unexpected_keys_do_not_hide_a_bad_value_beside_them() -> None:
+    reg, _ = order_registry()
+    arguments = {"order": {"amount": 2, "when": "soon", "colour": "red"}}
+    assert problems_of(reg, "place", arguments) == [
+        "order: missing required property 'item'",
+        "order: unexpected property 'colour'",
+        "order.when: expected an ISO 8601 date, e.g. 2024-05-01",
+    ]  # each said once: not again in pydantic's words
+
+
+def test_a_model_inside_a_dataclass_reports_everything_at_once() -> None:
+    reg, seen = order_registry()
+    arguments = {
+        "shipment": {
+            "order": {"item": "tea", "amount": 2, "when": "2024-02-30", "qty": 0},
+            "sent": "later",
+            "weight": "heavy",
+        }
+    }
+    assert problems_of(reg, "ship", arguments) == [
+        "shipment.order.qty: must be >= 1",
+        "shipment.weight: expected number, got string",
+        "shipment.order.when: expected an ISO 8601 date, e.g. 2024-05-01",
+        "shipment.sent: expected an ISO 8601 date-time, e.g. 2024-05-01T09:30:00+08:00",
+    ]
+    assert seen == []
+    fixed = reg.dispatch_tool(
+        "ship",
+        {
+            "shipment": {
+                "order": {"item": "tea", "amount": 2, "when": "2024-02-29"},
+                "sent": "2024-03-01T10:00:00Z",
+                "weight": 1.5,
+            }
+        },
+    )
+    assert fixed.ok, fixed.content
+    assert seen[0].order.when == dt.date(2024, 2, 29)
+
+
+@pytest.mark.parametrize(
+    ("errors", "line"),
+    [
+        ("full", "order.item: Value error, no such item in /srv/catalog/items.db"),
+        ("redact", "order.item: Value error, no such item in [redacted]"),
+        ("mask", "order.item: cannot be converted"),
+    ],
+)
+def test_a_models_own_validator_keeps_its_words_as_errors_says(errors: str, line: str) -> None:
+    reg, _ = order_registry(errors)
+    arguments = {"order": {"item": "lost", "amount": 1, "when": "never"}}
+    assert problems_of(reg, "place", arguments) == [
+        line,
+        "order.when: expected an ISO 8601 date, e.g. 2024-05-01",
+    ]
+
+
+def test_a_model_with_many_bad_values_is_answered_in_bounded_text() -> None:
+    fields: dict[str, Any] = {f"d{i}": (dt.date, ...) for i in range(200)}
+    Many = pydantic.create_model("Many", **fields)
+    reg = ToolRegistry()
+
+    def take(many: Any) -> str:
+        """Take many dates."""
+        return "ok"
+
+    take.__annotations__ = {"many": Many, "return": str}
+    reg.register_tool(take)
+    result = reg.dispatch_tool("take", {"many": {f"d{i}": "bad" for i in range(200)}})
+    lines = result.content.splitlines()
+    assert lines[1] == "- many.d0: expected an ISO 8601 date, e.g. 2024-05-01"
+    assert len(lines) == 22  # the header, 20 problems and how many more
+    assert lines[-1] == "- ... and 30 more problems"  # at most 50 of one value are read

@@ -60,13 +60,43 @@ JsonSchema = dict[str, Any]
 
 class ConversionError(Exception):
     """A value that validated but cannot become its Python type. `user_text`: the message
-    quotes an exception from the application's own code (redacted or masked by `errors=`)."""
+    quotes an exception from the application's own code (redacted or masked by `errors=`).
+
+    `key`: the problem is that key of the object at `path` (missing, unexpected), as in the
+    validator's problems; `more`: the value's other problems (every one is reported at once).
+    """
 
     def __init__(
-        self, path: tuple[str | int, ...], message: str, *, user_text: bool = False
+        self,
+        path: tuple[str | int, ...],
+        message: str,
+        *,
+        user_text: bool = False,
+        key: str | int | None = None,
+        more: tuple[ConversionError, ...] = (),
     ) -> None:
         self.path, self.message, self.user_text = path, message, user_text
+        self.key, self.more = key, more
         super().__init__(message)
+
+    def problems(self) -> list[ConversionError]:
+        """This problem and the others of the same value."""
+        return [self, *self.more]
+
+    def under(self, step: str | int) -> ConversionError:
+        """The same problems, one step deeper (`step` before every path)."""
+        return ConversionError(
+            (step, *self.path),
+            self.message,
+            user_text=self.user_text,
+            key=self.key,
+            more=tuple(m.under(step) for m in self.more),
+        )
+
+    @property
+    def blamed(self) -> tuple[str | int, ...]:
+        """Where the offending value is (or would be): `path`, and the `key` if any."""
+        return self.path if self.key is None else (*self.path, self.key)
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from ..types import (
 )
 from ..validation import Validator
 from . import fields as _fields
-from .pydantic_types import pydantic_converter
+from .pydantic_types import conversion_problems, pydantic_converter
 from .schema import SchemaBuilder
 from .signature import split_annotated
 
@@ -40,7 +40,7 @@ def _nested(path: str | int, conv: Converter, value: Any) -> Any:
     try:
         return conv(value)
     except ConversionError as exc:
-        raise ConversionError((path, *exc.path), exc.message, user_text=exc.user_text) from None
+        raise exc.under(path) from None
 
 
 _SCALARS: dict[Any, Converter | None] = {r.python: r.converter(r.python) for r in TYPES}
@@ -174,7 +174,18 @@ class _Builder:
         make: Callable[..., Any] = dict if kind == "typeddict" else cls
 
         def convert(value: dict[str, Any]) -> Any:
-            data = {k: _nested(k, convs[k], v) if k in convs else v for k, v in value.items()}
+            data = dict(value)
+            failed: list[ConversionError] = []
+            for k, conv in convs.items():  # every field's problems, not the first one's
+                if k in data:
+                    try:
+                        data[k] = conv(data[k])
+                    except ConversionError as exc:
+                        failed.extend(exc.under(k).problems())
+            if failed:
+                first, *rest = failed
+                first.more = tuple(rest)
+                raise first
             try:
                 return make(**data)
             except (TypeError, ValueError) as exc:
@@ -205,9 +216,7 @@ def _pydantic(cls: Any) -> Converter:
         try:
             return cls.model_validate(value)
         except ValueError as exc:  # pydantic.ValidationError is a ValueError
-            errors: list[dict[str, Any]] = getattr(exc, "errors", list)()
-            first = errors[0] if errors else {"loc": (), "msg": str(exc)}
-            raise ConversionError(tuple(first.get("loc", ())), str(first.get("msg"))) from None
+            raise conversion_problems(exc) from None
 
     return convert
 

@@ -62,9 +62,9 @@ def prepare(
     if plan.closed_keys is not None:  # an explicit schema in front of a closed signature
         reserved = {*reserved, *(args.keys() - plan.closed_keys)}
     if problems or reserved:
-        # Every problem at once: also those of the values that validated but do not convert.
-        invalid = {p.path[0] for p in problems if p.path}
-        _, more, cause = _convert(tool, args, errors, context, skip=invalid)
+        # Every problem at once: also those of the values that validated but do not convert
+        # (inside a value with problems too: its valid parts are converted).
+        _, more, cause = _convert(tool, args, errors, context, [p.blamed for p in problems])
         extra = [Problem((), f"unexpected property '{k}'") for k in sorted(reserved)]
         raise invalid_arguments(tool.name, [*problems, *extra, *more]) from cause
     if plan.converters:
@@ -84,8 +84,10 @@ def _build_record(
     try:
         return {name: convert(converter, args)}
     except ConversionError as exc:
-        problem = Problem(exc.path, _conversion_text(exc, errors, context))
-        raise invalid_arguments(tool.name, [problem]) from exc.__cause__
+        problems = [
+            Problem(p.path, _conversion_text(p, errors, context), p.key) for p in exc.problems()
+        ]
+        raise invalid_arguments(tool.name, problems) from exc.__cause__
 
 
 def _repair(
@@ -112,27 +114,68 @@ def _convert(
     args: dict[str, Any],
     errors: ErrorMode,
     context: Any,
-    skip: Collection[Any] = (),
+    invalid: list[tuple[str | int, ...]] | None = None,
 ) -> tuple[dict[str, Any], list[Problem], BaseException | None]:
     """The converted arguments, the problems of those that do not convert, and the first
-    exception the application's code raised (kept as the cause, never shown)."""
+    exception the application's code raised (kept as the cause, never shown).
+
+    `invalid`: where the validator found problems (for reporting only). A value with
+    problems inside is converted without the offending parts, and a conversion problem
+    about an offending part (or a consequence of its absence: at it, inside it or around
+    it) is left out, so nothing is said twice."""
     out = args  # copied on the first change only: `args` may be the caller's dict
     problems: list[Problem] = []
     cause: BaseException | None = None
     for name, converter in tool.plan.converters:
-        if name in args and name not in skip:
-            value = args[name]
-            try:
-                new = convert(converter, value)
-            except ConversionError as exc:
-                problems.append(Problem((name, *exc.path), _conversion_text(exc, errors, context)))
-                cause = cause or exc.__cause__
+        if name not in args:
+            continue
+        value = args[name]
+        inside = [p[1:] for p in invalid or () if p and p[0] == name]
+        if inside:
+            value = _pruned(value, inside)
+            if value is _ABSENT:  # the value itself is wrong: nothing to convert
                 continue
-            if new is not value:
-                if out is args:
-                    out = dict(args)
-                out[name] = new
+        try:
+            new = convert(converter, value)
+        except ConversionError as exc:
+            for found in exc.problems():
+                if not any(_related(found.blamed, p) for p in inside):
+                    text = _conversion_text(found, errors, context)
+                    problems.append(Problem((name, *found.path), text, found.key))
+            cause = cause or exc.__cause__
+            continue
+        if new is not value:
+            if out is args:
+                out = dict(args)
+            out[name] = new
     return out, problems, cause
+
+
+def _related(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    """Whether one path is the other or inside it."""
+    return a[: len(b)] == b or b[: len(a)] == a
+
+
+def _pruned(value: Any, paths: list[tuple[str | int, ...]]) -> Any:
+    """`value` without what is at each of `paths` (a copy along them only); `_ABSENT` when
+    a path is empty (the value itself) or crosses a list (its items would shift)."""
+    for path in paths:
+        value = _without(value, path)
+        if value is _ABSENT:
+            break
+    return value
+
+
+def _without(value: Any, path: tuple[str | int, ...]) -> Any:
+    if not path or not isinstance(value, dict):
+        return _ABSENT
+    head, rest = path[0], path[1:]
+    if head not in value:
+        return value  # a missing key: nothing to take away
+    if not rest:
+        return {k: v for k, v in value.items() if k != head}
+    inner = _without(value[head], rest)
+    return _ABSENT if inner is _ABSENT else {**value, head: inner}
 
 
 def _conversion_text(exc: ConversionError, errors: ErrorMode, context: Any) -> str:

@@ -9,7 +9,7 @@ import json
 import operator
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from .coercion import equal, is_type, kind
@@ -45,10 +45,19 @@ _PLAIN_KEY = re.compile(r"[^\s.\[\]'\"]+")
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One reason an instance is invalid: where (`path`) and why (`message`)."""
+    """One reason an instance is invalid: where (`path`) and why (`message`).
+
+    `key`: for a problem with a key of the object at `path` (missing, unexpected), that key:
+    the value at `path` is fine otherwise (dispatch still converts the rest of it)."""
 
     path: tuple[str | int, ...]
     message: str
+    key: str | int | None = field(default=None, compare=False)
+
+    @property
+    def blamed(self) -> tuple[str | int, ...]:
+        """Where the offending value is (or would be): `path`, and the `key` if any."""
+        return self.path if self.key is None else (*self.path, self.key)
 
     def location(self) -> str:
         """The path as text: `city`, `items[0].name`, `['a b']`, `(root)` for the root."""
@@ -128,7 +137,7 @@ def say(message: str) -> list[Problem]:
 
 
 def under(step: str | int, errors: list[Problem]) -> list[Problem]:
-    return [Problem((step, *p.path), p.message) for p in errors]
+    return [Problem((step, *p.path), p.message, p.key) for p in errors]
 
 
 def join(errors: Errors, more: list[Problem]) -> list[Problem]:

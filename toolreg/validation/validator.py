@@ -391,7 +391,7 @@ class _Compiler:
                         found = found if more is None else join(found, more)
                 if sub is None:
                     if closed:
-                        errors = join(errors, say(f"unexpected property {render(key)}"))
+                        errors = join(errors, [_unexpected(key)])
                         continue
                     found = other(item)
                 if found is not None:
@@ -401,8 +401,12 @@ class _Compiler:
         return check
 
 
-def _missing(key: object) -> Problem:
-    return Problem((), f"missing required property {render(key)}")
+def _unexpected(key: Any) -> Problem:
+    return Problem((), f"unexpected property {render(key)}", key)
+
+
+def _missing(key: Any) -> Problem:
+    return Problem((), f"missing required property {render(key)}", key)
 
 
 def _plain_object(props: dict[str, Node], required: list[Any], closed: bool, other: Node) -> Node:
@@ -420,7 +424,7 @@ def _plain_object(props: dict[str, Node], required: list[Any], closed: bool, oth
             sub = get(key)
             if sub is None:
                 if closed:
-                    errors = join(errors, say(f"unexpected property {render(key)}"))
+                    errors = join(errors, [_unexpected(key)])
                     continue
                 sub = other
             found = sub(item)
