@@ -199,10 +199,11 @@ def _mounted(server: str, resources: contextlib.ExitStack | None) -> ToolRegistr
             f"mcp: targets need the mcp extra: pip install 'toolreg[mcp]' ({exc})"
         ) from None
     registry = ToolRegistry()
-    # a command runs like one typed in the shell: with this process's environment
+    # a command runs like one typed in the shell: with this process's environment; the
+    # person at the terminal who names a server and a tool decides, as the annotations did
     env = None if isinstance(spec, str) else dict(os.environ)
     try:
-        resources.enter_context(mount(registry, spec, env=env))
+        resources.enter_context(mount(registry, spec, env=env, trust_annotations=True))
     except McpConnectionError as exc:
         raise TargetError(str(exc)) from None
     if len(registry) == 0:
