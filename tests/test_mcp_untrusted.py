@@ -79,3 +79,20 @@ def test_mount_refuses_a_prefix_no_provider_accepts(hostile_url: str) -> None:
         mount(ToolRegistry(), hostile_url, prefix="ns:")
     with pytest.raises(toolreg.UsageError, match="trust_annotations"):
         mount(ToolRegistry(), hostile_url, trust_annotations="wipe")
+
+
+def test_connection_errors_do_not_repeat_credentials() -> None:
+    import socket
+
+    from toolreg.mcp import McpConnectionError
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://alice:s3cret@127.0.0.1:{port}/mcp?token=tok123&x=1"
+    with pytest.raises(McpConnectionError) as raised:
+        mount(ToolRegistry(), url, connect_timeout=5).open()
+    text = str(raised.value)
+    for secret in ("s3cret", "tok123", "alice"):
+        assert secret not in text
+    assert f"http://127.0.0.1:{port}/mcp?token=***&x=***" in text

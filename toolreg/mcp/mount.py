@@ -303,7 +303,7 @@ class Mount:
         self._unmount(list(self._mounted))
 
     def _label(self) -> str:
-        return self._url if self._url is not None else " ".join(self.server)
+        return _safe_url(self._url) if self._url is not None else " ".join(self.server)
 
     # -- the tools ----------------------------------------------------------------------------
     async def _refresh(self, initial: bool) -> None:
@@ -523,6 +523,22 @@ class Mount:
 
 mount = Mount
 """`mount(registry, server, ...)`: the verb users write; see `Mount`."""
+
+
+def _safe_url(url: str) -> str:
+    """`url` for a message: no user info, and every query value hidden (tokens travel there)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        netloc = f"[{host}]" if ":" in host else host
+        if parts.port is not None:
+            netloc += f":{parts.port}"
+    except ValueError:
+        return "(a URL that does not parse)"
+    query = "&".join(f"{item.split('=', 1)[0]}=***" for item in parts.query.split("&") if item)
+    return _shown(urlunsplit((parts.scheme, netloc, parts.path, query, "")), 200)[1:-1]
 
 
 _PREFIX = re.compile(r"[a-zA-Z0-9_-]*")
