@@ -415,7 +415,10 @@ def saved_state() -> str:
     [
         (lambda state: [state], "not made by Conversation.export_state"),
         (mangled(toolreg="something"), "not made by Conversation.export_state"),
-        (mangled(version=2), "version 2"),
+        (mangled(version=3), "version 3; this toolreg reads version 2"),
+        (mangled(version=1), "version 1 .*cannot be resumed safely"),
+        (mangled(version=True), "version True"),
+        (mangled(version=2.0), "version 2.0"),
         (mangled(status="done"), "unknown status"),
         (mangled(id=7), "no valid 'id'"),
         (mangled(turn=None), "does not match its turn"),

@@ -38,7 +38,7 @@ from .history import answered_prefix
 from .loop import LoopSettings, Step, TurnState, Verdict, abandon, resume_loop, run_loop
 from .output import OutputSpec
 from .reply import Hooks, PendingCall, Reply
-from .state import dump_state, load_state, schema_fingerprint, verdicts
+from .state import dump_state, load_state, schema_fingerprint, signing_keys, verdicts
 from .tracing import model_call, turn
 
 if TYPE_CHECKING:
@@ -242,15 +242,19 @@ class _Base:
 
     # -- state -----------------------------------------------------------------------------
 
-    def export_state(self) -> dict[str, Any]:
+    def export_state(self, *, key: Any = None) -> dict[str, Any]:
         """The conversation as plain JSON: its history, options and, when a turn waits for
         approvals, that turn with its pending calls. `from_state` rebuilds it.
+
+        `key` (bytes or str, at least 16 bytes; or a list, newest first) signs the state
+        with HMAC-SHA256: `from_state(..., key=...)` then refuses any change to it.
 
         Not in it: the client, the registry, `context`, `hooks`, `on_text` and a `confirm`
         callback (give them to `from_state`). Resuming marks this dict "resumed": a state
         resumes once (`state["id"]` and the pending call ids let an application make sure
         of that across processes too).
         """
+        keys = signing_keys(key)
         settings = self._settings
         unsaved = [k for k, v in settings.request_options.items() if not _is_json(v)]
         if unsaved:
@@ -287,6 +291,7 @@ class _Base:
             turn=None if paused is None else paused.turn,
             output=None if paused is None else paused.shape,
             schemas={} if paused is None else paused.schemas,
+            keys=keys,
         )
         if paused is not None:
             paused.states.append(state)
@@ -302,14 +307,19 @@ class _Base:
         context: Any = None,
         hooks: Hooks | None = None,
         on_text: Callable[[str], None] | None = None,
+        key: Any = None,
         **options: Any,
     ) -> Self:
         """Rebuild a conversation from `export_state()`'s JSON, in this process or another.
 
+        With `key` (the one `export_state` signed with, or a list that holds it) the
+        state's signature is verified; an unsigned state is then refused, and so is a
+        signed one given without a key.
+
         `options` override saved ones (e.g. `stream=True`). A state that was resumed
         already, or whose pending call's tool changed its parameters, is refused with a
         `ConversationStateError`."""
-        loaded = load_state(state)
+        loaded = load_state(state, signing_keys(key))
         saved = dict(loaded.options)
         model = saved.pop("model", None)
         request_options = saved.pop("request_options", {})

@@ -22,6 +22,7 @@ the state object it was exported as or rebuilt from, so that resuming it again r
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import uuid
 from collections.abc import Callable, Mapping
@@ -48,16 +49,30 @@ from .reply import PendingCall, Usage
 
 __all__ = [
     "MARK",
+    "MAX_STATE_DEPTH",
+    "MAX_STATE_SIZE",
     "VERSION",
     "Loaded",
     "dump_state",
     "load_state",
     "schema_fingerprint",
+    "signing_keys",
     "verdicts",
 ]
 
 MARK = "conversation-state"
-VERSION = 1
+VERSION = 2
+MAX_STATE_DEPTH = 100
+"""Containers nested in a state at most (tool arguments nest at most 64 by default)."""
+MAX_STATE_SIZE = 32 << 20
+"""Characters of text plus values in a state at most (about 32 MB of JSON)."""
+MIN_KEY_BYTES = 16
+SIGNATURE = "signature"
+_SCHEME = "hmac-sha256:"
+_OLD_VERSIONS = {
+    1: "version 1 (toolreg before signed states): its approvals bind no content, so it "
+    "cannot be resumed safely; finish that turn with the toolreg that paused it, or discard it"
+}
 _ERRORS: dict[str, type[ToolCallError]] = {
     cls.kind: cls
     for cls in (
@@ -69,6 +84,100 @@ _ERRORS: dict[str, type[ToolCallError]] = {
     )
 }
 Json = dict[str, Any]
+
+
+def canonical(value: Any) -> bytes:
+    """The one encoding a state is signed and digested in: sorted keys, no whitespace,
+    `ensure_ascii=False`, UTF-8 (a lone surrogate kept as its own bytes, never an error)."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "surrogatepass")
+
+
+def signing_keys(key: Any) -> list[bytes] | None:
+    """`key=` of `export_state` / `from_state`: bytes or str of at least 16 bytes, or a list
+    of them, newest first (it signs with the first and verifies with any). None: unsigned."""
+    if key is None:
+        return None
+    given = list(key) if isinstance(key, (list, tuple)) else [key]
+    if not given:
+        raise UsageError("key=[]: give at least one signing key (the newest first)")
+    keys = []
+    for k in given:
+        if isinstance(k, str):
+            k = k.encode("utf-8", "surrogatepass")
+        if not isinstance(k, (bytes, bytearray)):
+            raise UsageError(
+                f"key must be bytes or str, or a list of them (newest first), not "
+                f"{type(k).__name__}"
+            )
+        if len(k) < MIN_KEY_BYTES:
+            raise UsageError(
+                f"key is {len(k)} bytes long; a signing key needs at least {MIN_KEY_BYTES} "
+                "(e.g. secrets.token_bytes(32), kept with the application's secrets)"
+            )
+        keys.append(bytes(k))
+    return keys
+
+
+def _signature(key: bytes, state: Json) -> str:
+    unsigned = {k: v for k, v in state.items() if k != SIGNATURE}
+    return _SCHEME + hmac.new(key, canonical(unsigned), hashlib.sha256).hexdigest()
+
+
+def _verify(state: Json, keys: list[bytes] | None) -> None:
+    signed = SIGNATURE in state
+    if keys is None:
+        if signed:
+            raise ConversationStateError(
+                "the conversation state is signed: give from_state() the key it was signed "
+                "with (key=...)"
+            )
+        return
+    if not signed:
+        raise ConversationStateError(
+            "the conversation state is not signed, and from_state() was given a key: an "
+            "unsigned state is refused where signed ones are expected"
+        )
+    given = state[SIGNATURE]
+    if not isinstance(given, str):
+        raise _bad("its signature is not text")
+    try:
+        expected = [_signature(k, state).encode() for k in keys]
+    except (TypeError, ValueError, RecursionError):  # _check_shape leaves none of these
+        raise _bad("it cannot be encoded to verify its signature") from None
+    found = given.encode("utf-8", "surrogatepass")
+    if not any(hmac.compare_digest(e, found) for e in expected):
+        raise ConversationStateError(
+            "the conversation state's signature does not match: it was changed after "
+            "export_state(), or signed with another key"
+        )
+
+
+def _check_shape(state: Any) -> None:
+    """JSON values only, nested at most `MAX_STATE_DEPTH`, at most `MAX_STATE_SIZE` in all
+    (walked without recursion: a 100,000-deep value is refused like a 101-deep one)."""
+    stack: list[tuple[Any, int]] = [(state, 1)]
+    size = 0
+    while stack:
+        value, depth = stack.pop()
+        size += 1
+        kind = type(value)
+        if kind is dict or kind is list:
+            if depth > MAX_STATE_DEPTH:
+                raise _bad(f"it nests more than {MAX_STATE_DEPTH} levels")
+            items = value.items() if kind is dict else enumerate(value)
+            for k, item in items:
+                if kind is dict:
+                    if type(k) is not str:
+                        raise _bad("an object has a key that is not text")
+                    size += len(k)
+                stack.append((item, depth + 1))
+        elif kind is str:
+            size += len(value)
+        elif kind not in (int, float, bool, type(None)):
+            raise _bad(f"it holds a {kind.__name__}, which is not a JSON value")
+        if size > MAX_STATE_SIZE:
+            raise _bad(f"it is larger than {MAX_STATE_SIZE} characters and values")
 
 
 def schema_fingerprint(tool: Tool) -> str:
@@ -98,8 +207,10 @@ def dump_state(
     turn: TurnState | None,
     output: tuple[str, Json] | None,
     schemas: Mapping[str, str],
+    keys: list[bytes] | None = None,
 ) -> Json:
-    """The plain-JSON state (copies: the conversation goes on changing its own)."""
+    """The plain-JSON state (copies: the conversation goes on changing its own), signed
+    with the first of `keys` when there are any."""
     state: Json = {"toolreg": MARK, "version": VERSION, "id": uuid.uuid4().hex}
     paused = turn.paused if turn is not None else None
     state["status"] = "ready" if paused is None else "approval_required"
@@ -118,6 +229,9 @@ def dump_state(
         for p in (paused.pending.values() if paused is not None else ())
     ]
     state["turn"] = None if turn is None or paused is None else _turn_json(turn, paused, output)
+    if keys:
+        _check_shape(state)  # what from_state would refuse is not signed either
+        state[SIGNATURE] = _signature(keys[0], state)
     return state
 
 
@@ -183,16 +297,23 @@ def _get(data: Any, key: str, kind: type | tuple[type, ...], where: str = "the s
     return value
 
 
-def load_state(state: Any) -> Loaded:
-    """Read a state written by `dump_state`; `ConversationStateError` for anything else."""
+def load_state(state: Any, keys: list[bytes] | None = None) -> Loaded:
+    """Read a state written by `dump_state`, verified with `keys` (see `signing_keys`);
+    `ConversationStateError` for anything else."""
     if not isinstance(state, dict) or state.get("toolreg") != MARK:
         raise _bad("it was not made by Conversation.export_state()")
-    if state.get("version") != VERSION:
-        raise _bad(f"version {state.get('version')!r}; this toolreg reads version {VERSION}")
+    _check_shape(state)
+    version = state.get("version")
+    if type(version) is not int or version != VERSION:
+        if type(version) is int and version in _OLD_VERSIONS:
+            raise _bad(_OLD_VERSIONS[version])
+        shown = repr(version)[:40]
+        raise _bad(f"version {shown}; this toolreg reads version {VERSION}")
     sid = _get(state, "id", str)
     status = _get(state, "status", str)
     if status == "resumed":
-        raise ConversationStateError(f"the conversation state {sid} was resumed already")
+        raise ConversationStateError(f"the conversation state {sid[:64]} was resumed already")
+    _verify(state, keys)
     if status not in ("ready", "approval_required"):
         raise _bad(f"unknown status {status!r}")
     options = copy_json(_get(state, "options", dict))
