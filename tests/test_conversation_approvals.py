@@ -385,7 +385,7 @@ def test_a_state_whose_tool_changed_is_refused() -> None:
             changed.ran.append("transfer")
             return "sent"
 
-        with pytest.raises(ConversationStateError, match="'transfer' has changed its parameters"):
+        with pytest.raises(ConversationStateError, match="'transfer' has changed its definition"):
             Conversation.from_state(state, server.client(), registry=changed.registry)
         gone = Bank()
         gone.registry.unregister("transfer")

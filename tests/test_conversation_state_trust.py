@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
 import json
 from typing import Any
 
@@ -21,7 +22,7 @@ from toolreg import (
     ToolRegistry,
     UsageError,
 )
-from toolreg.testing import ScriptedServer, function_call, text, tool_call
+from toolreg.testing import ScriptedServer, call, function_call, text, tool_call, tool_calls
 
 MODEL = "scripted-model"
 KEY = b"k" * 32
@@ -125,7 +126,7 @@ def test_async_conversations_sign_and_verify() -> None:
             later = AsyncConversation.from_state(
                 state, client, registry=shop.registry, key="a str key of 16+ bytes"
             )
-            return await later.resume({reply.pending[0].call_id: True})
+            return await later.resume({reply.pending[0].digest: True})
 
     with ScriptedServer([REFUND, text("Refunded.")]) as server:
         done = asyncio.run(main(server))
@@ -207,3 +208,199 @@ def test_a_signature_covers_text_beyond_ascii() -> None:
         changed = json.loads(json.dumps(state, ensure_ascii=False).replace("١٢", "١٣"))
         with pytest.raises(ConversationStateError, match="signature does not match"):
             Conversation.from_state(changed, server.client(), registry=shop.registry, key=KEY)
+
+
+# -- digests: a decision applies to the call it was shown --------------------------------------
+
+
+def forged_digest(pending: dict[str, Any]) -> str:
+    """What an attacker recomputes after editing a pending call (the digest is no secret)."""
+    bound = {k: pending[k] for k in ("call_id", "tool_name", "arguments", "tool")}
+    text_ = json.dumps(bound, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text_.encode()).hexdigest()
+
+
+def rewrite_call(state: dict[str, Any], name: str, arguments: dict[str, Any], tool: str) -> None:
+    """Edit the paused call everywhere it appears, consistently: the pending entry (with a
+    recomputed digest), the round and the assistant message in the history."""
+    pending = state["pending"][0]
+    pending.update(tool_name=name, arguments=arguments, tool=tool)
+    pending["digest"] = forged_digest(pending)
+    as_text = json.dumps(arguments)
+    state["turn"]["round"]["calls"][0].update(name=name, arguments=as_text)
+    state["messages"][-1]["tool_calls"][0]["function"] = {"name": name, "arguments": as_text}
+
+
+def test_pending_calls_carry_a_digest_of_call_and_tool() -> None:
+    shop = Shop()
+    with ScriptedServer([REFUND]) as server:
+        chat, reply = paused(server, shop)
+        first, second = stored(chat.export_state()), stored(chat.export_state(key=KEY))
+    shown = reply.pending[0]
+    assert shown.digest.startswith("sha256:")
+    assert len(shown.digest) == 71
+    assert chat.pending[0].digest == shown.digest
+    assert first["pending"][0]["digest"] == second["pending"][0]["digest"] == shown.digest
+    assert forged_digest(first["pending"][0]) == shown.digest  # the documented definition
+    assert "digest" not in repr(shown)
+
+
+def test_edited_arguments_after_approval_are_refused() -> None:
+    """The person approved refunding 20; the stored state now says 2000."""
+    shop = Shop()
+    with ScriptedServer([REFUND, text("Refunded.")]) as server:
+        chat, reply = paused(server, shop)
+        shown = reply.pending[0]  # what the person saw and approved
+        state = stored(chat.export_state())
+
+        naive = copy.deepcopy(state)
+        naive["pending"][0]["arguments"]["amount"] = 2000
+        with pytest.raises(ConversationStateError, match="does not match its digest"):
+            Conversation.from_state(naive, server.client(), registry=shop.registry)
+        naive["pending"][0]["digest"] = forged_digest(naive["pending"][0])
+        with pytest.raises(ConversationStateError, match="other arguments than the model's"):
+            Conversation.from_state(naive, server.client(), registry=shop.registry)
+
+        thorough = copy.deepcopy(state)  # history, round and digest all agree on 2000
+        rewrite_call(thorough, "refund", {"order_id": "A1", "amount": 2000}, shown_tool(state))
+        later = Conversation.from_state(thorough, server.client(), registry=shop.registry)
+        assert later.pending[0].arguments["amount"] == 2000
+        with pytest.raises(ConversationStateError, match="no pending call has the digest"):
+            later.resume({shown.digest: True})  # the decision names what was shown
+        signed = stored(chat.export_state(key=KEY))
+        rewrite_call(signed, "refund", {"order_id": "A1", "amount": 2000}, shown_tool(state))
+        with pytest.raises(ConversationStateError, match="signature does not match"):
+            Conversation.from_state(signed, server.client(), registry=shop.registry, key=KEY)
+        Conversation.from_state(state, server.client(), registry=shop.registry).resume(
+            {shown.digest: True}
+        )
+    assert shop.ran == [("refund", {"order_id": "A1", "amount": 20})]
+
+
+def shown_tool(state: dict[str, Any]) -> str:
+    return str(state["pending"][0]["tool"])
+
+
+def test_a_swapped_tool_is_refused() -> None:
+    """refund becomes delete_account, with the fingerprint copied from another state."""
+    shop = Shop()
+    script = [REFUND, tool_call("delete_account", user="bob")]
+    with ScriptedServer(script) as server:
+        chat, reply = paused(server, shop)
+        state = stored(chat.export_state())
+        other, _ = paused(server, shop)  # any state paused on delete_account
+        delete_tool = shown_tool(stored(other.export_state()))
+
+        naive = copy.deepcopy(state)
+        naive["pending"][0]["tool_name"] = "delete_account"
+        with pytest.raises(ConversationStateError, match="not the call of its round"):
+            Conversation.from_state(naive, server.client(), registry=shop.registry)
+
+        thorough = copy.deepcopy(state)
+        rewrite_call(thorough, "delete_account", {"user": "bob"}, delete_tool)
+        later = Conversation.from_state(thorough, server.client(), registry=shop.registry)
+        with pytest.raises(ConversationStateError, match="no pending call has the digest"):
+            later.resume({reply.pending[0].digest: True})
+        signed = stored(chat.export_state(key=KEY))
+        rewrite_call(signed, "delete_account", {"user": "bob"}, delete_tool)
+        with pytest.raises(ConversationStateError, match="signature does not match"):
+            Conversation.from_state(signed, server.client(), registry=shop.registry, key=KEY)
+    assert shop.ran == []
+
+
+def test_a_pending_call_the_model_never_made_is_refused() -> None:
+    shop = Shop()
+    with ScriptedServer([REFUND, tool_call("delete_account", user="bob")]) as server:
+        chat, _ = paused(server, shop)
+        state = stored(chat.export_state())
+        other, _ = paused(server, shop)
+        delete_tool = shown_tool(stored(other.export_state()))
+        added = {"name": "delete_account", "arguments": '{"user": "bob"}', "call_id": "call_9"}
+        state["turn"]["round"]["calls"].append(added)
+        state["turn"]["round"]["waiting"].append(1)
+        entry = {
+            "call_id": "call_9",
+            "tool_name": "delete_account",
+            "arguments": {"user": "bob"},
+            "tool": delete_tool,
+        }
+        state["pending"].append({**entry, "digest": forged_digest(entry)})
+        with pytest.raises(ConversationStateError, match="not the calls of the last assistant"):
+            Conversation.from_state(state, server.client(), registry=shop.registry)
+    assert shop.ran == []
+
+
+def test_two_pending_calls_with_one_id_are_refused() -> None:
+    """One approval must not run two calls."""
+    shop = Shop()
+    with ScriptedServer([REFUND]) as server:
+        chat, _ = paused(server, shop)
+        state = stored(chat.export_state())
+    state["turn"]["round"]["calls"].append(dict(state["turn"]["round"]["calls"][0]))
+    state["turn"]["round"]["waiting"].append(1)
+    state["pending"].append(dict(state["pending"][0]))
+    calls = state["messages"][-1]["tool_calls"]
+    calls.append(copy.deepcopy(calls[0]))
+    with pytest.raises(ConversationStateError, match="two pending calls have the id 'call_1'"):
+        Conversation.from_state(state, None, registry=shop.registry)
+    state["turn"]["round"]["waiting"] = [0, 0]
+    with pytest.raises(ConversationStateError, match="pending calls do not match its round"):
+        Conversation.from_state(state, None, registry=shop.registry)
+    assert shop.ran == []
+
+
+@pytest.mark.parametrize(
+    "change",
+    ["description", "flag"],
+)
+def test_a_tool_whose_definition_changed_since_export_is_refused(change: str) -> None:
+    shop = Shop()
+    with ScriptedServer([REFUND]) as server:
+        chat, _ = paused(server, shop)
+        state = stored(chat.export_state(key=KEY))
+    changed = Shop("Refund an order, and close the customer's account.")
+    if change == "flag":
+        changed = Shop()
+        changed.registry.unregister("refund")
+
+        @changed.registry.register_tool(
+            destructive=True, timeout=600, description="Refund an order."
+        )
+        def refund(order_id: str, amount: int) -> str:
+            changed.ran.append(("refund", {}))
+            return "refunded"
+
+    with pytest.raises(ConversationStateError, match="'refund' has changed its definition"):
+        Conversation.from_state(state, None, registry=changed.registry, key=KEY)
+    assert changed.ran == []
+
+
+def test_decisions_by_digest() -> None:
+    shop = Shop()
+    both = tool_calls(call("refund", order_id="A1", amount=20), call("delete_account", user="bob"))
+    with ScriptedServer([both, text("Done.")]) as server:
+        chat, reply = paused(server, shop)
+        refund_, delete = reply.pending
+        with pytest.raises(UsageError, match="two decisions for 'call_1'"):
+            chat.resume({refund_.digest: True, "call_1": True, delete.digest: False})
+        with pytest.raises(UsageError, match="no decision for 'call_2'"):
+            chat.resume({refund_.digest: True})
+        with pytest.raises(ConversationStateError, match="no pending call has the digest"):
+            chat.resume({refund_.digest: True, "sha256:" + "0" * 64: True})
+        chat.resume({refund_.digest: True, "call_2": "not today"})  # ids and digests mix
+    assert shop.ran == [("refund", {"order_id": "A1", "amount": 20})]
+
+
+def test_a_decision_does_not_carry_over_to_another_states_call() -> None:
+    """A replayed decision (a digest recorded for one paused call) approves nothing else,
+    even where the model reused the call id."""
+    shop = Shop()
+    small = tool_call("refund", order_id="A1", amount=20, id="call_1")
+    big = tool_call("refund", order_id="A1", amount=2000, id="call_1")
+    with ScriptedServer([small, big]) as server:
+        _, small_reply = paused(server, shop)
+        chat, _ = paused(server, shop)
+        assert chat.pending[0].call_id == small_reply.pending[0].call_id  # the model reused it
+        with pytest.raises(ConversationStateError, match="no pending call has the digest"):
+            chat.resume({small_reply.pending[0].digest: True})
+    assert shop.ran == []

@@ -38,7 +38,15 @@ from .history import answered_prefix
 from .loop import LoopSettings, Step, TurnState, Verdict, abandon, resume_loop, run_loop
 from .output import OutputSpec
 from .reply import Hooks, PendingCall, Reply
-from .state import dump_state, load_state, schema_fingerprint, signing_keys, verdicts
+from .state import (
+    check_round,
+    dump_state,
+    load_state,
+    signing_keys,
+    tool_fingerprint,
+    verdicts,
+    with_digests,
+)
 from .tracing import model_call, turn
 
 if TYPE_CHECKING:
@@ -151,8 +159,9 @@ class _Base:
         if keep:
             self.messages = reply.messages
             self._previous = None if turn.previous_id is None else (turn.previous_id, turn.known)
-        if reply.stop_reason == "approval_required":
-            schemas = {p.call_id: schema_fingerprint(self._tool(p)) for p in reply.pending}
+        if reply.stop_reason == "approval_required" and turn.paused is not None:
+            schemas = {p.call_id: tool_fingerprint(self._tool(p)) for p in reply.pending}
+            reply = dataclasses.replace(reply, pending=with_digests(turn.paused, schemas))
             self._paused = _Paused(settings, turn, schemas)
         return reply
 
@@ -222,6 +231,10 @@ class _Base:
             ) from None
         return checked
 
+    def _checked(self, name: str, arguments: Any) -> dict[str, Any]:
+        """A call's arguments as dispatch accepts them (`ToolCallError` if it does not)."""
+        return self.registry.dispatcher.check_call(name, arguments, context=self.context)[1]
+
     def _tool(self, pending: PendingCall) -> Tool:
         tool = self.registry.get(pending.tool_name)
         if tool is None:
@@ -234,10 +247,11 @@ class _Base:
     def _check_schemas(self, paused: _Paused) -> None:
         round_ = paused.turn.paused
         for pending in round_.pending.values() if round_ is not None else ():
-            if schema_fingerprint(self._tool(pending)) != paused.schemas.get(pending.call_id):
+            if tool_fingerprint(self._tool(pending)) != paused.schemas.get(pending.call_id):
                 raise ConversationStateError(
-                    f"the tool {pending.tool_name!r} has changed its parameters since its call "
-                    f"{pending.call_id!r} was paused; that call cannot be resumed"
+                    f"the tool {pending.tool_name!r} has changed its definition (description, "
+                    f"parameters or flags) since its call {pending.call_id!r} was paused; that "
+                    "call cannot be resumed: ask the person again"
                 )
 
     # -- state -----------------------------------------------------------------------------
@@ -341,6 +355,14 @@ class _Base:
             paused = _Paused(chat._settings, loaded.turn, loaded.schemas, shape=loaded.output)
             paused.states.append(state)
             chat._check_schemas(paused)
+            if loaded.turn.paused is not None:
+                check_round(
+                    loaded.turn.paused,
+                    loaded.messages,
+                    loaded.turn.calls_made,
+                    chat._settings.fmt,
+                    chat._checked,
+                )
             chat._paused = paused
         return chat
 

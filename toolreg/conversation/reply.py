@@ -80,11 +80,16 @@ class PendingCall:
     `arguments` are the validated arguments, as JSON values: what will run if approved.
     `call_id` is the model's id for the call (or one the loop gave it, for dialects whose
     calls have none); `resume({call_id: ...})` answers it.
+
+    `digest` ("sha256:...") binds the call id, the tool's name, these arguments and the
+    tool's whole definition (description, schema, flags): `resume({digest: ...})` applies
+    a decision only to the very call that was shown, and refuses any other.
     """
 
     call_id: str
     tool_name: str
     arguments: dict[str, Any]
+    digest: str = field(default="", compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ the state object it was exported as or rebuilt from, so that resuming it again r
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import (
+    ConversationError,
     ConversationStateError,
     InvalidArgumentsError,
     InvalidJSONError,
@@ -41,7 +43,8 @@ from ..errors import (
     UnknownToolError,
     UsageError,
 )
-from ..jsonvalues import copy_json
+from ..formats import Format
+from ..jsonvalues import copy_json, strict_decoder
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
 from .loop import PausedRound, TurnState, Verdict
@@ -53,11 +56,14 @@ __all__ = [
     "MAX_STATE_SIZE",
     "VERSION",
     "Loaded",
+    "call_digest",
+    "check_round",
     "dump_state",
     "load_state",
-    "schema_fingerprint",
     "signing_keys",
+    "tool_fingerprint",
     "verdicts",
+    "with_digests",
 ]
 
 MARK = "conversation-state"
@@ -180,10 +186,42 @@ def _check_shape(state: Any) -> None:
             raise _bad(f"it is larger than {MAX_STATE_SIZE} characters and values")
 
 
-def schema_fingerprint(tool: Tool) -> str:
-    """A stable digest of the parameters a tool accepts."""
-    text = json.dumps(tool.parameters, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+def tool_fingerprint(tool: Tool) -> str:
+    """A digest of a tool's whole definition: what the model and the person were shown
+    (name, description, parameters) and every flag that decides how it runs."""
+    definition = {
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": tool.parameters,
+        "strict": tool.strict,
+        "read_only": tool.read_only,
+        "destructive": tool.destructive,
+        "requires_confirmation": tool.requires_confirmation,
+        "idempotent": tool.idempotent,
+        "timeout": tool.timeout,
+        "return_direct": tool.return_direct,
+        "max_result_chars": tool.max_result_chars,
+        "tags": sorted(tool.tags),
+        "coerce": tool.coerce,
+        "flatten": tool.flatten,
+        "title": tool.title,
+    }
+    return "sha256:" + hashlib.sha256(canonical(definition)).hexdigest()
+
+
+def call_digest(call_id: str, tool_name: str, arguments: Any, fingerprint: str) -> str:
+    """`PendingCall.digest`: the call id, the tool's name, the canonical arguments and the
+    tool's definition (`tool_fingerprint`), bound together."""
+    bound = {"call_id": call_id, "tool_name": tool_name, "arguments": arguments}
+    return "sha256:" + hashlib.sha256(canonical({**bound, "tool": fingerprint})).hexdigest()
+
+
+def with_digests(paused: PausedRound, fingerprints: Mapping[str, str]) -> list[PendingCall]:
+    """Give each pending call of `paused` its digest; the pending calls, in order."""
+    for index, p in paused.pending.items():
+        digest = call_digest(p.call_id, p.tool_name, p.arguments, fingerprints[p.call_id])
+        paused.pending[index] = dataclasses.replace(p, digest=digest)
+    return list(paused.pending.values())
 
 
 @dataclass(slots=True)
@@ -196,7 +234,7 @@ class Loaded:
     previous: tuple[str, int] | None
     turn: TurnState | None
     output: tuple[str, Json] | None  # the name and schema of the paused turn's output type
-    schemas: dict[str, str]  # call id -> fingerprint of its tool's parameters
+    schemas: dict[str, str]  # call id -> fingerprint of its tool's definition
 
 
 def dump_state(
@@ -224,7 +262,8 @@ def dump_state(
             "call_id": p.call_id,
             "tool_name": p.tool_name,
             "arguments": copy_json(p.arguments),
-            "schema": schemas[p.call_id],
+            "tool": schemas[p.call_id],
+            "digest": p.digest,
         }
         for p in (paused.pending.values() if paused is not None else ())
     ]
@@ -336,7 +375,12 @@ def load_state(state: Any, keys: list[bytes] | None = None) -> Loaded:
     turn, output = (None, None) if turn_data is None else _turn(turn_data, messages, pending)
     if turn is not None and previous is not None:
         turn.previous_id, turn.known = previous
-    schemas = {_get(p, "call_id", str, "a pending call"): _get(p, "schema", str) for p in pending}
+    schemas = {}
+    if turn is not None and turn.paused is not None:
+        schemas = {
+            p.call_id: _get(e, "tool", str, "a pending call")
+            for p, e in zip(turn.paused.pending.values(), pending)
+        }
     return Loaded(sid, options, messages, previous, turn, output, schemas)
 
 
@@ -392,17 +436,113 @@ def _round(data: Json, pending: list[Any]) -> PausedRound:
         raise _bad("its pending calls do not match its round")
     paused = PausedRound(calls, results, {})
     for index, entry in zip(waiting, pending):
-        if not isinstance(index, int) or not 0 <= index < len(calls) or index in results:
+        if (
+            type(index) is not int
+            or not 0 <= index < len(calls)
+            or index in results
+            or index in paused.pending
+        ):
             raise _bad("its pending calls do not match its round")
-        arguments = _get(entry, "arguments", dict, "a pending call")
-        paused.pending[index] = PendingCall(
-            _get(entry, "call_id", str, "a pending call"),
-            _get(entry, "tool_name", str, "a pending call"),
-            copy_json(arguments),
-        )
+        call_id = _get(entry, "call_id", str, "a pending call")
+        name = _get(entry, "tool_name", str, "a pending call")
+        arguments = copy_json(_get(entry, "arguments", dict, "a pending call"))
+        digest = _get(entry, "digest", str, "a pending call")
+        fingerprint = _get(entry, "tool", str, "a pending call")
+        if any(p.call_id == call_id for p in paused.pending.values()):
+            raise _bad(f"two pending calls have the id {call_id[:64]!r}")
+        if calls[index].call_id != call_id or calls[index].name != name:
+            raise _bad(f"the pending call {call_id[:64]!r} is not the call of its round")
+        if call_digest(call_id, name, arguments, fingerprint) != digest:
+            raise _bad(f"the pending call {call_id[:64]!r} does not match its digest")
+        paused.pending[index] = PendingCall(call_id, name, arguments, digest)
     if set(results) | set(paused.pending) != set(range(len(calls))):
         raise _bad("its round has calls that are neither done nor pending")
     return paused
+
+
+def check_round(
+    paused: PausedRound,
+    history: list[Json],
+    rounds: int,
+    fmt: Format,
+    check: Callable[[str, Any], dict[str, Any]],
+) -> None:
+    """A paused round read from a state must be the calls of the last assistant message in
+    its history (same order, ids, names and arguments), and each pending call's arguments
+    must be what `check` (dispatch's validation, run now) makes of that message's.
+    Otherwise the state was edited: `ConversationStateError`."""
+    made = _calls_in_history(history, fmt)
+    if len(made) != len(paused.calls):
+        raise _bad("its round is not the calls of the last assistant message in its history")
+    ids = [c.call_id for c in made]
+    for index, (saved, sent) in enumerate(zip(paused.calls, made)):
+        own_id = f"toolreg_{rounds}_{index}"  # the loop's, for a call without a usable id
+        unusable = (
+            not isinstance(sent.call_id, str) or not sent.call_id or ids.count(sent.call_id) > 1
+        )
+        same_id = saved.call_id == sent.call_id or (unusable and saved.call_id == own_id)
+        if not same_id or saved.name != sent.name or not _same_arguments(saved, sent):
+            raise _bad(f"call {index + 1} of its round is not the one in its history (the model's)")
+    for index, pending in paused.pending.items():
+        try:
+            checked = check(pending.tool_name, made[index].arguments)
+        except ToolCallError as err:
+            raise _bad(
+                f"the pending call {pending.call_id[:64]!r} has arguments its tool refuses "
+                f"now ({err.message})"
+            ) from None
+        if canonical(checked) != canonical(pending.arguments):
+            raise _bad(
+                f"the pending call {pending.call_id[:64]!r} has other arguments than the "
+                "model's call in its history"
+            )
+
+
+def _calls_in_history(history: list[Json], fmt: Format) -> list[ToolCall]:
+    """The calls of the model's last answer: the entries after the last user message or
+    tool answer (one assistant message, or the Responses API's output items)."""
+    start = len(history)
+    while start > 0 and not _ends_a_round(history[start - 1]):
+        start -= 1
+    tail = history[start:]
+    try:
+        if fmt.dialect is not None and fmt.dialect.api == "responses":
+            return fmt.parse_calls({"output": tail})
+        return [c for entry in tail for c in fmt.parse_calls(entry)]
+    except ConversationError:
+        raise _bad("the calls in its history are malformed") from None
+
+
+def _ends_a_round(entry: Json) -> bool:
+    return entry.get("role") in (
+        "user",
+        "system",
+        "developer",
+        "tool",
+        "function",
+        "observation",
+    ) or (entry.get("type") == "function_call_output")
+
+
+def _same_arguments(saved: ToolCall, sent: ToolCall) -> bool:
+    """The same arguments, compared decoded; the history holds `{}` for arguments that were
+    no JSON object (see `loop._repair_arguments`)."""
+    mine, theirs = _decoded(saved.arguments), _decoded(sent.arguments)
+    if not isinstance(mine, dict) and theirs == {}:
+        return True
+    try:
+        return canonical(mine) == canonical(theirs)
+    except (TypeError, ValueError):
+        return False
+
+
+def _decoded(arguments: Any) -> Any:
+    if isinstance(arguments, str):
+        try:
+            return strict_decoder.decode(arguments)
+        except (ValueError, RecursionError):
+            return arguments
+    return arguments
 
 
 def _checked_arguments(arguments: Any) -> Any:
@@ -444,14 +584,29 @@ def verdicts(
     decisions: Any,
     validate: Callable[[PendingCall, Any], dict[str, Any]],
 ) -> dict[str, Verdict]:
-    """One `Verdict` per pending call from `decisions` ({call id: True | False | "reason" |
-    {"arguments": {...}}}); edited arguments pass `validate`. A `UsageError` says what is
-    wrong before anything runs."""
+    """One `Verdict` per pending call from `decisions` ({call id or digest: True | False |
+    "reason" | {"arguments": {...}}}); edited arguments pass `validate`. A `UsageError`
+    says what is wrong before anything runs; a digest that is no pending call's (the call
+    shown was changed since, or is another state's) is a `ConversationStateError`."""
     if not isinstance(decisions, Mapping):
         raise UsageError("resume() takes a dict: {call_id: True | False | reason | {...}}")
     waiting = {p.call_id: p for p in paused.pending.values()}
-    unknown = [repr(k) for k in decisions if k not in waiting]
-    missing = [repr(k) for k in waiting if k not in decisions]
+    by_digest = {p.digest: p.call_id for p in paused.pending.values() if p.digest}
+    decided: dict[str, Any] = {}
+    for key, decision in decisions.items():
+        call_id = key if key in waiting else by_digest.get(key)
+        if call_id is None and isinstance(key, str) and key.startswith("sha256:"):
+            raise ConversationStateError(
+                f"resume(): no pending call has the digest {key[:80]}: the call it was "
+                "computed for was changed since, or it belongs to another state"
+            )
+        if call_id is None:
+            continue
+        if call_id in decided:
+            raise UsageError(f"resume(): two decisions for {call_id!r} (its id and its digest)")
+        decided[call_id] = decision
+    unknown = [repr(k) for k in decisions if k not in waiting and k not in by_digest]
+    missing = [repr(k) for k in waiting if k not in decided]
     if unknown or missing:
         problems = []
         if missing:
@@ -463,7 +618,7 @@ def verdicts(
         )
     out: dict[str, Verdict] = {}
     for call_id, pending in waiting.items():
-        decision = decisions[call_id]
+        decision = decided[call_id]
         if decision is True or decision is False:
             out[call_id] = Verdict(decision)
         elif isinstance(decision, str):
