@@ -404,3 +404,142 @@ def test_a_decision_does_not_carry_over_to_another_states_call() -> None:
         with pytest.raises(ConversationStateError, match="no pending call has the digest"):
             chat.resume({small_reply.pending[0].digest: True})
     assert shop.ran == []
+
+
+# -- options: a state never widens what the application allows -----------------------------
+
+
+def between_turns(shop: Shop, **options: Any) -> dict[str, Any]:
+    with ScriptedServer([text("Hello.")]) as server:
+        chat = Conversation(server.client(), MODEL, registry=shop.registry, **options)
+        chat.send("hi")
+        return stored(chat.export_state())
+
+
+def test_a_saved_tool_filter_only_narrows_the_applications() -> None:
+    shop = Shop()
+    state = between_turns(shop, tools=["lookup"])
+    app_filter = ["lookup", "refund"]
+    later = Conversation.from_state(state, None, registry=shop.registry, tools=app_filter)
+    assert later.offered_names() == ["lookup"]  # the saved filter narrows the app's
+    widened = {**state, "options": {**state["options"], "tools": None}}
+    later = Conversation.from_state(widened, None, registry=shop.registry, tools=app_filter)
+    assert later.offered_names() == ["lookup", "refund"]  # None cannot widen the app's
+    later = Conversation.from_state(widened, None, registry=shop.registry, tools="lookup")
+    assert later.offered_names() == ["lookup"]
+    with pytest.raises(ConversationStateError, match="not signed"):  # an app that signs
+        Conversation.from_state(widened, None, registry=shop.registry, key=KEY)
+
+
+def test_a_widened_filter_in_a_signed_state_is_refused() -> None:
+    shop = Shop()
+    with ScriptedServer([text("Hello.")]) as server:
+        chat = Conversation(server.client(), MODEL, registry=shop.registry, tools=["lookup"])
+        chat.send("hi")
+        state = stored(chat.export_state(key=KEY))
+    state["options"]["tools"] = None
+    with pytest.raises(ConversationStateError, match="signature does not match"):
+        Conversation.from_state(state, None, registry=shop.registry, key=KEY)
+
+
+@pytest.mark.parametrize(
+    ("limit", "saved", "given", "kept"),
+    [
+        ("max_rounds", 2, 8, 2),
+        ("max_rounds", 100, 4, 4),
+        ("max_repeats", None, 3, 3),
+        ("max_repeats", 2, None, 2),
+        ("output_retries", 50, 1, 1),
+    ],
+)
+def test_saved_limits_only_narrow(limit: str, saved: Any, given: Any, kept: Any) -> None:
+    shop = Shop()
+    state = between_turns(shop)
+    state["options"][limit] = saved
+    later = Conversation.from_state(state, None, registry=shop.registry, **{limit: given})
+    assert later.export_state()["options"][limit] == kept
+
+
+@pytest.mark.parametrize(
+    "request_options",
+    [
+        {"confirm": None},
+        {"tools": None},
+        {"max_rounds": 99},
+        {"registry": None},
+        {"stream": True},
+        {"previous_response_id": "resp_someone_elses"},
+        {"messages": []},
+    ],
+)
+def test_request_options_cannot_set_constructor_options(request_options: Any) -> None:
+    shop = Shop()
+    with ScriptedServer([REFUND, text("Refunded.")]) as server:
+        chat, _ = paused(server, shop, tools=["lookup", "refund"], max_rounds=2)
+        state = stored(chat.export_state())
+        state["options"]["request_options"] = request_options
+        with pytest.raises(ConversationStateError, match="which no request option may set"):
+            Conversation.from_state(state, server.client(), registry=shop.registry)
+    assert shop.ran == []
+
+
+def test_request_options_are_kept_apart_from_constructor_options() -> None:
+    shop = Shop()
+    state = between_turns(shop, temperature=0, max_rounds=3)
+    with ScriptedServer([text("Hi again.")]) as server:
+        later = Conversation.from_state(
+            state, server.client(), registry=shop.registry, top_p=0.5, max_rounds=2
+        )
+        later.send("again")
+        body = server.requests[0]
+    assert (body["temperature"], body["top_p"]) == (0, 0.5)
+    assert "max_rounds" not in body
+    options = later.export_state()["options"]
+    assert options["max_rounds"] == 2
+    assert options["request_options"] == {"temperature": 0, "top_p": 0.5}
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("max_rounds", "lots"),
+        ("max_rounds", True),
+        ("max_rounds", -1),
+        ("dialect", "nope"),
+        ("dialect", 5),
+        ("tools", ["ghost"]),
+        ("tools", "lookup"),
+        ("confirm", "ask"),
+        ("confirm", False),
+        ("state", "server"),
+        ("final_call", "later"),
+        ("max_repeats", 1),
+        ("stream", "yes"),
+    ],
+)
+def test_saved_options_are_checked_like_constructor_options(option: str, value: Any) -> None:
+    shop = Shop()
+    state = between_turns(shop)
+    state["options"][option] = value
+    with pytest.raises(ConversationStateError, match="its option"):
+        Conversation.from_state(state, None, registry=shop.registry)
+
+
+def test_the_applications_own_wrong_option_is_its_usage_error() -> None:
+    shop = Shop()
+    state = between_turns(shop)
+    with pytest.raises(UsageError, match="max_rounds must be >= 0") as raised:
+        Conversation.from_state(state, None, registry=shop.registry, max_rounds=-1)
+    assert not isinstance(raised.value, ConversationStateError)
+    with pytest.raises(UsageError, match="'ghost' is neither") as raised:
+        Conversation.from_state(state, None, registry=shop.registry, tools=["ghost"])
+    assert not isinstance(raised.value, ConversationStateError)
+
+
+@pytest.mark.parametrize("missing", ["model", "request_options", "max_rounds"])
+def test_a_state_with_options_missing_is_refused(missing: str) -> None:
+    shop = Shop()
+    state = between_turns(shop)
+    del state["options"][missing]
+    with pytest.raises(ConversationStateError, match="its options are not"):
+        Conversation.from_state(state, None, registry=shop.registry)

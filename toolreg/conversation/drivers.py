@@ -42,6 +42,8 @@ from .state import (
     check_round,
     dump_state,
     load_state,
+    resumed_options,
+    saved_options,
     signing_keys,
     tool_fingerprint,
     verdicts,
@@ -330,25 +332,28 @@ class _Base:
         state's signature is verified; an unsigned state is then refused, and so is a
         signed one given without a key.
 
-        `options` override saved ones (e.g. `stream=True`). A state that was resumed
-        already, or whose pending call's tool changed its parameters, is refused with a
-        `ConversationStateError`."""
+        `options` override saved ones (e.g. `stream=True`), but a saved tool filter and
+        saved limits (`max_rounds`, `max_repeats`, `output_retries`) only narrow the ones
+        given here. A state that is malformed, was resumed already, or whose pending call's
+        tool changed its definition, is refused with a `ConversationStateError`."""
         loaded = load_state(state, signing_keys(key))
-        saved = dict(loaded.options)
-        model = saved.pop("model", None)
-        request_options = saved.pop("request_options", {})
-        unknown = set(saved) - set(_SAVED_OPTIONS)
-        if not isinstance(model, str) or unknown or not isinstance(request_options, dict):
-            raise ConversationStateError("not a usable conversation state: its options are not")
-        chat = cls(
-            client,
-            model,
-            registry=registry,
-            context=context,
-            hooks=hooks,
-            on_text=on_text,
-            **{**saved, **request_options, **options},
-        )
+        model, saved, saved_request = saved_options(loaded.options)
+        tools = registry if registry is not None else default_registry
+        constructor, request = resumed_options(saved, saved_request, options, tools)
+        model = constructor.pop("model", model)
+        common = {"registry": registry, "context": context, "hooks": hooks, "on_text": on_text}
+        try:
+            chat = cls(client, model, **common, **constructor, **request)
+        except ConversationStateError:
+            raise
+        except UsageError:
+            try:  # whose options are wrong: the state's, or the application's?
+                cls(client, model, **common, **saved, **saved_request)
+            except UsageError as err:
+                raise ConversationStateError(
+                    f"not a usable conversation state: its options are refused: {err}"
+                ) from None
+            raise
         chat.messages = loaded.messages
         chat._previous = loaded.previous
         if loaded.turn is not None:
@@ -404,28 +409,6 @@ class _Base:
         else:  # with "defer", a call that needed approval never gets here
             confirm = None if self.confirm == "defer" else self.confirm
         return {"context": self.context, "allowed": self.offered_names(), "confirm": confirm}
-
-
-_SAVED_OPTIONS = (
-    "name",
-    "dialect",
-    "state",
-    "tools",
-    "max_rounds",
-    "parallel",
-    "strict",
-    "confirm",
-    "tool_choice",
-    "final_call",
-    "assistant_content",
-    "stream",
-    "output_retries",
-    "max_history_messages",
-    "max_history_chars",
-    "advertise_required",
-    "force_tools",
-    "max_repeats",
-)
 
 
 def _approve(tool: Tool, arguments: dict[str, Any]) -> bool:

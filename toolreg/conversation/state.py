@@ -45,21 +45,26 @@ from ..errors import (
 )
 from ..formats import Format
 from ..jsonvalues import copy_json, strict_decoder
+from ..registry import ToolRegistry
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
 from .loop import PausedRound, TurnState, Verdict
 from .reply import PendingCall, Usage
 
 __all__ = [
+    "CONSTRUCTOR_OPTIONS",
     "MARK",
     "MAX_STATE_DEPTH",
     "MAX_STATE_SIZE",
+    "SAVED_OPTIONS",
     "VERSION",
     "Loaded",
     "call_digest",
     "check_round",
     "dump_state",
     "load_state",
+    "resumed_options",
+    "saved_options",
     "signing_keys",
     "tool_fingerprint",
     "verdicts",
@@ -574,6 +579,121 @@ def _result(data: Any) -> ToolResult:
         error=error,
         return_direct=data.get("return_direct") is True,
     )
+
+
+# -- options ------------------------------------------------------------------------------
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _flag(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _count_or_none(value: Any) -> bool:
+    return value is None or _count(value)
+
+
+def _names_or_none(value: Any) -> bool:
+    return value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+
+
+SAVED_OPTIONS: dict[str, Callable[[Any], bool]] = {
+    "name": _text,
+    "dialect": _text,
+    "state": _text,
+    "tools": _names_or_none,
+    "max_rounds": _count,
+    "parallel": _flag,
+    "strict": _flag,
+    "confirm": lambda value: value in ("defer", None) and not isinstance(value, bool),
+    "tool_choice": _text,
+    "final_call": _text,
+    "assistant_content": _text,
+    "stream": _flag,
+    "output_retries": _count,
+    "max_history_messages": _count_or_none,
+    "max_history_chars": _count_or_none,
+    "advertise_required": _flag,
+    "force_tools": _flag,
+    "max_repeats": _count_or_none,
+}
+"""The options a state saves, each with the type check its value passes (the values are
+checked again by the constructor)."""
+
+CONSTRUCTOR_OPTIONS = frozenset(
+    {*SAVED_OPTIONS, "client", "model", "registry", "system", "context", "hooks", "on_text", "key"}
+)
+# request keys the loop writes itself: a saved request option may not set them
+_LOOP_KEYS = frozenset(
+    {"messages", "input", "functions", "function_call", "previous_response_id", "stream"}
+)
+_LIMITS = ("max_rounds", "max_repeats", "output_retries")  # a saved limit only narrows
+
+
+def saved_options(options: Json) -> tuple[str, Json, Json]:
+    """The model, the constructor options and the request options of a state, each checked;
+    `ConversationStateError` for anything else. A saved request option never names a
+    constructor option, nor a request key the loop writes itself."""
+    given = dict(options)
+    model = given.pop("model", None)
+    request = given.pop("request_options", None)
+    if (
+        not isinstance(model, str)
+        or not isinstance(request, dict)
+        or set(given) != set(SAVED_OPTIONS)
+    ):
+        raise _bad("its options are not the options export_state() writes")
+    wrong = [k for k, check in SAVED_OPTIONS.items() if not check(given[k])]
+    if wrong:
+        raise _bad(f"its option(s) {', '.join(wrong)} have values of the wrong type")
+    clash = sorted(set(request) & (CONSTRUCTOR_OPTIONS | _LOOP_KEYS))
+    if clash:
+        raise _bad(f"its request options set {', '.join(clash)}, which no request option may set")
+    return model, given, request
+
+
+def resumed_options(
+    saved: Json, request: Json, given: Mapping[str, Any], registry: ToolRegistry
+) -> tuple[Json, Json]:
+    """The constructor and request options `from_state` builds with: the application's
+    (`given`) override the state's, except that a saved tool filter and saved limits can
+    only narrow the application's (a filter offers the tools both filters offer; a limit
+    is the smaller of the two)."""
+    options = {**saved}
+    requested = {**request}
+    for name, value in given.items():
+        (options if name in CONSTRUCTOR_OPTIONS else requested)[name] = value
+    for limit in _LIMITS:
+        mine, theirs = given.get(limit), saved[limit]
+        valid = _count_or_none if limit == "max_repeats" else _count
+        if limit in given and valid(mine):
+            bounded = [v for v in (mine, theirs) if v is not None]
+            options[limit] = min(bounded) if bounded else None
+    if given.get("tools") is not None and saved["tools"] is not None:
+        options["tools"] = _narrowed_filter(given["tools"], saved["tools"], registry)
+    return options, requested
+
+
+def _narrowed_filter(app: Any, saved: list[str], registry: ToolRegistry) -> Any:
+    wanted = [app] if isinstance(app, str) else app
+    if not isinstance(wanted, (list, tuple)):
+        return app  # the constructor says what is wrong with it
+    known = {*registry.names(), *(tag for tool in registry.tools() for tag in tool.tags)}
+    if not all(isinstance(w, str) and w in known for w in wanted):
+        return app
+
+    def offers(tool: Tool, entries: Any) -> bool:
+        return tool.name in entries or bool(tool.tags & entries)
+
+    app_set, saved_set = set(wanted), set(saved)
+    return [t.name for t in registry.tools() if offers(t, app_set) and offers(t, saved_set)]
 
 
 # -- decisions ----------------------------------------------------------------------------
