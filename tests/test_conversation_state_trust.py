@@ -14,6 +14,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from toolreg import (
     AsyncConversation,
@@ -543,3 +545,132 @@ def test_a_state_with_options_missing_is_refused(missing: str) -> None:
     del state["options"][missing]
     with pytest.raises(ConversationStateError, match="its options are not"):
         Conversation.from_state(state, None, registry=shop.registry)
+
+
+# -- malformed states -------------------------------------------------------------------------
+
+
+def deep(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.fixture(scope="module")
+def saved_round() -> dict[str, Any]:
+    """A paused round with one call done and one pending, through storage."""
+    shop = Shop()
+    both = tool_calls(call("lookup", order_id="A1"), call("refund", order_id="A1", amount="20"))
+    with ScriptedServer([both]) as server:
+        chat, reply = paused(server, shop)
+        state = stored(chat.export_state())
+    state["shown"] = reply.pending[0].digest  # taken out again by the tests
+    return state
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        (("pending", 0, "arguments", "order_id"), deep(600), "nests more than 100 levels"),
+        (("messages", 0, "content"), deep(100_000), "nests more than 100 levels"),
+        (("messages", 0, "content"), "x" * (33 << 20), "larger than"),
+        (("version",), True, "version True"),
+        (("pending", 0, "arguments", "amount"), float("nan"), "not finite"),
+        (("messages", 0, "role"), {"a": 1}, "no text 'role'"),
+        (("messages", 1, "role"), "tool", "not the calls of the last assistant message"),
+        (("messages", 1, "role"), "tools", "has the role"),
+        (("messages", 1, "tool_calls"), "call", "'tool_calls' are not a list"),
+        (("turn", "round", "done", 0, "call_id"), "call_9", "result 1 of its round is not"),
+        (("turn", "round", "done", 0, "index"), 1, "result 2 of its round is not for call 2"),
+        (("turn", "round", "done", 0, "index"), 7, "results do not match"),
+        (("turn", "usage"), [], "no valid 'usage'"),
+        (("pending", 0, "digest"), 5, "no valid 'digest'"),
+    ],
+)
+def test_malformed_states_are_state_errors(
+    saved_round: dict[str, Any], path: tuple[Any, ...], value: Any, message: str
+) -> None:
+    state = copy.deepcopy(saved_round)
+    del state["shown"]
+    target = state
+    for step in path[:-1]:
+        target = target[step]
+    target[path[-1]] = value
+    with pytest.raises(ConversationStateError, match=message):
+        Conversation.from_state(state, None, registry=Shop().registry)
+
+
+def test_a_state_holding_python_objects_is_refused(saved_round: dict[str, Any]) -> None:
+    state = copy.deepcopy(saved_round)
+    state["messages"][0]["content"] = object()
+    with pytest.raises(ConversationStateError, match="not a JSON value"):
+        Conversation.from_state(state, None, registry=Shop().registry)
+    state["messages"][0] = {1: "user"}
+    with pytest.raises(ConversationStateError, match="key that is not text"):
+        Conversation.from_state(state, None, registry=Shop().registry)
+
+
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3) | st.just(2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(["", "x", "call_1", "refund", "delete_account", "tools", "sha256:0"]),
+    st.builds(deep, st.just(600)),
+    st.lists(st.integers(0, 2), max_size=2),
+    st.dictionaries(st.sampled_from(["role", "a"]), st.sampled_from(["user", 1]), max_size=2),
+)
+
+
+def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix]
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found += _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            found += _paths(v, (*prefix, i))
+    return found
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_fuzzed_states_are_refused_or_resume_only_what_was_approved(
+    saved_round: dict[str, Any], fuzz_server: ScriptedServer, data: Any
+) -> None:
+    """Mutations of a real state (a value replaced, a key or element dropped or doubled):
+    only a ConversationStateError, or a resume that runs exactly the approved call."""
+    state = copy.deepcopy(saved_round)
+    shown = state.pop("shown")
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from(_paths(state)[1:]))
+        parent = state
+        for step in path[:-1]:
+            parent = parent[step]
+        action = data.draw(st.sampled_from(["replace", "drop", "double"]))
+        if action == "replace":
+            parent[path[-1]] = data.draw(_VALUES)
+        elif action == "drop":
+            del parent[path[-1]]
+        elif isinstance(parent, list):
+            parent.append(copy.deepcopy(parent[path[-1]]))
+        else:
+            parent[path[-1]] = copy.deepcopy(parent)
+    shop = Shop()
+    fuzz_server.add(text("Done."))
+    try:
+        later = Conversation.from_state(state, fuzz_server.client(), registry=shop.registry)
+        reply = later.resume({shown: True})
+    except ConversationStateError:
+        assert shop.ran == []
+        return
+    assert reply.stop_reason == "answer"
+    refunds = [r for r in shop.ran if r[0] != "lookup"]  # lookup needs no approval
+    assert refunds in ([], [("refund", {"order_id": "A1", "amount": 20})])
+
+
+@pytest.fixture(scope="module")
+def fuzz_server() -> Any:
+    with ScriptedServer() as server:
+        yield server

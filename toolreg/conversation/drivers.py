@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import inspect
 import json
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -354,6 +355,12 @@ class _Base:
                     f"not a usable conversation state: its options are refused: {err}"
                 ) from None
             raise
+        unknown = _unknown_request_options(chat, saved_request)
+        if unknown:
+            raise ConversationStateError(
+                f"not a usable conversation state: its request options {', '.join(unknown)} "
+                "are not parameters of the client's create method"
+            )
         chat.messages = loaded.messages
         chat._previous = loaded.previous
         if loaded.turn is not None:
@@ -409,6 +416,20 @@ class _Base:
         else:  # with "defer", a call that needed approval never gets here
             confirm = None if self.confirm == "defer" else self.confirm
         return {"context": self.context, "allowed": self.offered_names(), "confirm": confirm}
+
+
+def _unknown_request_options(chat: _Base, saved: Mapping[str, Any]) -> list[str]:
+    """Saved request options the client's create method does not take (it would raise a
+    TypeError in the middle of a resume); none are known when there is no such method."""
+    if not saved:
+        return []
+    try:
+        parameters = inspect.signature(chat._endpoint.method(chat.client)).parameters
+    except (AttributeError, TypeError, ValueError):
+        return []
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return []
+    return sorted(k for k in saved if k not in parameters)
 
 
 def _approve(tool: Tool, arguments: dict[str, Any]) -> bool:

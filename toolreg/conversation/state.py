@@ -25,6 +25,7 @@ import dataclasses
 import hashlib
 import hmac
 import json
+import math
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -185,6 +186,8 @@ def _check_shape(state: Any) -> None:
                 stack.append((item, depth + 1))
         elif kind is str:
             size += len(value)
+        elif kind is float and not math.isfinite(value):
+            raise _bad("it holds a number that is not finite (NaN, Infinity)")
         elif kind not in (int, float, bool, type(None)):
             raise _bad(f"it holds a {kind.__name__}, which is not a JSON value")
         if size > MAX_STATE_SIZE:
@@ -362,8 +365,8 @@ def load_state(state: Any, keys: list[bytes] | None = None) -> Loaded:
         raise _bad(f"unknown status {status!r}")
     options = copy_json(_get(state, "options", dict))
     messages = copy_json(_get(state, "messages", list))
-    if not all(isinstance(m, dict) for m in messages):
-        raise _bad("a message is not an object")
+    for message in messages:
+        _check_message(message)
     server = state.get("server")
     previous = None
     if server is not None:
@@ -387,6 +390,37 @@ def load_state(state: Any, keys: list[bytes] | None = None) -> Loaded:
             for p, e in zip(turn.paused.pending.values(), pending)
         }
     return Loaded(sid, options, messages, previous, turn, output, schemas)
+
+
+_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function", "observation"})
+
+
+def _check_message(message: Any) -> None:
+    """A history entry as the loop and the providers read it: a message with a text `role`
+    or an item with a text `type`, its content text, parts or null, its calls lists of
+    objects."""
+    if not isinstance(message, dict):
+        raise _bad("a message is not an object")
+    role, kind = message.get("role"), message.get("type")
+    if (role is None and kind is None) or not all(
+        v is None or isinstance(v, str) for v in (role, kind)
+    ):
+        raise _bad("a message has no text 'role' nor 'type'")
+    if role is not None and role not in _ROLES:
+        raise _bad(f"a message has the role {role[:40]!r}")
+    for key in ("content", "name", "call_id", "tool_call_id", "arguments", "output"):
+        value = message.get(key)
+        if value is not None and not isinstance(value, (str, list) if key == "content" else str):
+            raise _bad(f"a message's {key!r} is neither text nor null")
+    calls = message.get("tool_calls")
+    if calls is not None and (
+        not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls)
+    ):
+        raise _bad("a message's 'tool_calls' are not a list of objects")
+    for call in [*(calls or ()), message]:
+        function = call.get("function_call" if call is message else "function")
+        if function is not None and not isinstance(function, dict):
+            raise _bad("a message has a function call that is not an object")
 
 
 def _turn(
@@ -435,7 +469,12 @@ def _round(data: Json, pending: list[Any]) -> PausedRound:
     results = {}
     for entry in _get(data, "done", list, "the round"):
         index = _get(entry, "index", int, "a result")
-        results[index] = _result(entry)
+        result = _result(entry)
+        if not 0 <= index < len(calls) or index in results:
+            raise _bad("its round's results do not match its calls")
+        if (result.call_id, result.tool_name) != (calls[index].call_id, calls[index].name):
+            raise _bad(f"result {index + 1} of its round is not for call {index + 1}")
+        results[index] = result
     waiting = _get(data, "waiting", list, "the round")
     if len(waiting) != len(pending) or not pending:
         raise _bad("its pending calls do not match its round")
@@ -510,6 +549,8 @@ def _calls_in_history(history: list[Json], fmt: Format) -> list[ToolCall]:
     while start > 0 and not _ends_a_round(history[start - 1]):
         start -= 1
     tail = history[start:]
+    if any(entry.get("role", "assistant") != "assistant" for entry in tail):
+        raise _bad("the calls of its round are not in an assistant message")
     try:
         if fmt.dialect is not None and fmt.dialect.api == "responses":
             return fmt.parse_calls({"output": tail})
