@@ -674,3 +674,27 @@ def test_fuzzed_states_are_refused_or_resume_only_what_was_approved(
 def fuzz_server() -> Any:
     with ScriptedServer() as server:
         yield server
+
+
+def test_replay_needs_a_claim_but_a_signed_state_binds_its_id_and_content() -> None:
+    """toolreg alone cannot tell a copy of a state from the original across processes: the
+    application claims a state by its id once (a store with claim() is a later issue). With
+    a signed state the id cannot be changed to get past that claim, and nothing in it can be
+    changed at all."""
+    shop = Shop()
+    with ScriptedServer([REFUND, text("Refunded.")]) as server:
+        chat, reply = paused(server, shop)
+        state = stored(chat.export_state(key=KEY))
+        in_storage = json.dumps(state)
+        claimed = {state["id"]}  # the application's claim, e.g. a row it deletes
+        copy_ = {**state, "id": "f" * 32}  # a replayed copy under a new id
+        with pytest.raises(ConversationStateError, match="signature does not match"):
+            Conversation.from_state(copy_, server.client(), registry=shop.registry, key=KEY)
+        assert state["id"] in claimed
+        later = Conversation.from_state(state, server.client(), registry=shop.registry, key=KEY)
+        later.resume({reply.pending[0].digest: True})
+        # storage still holds a resumable copy: only the application's claim stops it
+        assert json.loads(in_storage)["status"] == "approval_required"
+        with pytest.raises(ConversationStateError, match="resumed already"):  # in process
+            Conversation.from_state(state, server.client(), registry=shop.registry, key=KEY)
+    assert shop.ran == [("refund", {"order_id": "A1", "amount": 20})]
