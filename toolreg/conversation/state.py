@@ -1,22 +1,28 @@
 """A conversation's state as plain JSON, read back and checked; decisions on pending calls.
 
 `dump_state` writes what `Conversation.export_state()` returns, `load_state` reads it back
-(every field checked: a state is data from storage), `verdicts` checks a person's decisions
-before anything runs. The layout, version 1:
+(every field checked: a state is data from storage), `check_round` holds a paused round
+against the history it claims to come from, `verdicts` checks a person's decisions before
+anything runs. The layout, version 2:
 
 ```
-{"toolreg": "conversation-state", "version": 1, "id": "<hex>",
+{"toolreg": "conversation-state", "version": 2, "id": "<hex>",
  "status": "ready" | "approval_required" | "resumed",
  "options": {...},                  the conversation's options (model, dialect, ...)
  "messages": [...],                 the history
  "server": null | {"previous_response_id": "...", "known": N},
- "pending": [{"call_id", "tool_name", "arguments", "schema"}],
- "turn": null | {...}}              a paused turn: rounds, usage, results, the round
+ "pending": [{"call_id", "tool_name", "arguments", "tool", "digest"}],
+ "turn": null | {...},              a paused turn: rounds, usage, results, the round
+ "signature": "hmac-sha256:<hex>"}  only when signed: over everything else, `canonical`
 ```
 
-`schema` is a fingerprint of the tool's parameters when the call was paused: a state whose
-tool has changed since is refused. `status` becomes "resumed" when a conversation resumes
-the state object it was exported as or rebuilt from, so that resuming it again raises.
+`tool` is a fingerprint of the tool's whole definition when the call was paused (a state
+whose tool has changed since is refused); `digest` binds the call to it (`call_digest`), and
+a decision keyed by a digest applies to that call only. Without a signature, anyone who can
+write the state can recompute both: the digest protects the application that decides by
+digest, the signature protects everything. `status` becomes "resumed" when a conversation
+resumes the state object it was exported as or rebuilt from, so that resuming it again
+raises; a copy in storage is the application's to claim once.
 """
 
 from __future__ import annotations
