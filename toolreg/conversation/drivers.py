@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import inspect
 import json
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
 from typing_extensions import Self
 
 from ..dispatch import ConfirmCallback
+from ..dispatch.calling import call_hook
 from ..errors import ConversationStateError, ToolCallError, UsageError
 from ..formats import DIALECTS, Dialect
 from ..jsonvalues import safe_json
@@ -35,7 +38,17 @@ from ..result import ToolCall, ToolResult
 from ..tool import Tool
 from .endpoints import ENDPOINTS, endpoint_errors
 from .history import answered_prefix
-from .loop import LoopSettings, Step, TurnState, Verdict, abandon, resume_loop, run_loop
+from .loop import (
+    HookStep,
+    LoopSettings,
+    ModelStep,
+    Step,
+    TurnState,
+    Verdict,
+    abandon,
+    resume_loop,
+    run_loop,
+)
 from .output import OutputSpec
 from .reply import Hooks, PendingCall, Reply
 from .state import dump_state, load_state, schema_fingerprint, verdicts
@@ -50,6 +63,8 @@ Message = dict[str, Any]
 
 
 class _Base:
+    _awaits_hooks = False  # AsyncConversation awaits an async hook; Conversation cannot
+
     def __init__(
         self,
         client: Any,
@@ -71,7 +86,7 @@ class _Base:
         final_call: Literal["tool_choice_none", "drop_tools"] = "tool_choice_none",
         assistant_content: Literal["empty", "null", "omit"] = "empty",
         stream: bool = False,
-        on_text: Callable[[str], None] | None = None,
+        on_text: Callable[[str], Any] | None = None,
         output_retries: int = 2,
         max_history_messages: int | None = None,
         max_history_chars: int | None = None,
@@ -83,6 +98,10 @@ class _Base:
         _check_options(dialect, max_rounds, output_retries, final_call, assistant_content)
         _check_seed_options(advertise_required, force_tools, max_repeats, strict)
         _check_state_option(state, dialect, confirm, request_options)
+        if hooks is not None and not isinstance(hooks, Hooks):
+            raise UsageError(f"hooks must be a toolreg.Hooks, not {type(hooks).__name__}")
+        if not self._awaits_hooks:
+            _check_sync_hooks(hooks, on_text)
         trims = max_history_messages is not None or max_history_chars is not None
         if state == "server" and trims:
             raise UsageError(
@@ -301,7 +320,7 @@ class _Base:
         registry: ToolRegistry | None = None,
         context: Any = None,
         hooks: Hooks | None = None,
-        on_text: Callable[[str], None] | None = None,
+        on_text: Callable[[str], Any] | None = None,
         **options: Any,
     ) -> Self:
         """Rebuild a conversation from `export_state()`'s JSON, in this process or another.
@@ -394,6 +413,48 @@ _SAVED_OPTIONS = (
     "force_tools",
     "max_repeats",
 )
+
+
+def _check_sync_hooks(hooks: Hooks | None, on_text: Any) -> None:
+    """Conversation cannot await: an `async def` hook or `on_text` fails when it is given."""
+    given = [(f"hooks.{f.name}", getattr(hooks, f.name, None)) for f in dataclasses.fields(Hooks)]
+    for label, hook in [*(given if hooks is not None else []), ("on_text", on_text)]:
+        if hook is not None and inspect.iscoroutinefunction(hook):
+            raise UsageError(
+                f"{label}={_describe(hook)} is async def: Conversation cannot await it "
+                "(a veto would be lost); use AsyncConversation, or a plain def"
+            )
+
+
+def _describe(hook: Any) -> str:
+    return str(getattr(hook, "__qualname__", None) or type(hook).__name__)
+
+
+def _awaitable(value: Any) -> bool:
+    return type(value) not in _PLAIN and inspect.isawaitable(value)
+
+
+_PLAIN = frozenset({str, bool, type(None), int, float, dict, list, tuple})  # never awaitable
+
+
+def _run_hook(label: str, hook: Callable[[Any], Any], event: Any) -> Any:
+    """The sync driver's call of a hook: an awaitable answer is a mistake, never ignored."""
+    answer = call_hook(hook, event)
+    if _awaitable(answer):
+        if inspect.iscoroutine(answer):
+            answer.close()  # never awaited: no "was never awaited" RuntimeWarning
+        raise UsageError(
+            f"{label}={_describe(hook)} returned {type(answer).__name__}, which "
+            "Conversation cannot await (a veto would be lost); use AsyncConversation, "
+            "or make the hook return its answer"
+        )
+    return answer
+
+
+async def _arun_hook(step: HookStep) -> Any:
+    """The async driver's call of a hook: an awaitable answer is awaited."""
+    answer = call_hook(step.hook, step.event)
+    return (await answer) if _awaitable(answer) else answer
 
 
 def _approve(tool: Tool, arguments: dict[str, Any]) -> bool:
@@ -551,15 +612,16 @@ class Conversation(_Base):
             step = next(loop)
             parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
             while True:
-                kind, payload = step
                 answer: Any
-                if kind == "model":
-                    with model_call(payload, self.client) as call:
-                        answer = call.response = self._model(payload)
+                if isinstance(step, HookStep):
+                    answer = _run_hook(f"hooks.{step.name}", step.hook, step.event)
+                elif isinstance(step, ModelStep):
+                    with model_call(step.request, self.client) as call:
+                        answer = call.response = self._model(step.request)
                     parent = call.parent
                 else:
                     with parent():
-                        answer = self._tools(payload, approved=kind == "approved")
+                        answer = self._tools(step.calls, approved=step.approved)
                 try:
                     step = loop.send(answer)
                 except StopIteration as done:
@@ -572,7 +634,9 @@ class Conversation(_Base):
             response = create(**safe_json(request), **self._stream_kwargs())
             if not self.stream:
                 return self._endpoint.normalize(response)
-            assembler = self._endpoint.assembler(self.on_text)
+            on_text = self.on_text
+            deliver = None if on_text is None else functools.partial(_run_hook, "on_text", on_text)
+            assembler = self._endpoint.assembler(deliver)
             try:
                 for chunk in response:
                     assembler.feed(chunk)
@@ -591,8 +655,10 @@ class Conversation(_Base):
 
 
 class AsyncConversation(_Base):
-    """The same loop over `openai.AsyncOpenAI`; tools run via `adispatch_many`."""
+    """The same loop over `openai.AsyncOpenAI`; tools run via `adispatch_many`; hooks
+    that are `async def` are awaited."""
 
+    _awaits_hooks = True
     client: openai.AsyncOpenAI
 
     async def send(self, text: str, *, output_type: Any = None) -> Reply:
@@ -621,20 +687,34 @@ class AsyncConversation(_Base):
             step = next(loop)
             parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
             while True:
-                kind, payload = step
                 answer: Any
-                if kind == "model":
-                    with model_call(payload, self.client) as call:
-                        answer = call.response = await self._model(payload)
+                if isinstance(step, HookStep):
+                    answer = await _arun_hook(step)
+                elif isinstance(step, ModelStep):
+                    with model_call(step.request, self.client) as call:
+                        answer = call.response = await self._model(step.request)
                     parent = call.parent
                 else:
                     with parent():
-                        answer = await self._tools(payload, approved=kind == "approved")
+                        answer = await self._tools(step.calls, approved=step.approved)
                 try:
                     step = loop.send(answer)
                 except StopIteration as done:
                     reply: Reply = done.value
                     return reply
+
+    def _collector(self, awaiting: list[Awaitable[Any]]) -> Callable[[str], None] | None:
+        """`on_text` for the assembler: an awaitable it returns is kept, to be awaited."""
+        on_text = self.on_text
+        if on_text is None:
+            return None
+
+        def deliver(text: str) -> None:
+            answer: Any = call_hook(on_text, text)
+            if _awaitable(answer):
+                awaiting.append(answer)
+
+        return deliver
 
     async def _model(self, request: dict[str, Any]) -> dict[str, Any]:
         with endpoint_errors():
@@ -642,11 +722,17 @@ class AsyncConversation(_Base):
             response = await create(**safe_json(request), **self._stream_kwargs())
             if not self.stream:
                 return self._endpoint.normalize(response)
-            assembler = self._endpoint.assembler(self.on_text)
+            awaiting: list[Awaitable[Any]] = []  # what an async on_text returned
+            assembler = self._endpoint.assembler(self._collector(awaiting))
             try:
                 async for chunk in response:
                     assembler.feed(chunk)
+                    while awaiting:  # in order, before the next chunk is read
+                        await awaiting.pop(0)
             finally:
+                for left in awaiting:  # the stream failed before they could run
+                    if inspect.iscoroutine(left):
+                        left.close()
                 await response.close()
             return assembler.result()
 

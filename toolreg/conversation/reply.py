@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..dispatch.calling import call_hook
 from ..errors import ConversationError
 from ..result import ToolCall, ToolResult
 
@@ -21,8 +19,6 @@ __all__ = [
     "ToolResultEvent",
     "Usage",
 ]
-
-logger = logging.getLogger("toolreg")
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,14 +157,11 @@ class Hooks:
     A hook's exception is not caught: it ends the `send` / `run` (the conversation's
     history stays as it was), since a broken hook is a bug in the application.
     `before_tool_call` may veto a call by returning False or a message for the model.
+    `AsyncConversation` awaits a hook that is `async def` (or returns an awaitable), so
+    its veto holds too; `Conversation` refuses one with a `UsageError`, never ignores it.
     """
 
     before_model_call: Callable[[ModelCallEvent], Any] | None = None
     after_model_call: Callable[[ModelResponseEvent], Any] | None = None
     before_tool_call: Callable[[ToolCallEvent], Any] | None = None
     after_tool_call: Callable[[ToolResultEvent], Any] | None = None
-
-    def emit(self, name: str, event: Any) -> Any:
-        logger.debug("%s: %r", name, event)
-        hook = getattr(self, name)
-        return None if hook is None else call_hook(hook, event)
