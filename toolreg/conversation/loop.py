@@ -40,6 +40,7 @@ from .reply import (
     ModelResponseEvent,
     PendingCall,
     Reply,
+    StopReason,
     ToolCallEvent,
     ToolResultEvent,
     Usage,
@@ -91,7 +92,7 @@ class HookStep:
 
 
 Step: TypeAlias = ModelStep | ToolsStep | HookStep
-_STOP_REASONS = {"length": "length", "content_filter": "content_filter"}
+_FINISH_REASONS: dict[str, StopReason] = {"length": "length", "content_filter": "content_filter"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -506,7 +507,11 @@ def _after_tools(
 
 
 def _answer(s: LoopSettings, state: TurnState, text: str, finish: str | None) -> Reply | None:
-    reason = "max_rounds" if state.limit_reached else _STOP_REASONS.get(finish or "", "answer")
+    reason: StopReason = _FINISH_REASONS.get(finish or "", "answer")
+    if state.stop_requested:  # a repeated call was refused: tools were forbidden after it
+        reason = "repeated_calls"
+    elif state.limit_reached:
+        reason = "max_rounds"
     if s.output is None:
         return _reply(state, text, reason)
     value, problems = s.output.parse(text)
@@ -533,7 +538,7 @@ def _answer(s: LoopSettings, state: TurnState, text: str, finish: str | None) ->
 def _reply(
     state: TurnState,
     text: str,
-    reason: str,
+    reason: StopReason,
     output: Any = None,
     *,
     results: list[ToolResult] | None = None,

@@ -3,22 +3,38 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, get_args
 
 from ..errors import ConversationError
 from ..result import ToolCall, ToolResult
 
 __all__ = [
+    "REPLY_FIELDS",
+    "STOP_REASONS",
     "Hooks",
     "ModelCallEvent",
     "ModelResponseEvent",
     "PendingCall",
     "Reply",
+    "StopReason",
     "ToolCallEvent",
     "ToolResultEvent",
     "Usage",
 ]
+
+# Why a turn ended: every value `Reply.stop_reason` takes, declared here only (the README's
+# table of them is checked against this).
+StopReason = Literal[
+    "answer",  # the model answered (finish reason "stop", or none given)
+    "return_direct",  # every tool of the last round is return_direct: their output is the text
+    "max_rounds",  # max_rounds rounds of tool calls; the last call forbade tools
+    "repeated_calls",  # the same call was refused after max_repeats rounds; tools forbidden
+    "length",  # the answer was cut off at the token limit (finish reason "length")
+    "content_filter",  # the endpoint filtered the answer
+    "approval_required",  # confirm="defer": the calls in Reply.pending wait for a person
+]
+STOP_REASONS: tuple[StopReason, ...] = get_args(StopReason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,13 +104,12 @@ class Reply:
     """The outcome of a conversation turn.
 
     `messages` is the whole history (ready to send again), `tool_results` every dispatched
-    result in order, `rounds` the number of model calls, `stop_reason` one of "answer",
-    "return_direct", "max_rounds", "length", "content_filter", "approval_required";
-    `output` the converted value when an `output_type` was asked for.
+    result in order, `rounds` the number of model calls, `stop_reason` one of
+    `STOP_REASONS`; `output` the converted value when an `output_type` was asked for.
 
-    "max_rounds" also ends a loop stopped by a call repeated three rounds in a row (its
-    last call forbids tools, like the one after `max_rounds`). After "return_direct" the
-    history ends with the tool messages; `text` is their content.
+    "repeated_calls" ends a loop stopped by a call repeated `max_repeats` rounds in a row
+    (its last call forbids tools, like the one after `max_rounds`). After "return_direct"
+    the history ends with the tool messages; `text` is their content.
 
     "approval_required" (with `confirm="defer"`): the calls in `pending` wait for a
     person; the other calls of that round ran. `messages` then ends with calls that are
@@ -111,10 +126,13 @@ class Reply:
     tool_results: list[ToolResult]
     rounds: int
     usage: Usage
-    stop_reason: str
+    stop_reason: StopReason
     output: Any = None
     pending: list[PendingCall] = field(default_factory=list)
     over_history_limit: bool = False
+
+
+REPLY_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Reply))  # for docs and tests
 
 
 @dataclass(frozen=True, slots=True)
