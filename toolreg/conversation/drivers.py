@@ -93,10 +93,11 @@ class _Base:
         advertise_required: bool = True,
         force_tools: bool = False,
         max_repeats: int | None = 3,
+        output_strict: bool = True,
         **request_options: Any,
     ) -> None:
         _check_options(dialect, max_rounds, output_retries, final_call, assistant_content)
-        _check_seed_options(advertise_required, force_tools, max_repeats, strict)
+        _check_seed_options(advertise_required, force_tools, max_repeats, strict, output_strict)
         _check_state_option(state, dialect, confirm, request_options)
         if hooks is not None and not isinstance(hooks, Hooks):
             raise UsageError(f"hooks must be a toolreg.Hooks, not {type(hooks).__name__}")
@@ -116,6 +117,7 @@ class _Base:
         self.tool_filter = None if tools is None else _tool_filter(self.registry, tools)
         self.parallel = parallel
         self.strict = strict
+        self.output_strict = output_strict
         self.context = context
         self.confirm = confirm
         self.stream = stream
@@ -188,7 +190,7 @@ class _Base:
                     f"the conversation state {state.get('id')} was resumed already"
                 )
         self._check_schemas(paused)
-        settings = paused.settings_for(output_type, self._settings)
+        settings = paused.settings_for(output_type, self._settings, self.output_strict)
         found = verdicts(paused.turn.paused, decisions, self._edited)
         for state in paused.states:
             state["status"] = "resumed"
@@ -299,6 +301,7 @@ class _Base:
                 "advertise_required": self.advertise_required,
                 "force_tools": settings.force_tools,
                 "max_repeats": settings.max_repeats,
+                "output_strict": self.output_strict,
                 "request_options": settings.request_options,
             },
             messages=self.messages,
@@ -375,7 +378,7 @@ class _Base:
     def _settings_for(self, output_type: Any) -> LoopSettings:
         if output_type is None:
             return self._settings
-        spec = OutputSpec.for_type(output_type)
+        spec = OutputSpec.for_type(output_type, strict=self.output_strict)
         return dataclasses.replace(self._settings, output=spec)
 
     def _stream_kwargs(self) -> dict[str, Any]:
@@ -412,6 +415,7 @@ _SAVED_OPTIONS = (
     "advertise_required",
     "force_tools",
     "max_repeats",
+    "output_strict",
 )
 
 
@@ -488,7 +492,7 @@ class _Paused:
         self.shape = shape if output is None else (output.name, output.schema)
         self.states: list[dict[str, Any]] = []
 
-    def settings_for(self, output_type: Any, base: LoopSettings) -> LoopSettings:
+    def settings_for(self, output_type: Any, base: LoopSettings, strict: bool) -> LoopSettings:
         """The settings to resume with: the paused turn's output type, checked again when
         it is given (it must be when the turn came from a saved state)."""
         if output_type is None:
@@ -497,7 +501,7 @@ class _Paused:
             raise UsageError(
                 f"resume(): the turn asked for output_type {self.shape[0]}; give it again"
             )
-        spec = OutputSpec.for_type(output_type)
+        spec = OutputSpec.for_type(output_type, strict=strict)
         if self.shape is None or _canonical(self.shape) != _canonical((spec.name, spec.schema)):
             raise ConversationStateError(
                 "resume(): output_type differs from the one the paused turn asked for"
@@ -530,9 +534,18 @@ def _check_state_option(
 
 
 def _check_seed_options(
-    advertise_required: bool, force_tools: bool, max_repeats: int | None, strict: bool
+    advertise_required: bool,
+    force_tools: bool,
+    max_repeats: int | None,
+    strict: bool,
+    output_strict: bool,
 ) -> None:
-    for key, value in (("advertise_required", advertise_required), ("force_tools", force_tools)):
+    flags = (
+        ("advertise_required", advertise_required),
+        ("force_tools", force_tools),
+        ("output_strict", output_strict),
+    )
+    for key, value in flags:
         if not isinstance(value, bool):
             raise UsageError(f"{key} must be True or False, not {value!r}")
     if not advertise_required and strict:

@@ -275,7 +275,8 @@ def _request(s: LoopSettings, state: TurnState) -> dict[str, Any]:
         request[dialect.tools_key] = tools
         request[dialect.choice_key] = dialect.choice(_tool_choice(s, state))
     if s.output is not None:
-        for name, value in dialect.output_format(s.output.name, s.output.schema).items():
+        asked = dialect.output_format(s.output.name, s.output.sent, s.output.strict)
+        for name, value in asked.items():
             given = request.get(name)  # e.g. text={"verbosity": ...} keeps its other keys
             request[name] = {**given, **value} if isinstance(given, dict) else value
     return request
