@@ -30,13 +30,13 @@ from typing_extensions import Self
 
 from ..dispatch import ConfirmCallback
 from ..dispatch.calling import call_hook
-from ..errors import ConversationStateError, ToolCallError, UsageError
+from ..errors import ConversationError, ConversationStateError, ToolCallError, UsageError
 from ..formats import DIALECTS, Dialect
 from ..jsonvalues import safe_json
 from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from .endpoints import ENDPOINTS, endpoint_errors
+from .endpoints import ENDPOINTS, endpoint_errors, endpoint_url
 from .history import answered_prefix
 from .loop import (
     HookStep,
@@ -381,6 +381,16 @@ class _Base:
         spec = OutputSpec.for_type(output_type, strict=self.output_strict)
         return dataclasses.replace(self._settings, output=spec)
 
+    @contextlib.contextmanager
+    def _naming_endpoint(self) -> Generator[None]:
+        """A `ConversationError` of this turn names the endpoint's URL (redacted)."""
+        try:
+            yield
+        except ConversationError as exc:
+            if exc.endpoint is None:
+                exc.endpoint = endpoint_url(self.client)
+            raise
+
     def _stream_kwargs(self) -> dict[str, Any]:
         if not self.stream:
             return {}
@@ -621,7 +631,7 @@ class Conversation(_Base):
         return self._end(reply, settings, turn, keep=True)
 
     def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
-        with turn(self.name, self.model):  # one span per send / run / resume
+        with turn(self.name, self.model), self._naming_endpoint():  # one span per turn
             step = next(loop)
             parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
             while True:
@@ -696,7 +706,7 @@ class AsyncConversation(_Base):
         return self._end(reply, settings, turn, keep=True)
 
     async def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
-        with turn(self.name, self.model):  # one span per send / run / resume
+        with turn(self.name, self.model), self._naming_endpoint():  # one span per turn
             step = next(loop)
             parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
             while True:
