@@ -24,7 +24,7 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from typing_extensions import Self
 
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 __all__ = ["AsyncConversation", "Conversation", "run_conversation"]
 
 Message = dict[str, Any]
+T = TypeVar("T")
 
 
 class _Base:
@@ -606,18 +607,47 @@ class Conversation(_Base):
 
     client: openai.OpenAI
 
-    def send(self, text: str, *, output_type: Any = None) -> Reply:
+    @overload
+    def send(self, text: str, *, output_type: None = None) -> Reply[None]: ...
+
+    @overload
+    def send(self, text: str, *, output_type: type[T]) -> Reply[T]: ...
+
+    @overload
+    def send(self, text: str, *, output_type: dict[str, Any]) -> Reply[Any]: ...
+
+    def send(self, text: str, *, output_type: Any = None) -> Reply[Any]:
         """Add a user message and run the loop; the history is kept only if it succeeds."""
         messages = [*self.messages, {"role": "user", "content": text}]
         settings, turn = self._begin(messages, output_type, keep=True)
         return self._end(self._drive(run_loop(settings, turn)), settings, turn, keep=True)
 
-    def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply:
+    @overload
+    def run(self, messages: Iterable[Message], *, output_type: None = None) -> Reply[None]: ...
+
+    @overload
+    def run(self, messages: Iterable[Message], *, output_type: type[T]) -> Reply[T]: ...
+
+    @overload
+    def run(self, messages: Iterable[Message], *, output_type: dict[str, Any]) -> Reply[Any]: ...
+
+    def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply[Any]:
         """Run the loop on `messages` (not modified) and return the reply."""
         settings, turn = self._begin(list(messages), output_type, keep=False)
         return self._end(self._drive(run_loop(settings, turn)), settings, turn, keep=False)
 
-    def resume(self, decisions: Mapping[str, Any], *, output_type: Any = None) -> Reply:
+    @overload
+    def resume(self, decisions: Mapping[str, Any], *, output_type: None = None) -> Reply[None]: ...
+
+    @overload
+    def resume(self, decisions: Mapping[str, Any], *, output_type: type[T]) -> Reply[T]: ...
+
+    @overload
+    def resume(
+        self, decisions: Mapping[str, Any], *, output_type: dict[str, Any]
+    ) -> Reply[Any]: ...
+
+    def resume(self, decisions: Mapping[str, Any], *, output_type: Any = None) -> Reply[Any]:
         """Carry on the turn that stopped for approvals: `decisions` maps each pending call
         id to True (run it), False or a reason (do not), or {"arguments": {...}} (run it
         with these, checked like a model's). The approved calls run once; the reply may
@@ -684,18 +714,53 @@ class AsyncConversation(_Base):
     _awaits_hooks = True
     client: openai.AsyncOpenAI
 
-    async def send(self, text: str, *, output_type: Any = None) -> Reply:
+    @overload
+    async def send(self, text: str, *, output_type: None = None) -> Reply[None]: ...
+
+    @overload
+    async def send(self, text: str, *, output_type: type[T]) -> Reply[T]: ...
+
+    @overload
+    async def send(self, text: str, *, output_type: dict[str, Any]) -> Reply[Any]: ...
+
+    async def send(self, text: str, *, output_type: Any = None) -> Reply[Any]:
         messages = [*self.messages, {"role": "user", "content": text}]
         settings, turn = self._begin(messages, output_type, keep=True)
         reply = await self._drive(run_loop(settings, turn))
         return self._end(reply, settings, turn, keep=True)
 
-    async def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply:
+    @overload
+    async def run(
+        self, messages: Iterable[Message], *, output_type: None = None
+    ) -> Reply[None]: ...
+
+    @overload
+    async def run(self, messages: Iterable[Message], *, output_type: type[T]) -> Reply[T]: ...
+
+    @overload
+    async def run(
+        self, messages: Iterable[Message], *, output_type: dict[str, Any]
+    ) -> Reply[Any]: ...
+
+    async def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply[Any]:
         settings, turn = self._begin(list(messages), output_type, keep=False)
         reply = await self._drive(run_loop(settings, turn))
         return self._end(reply, settings, turn, keep=False)
 
-    async def resume(self, decisions: Mapping[str, Any], *, output_type: Any = None) -> Reply:
+    @overload
+    async def resume(
+        self, decisions: Mapping[str, Any], *, output_type: None = None
+    ) -> Reply[None]: ...
+
+    @overload
+    async def resume(self, decisions: Mapping[str, Any], *, output_type: type[T]) -> Reply[T]: ...
+
+    @overload
+    async def resume(
+        self, decisions: Mapping[str, Any], *, output_type: dict[str, Any]
+    ) -> Reply[Any]: ...
+
+    async def resume(self, decisions: Mapping[str, Any], *, output_type: Any = None) -> Reply[Any]:
         """`Conversation.resume` for async code."""
         settings, turn, found = self._resuming(decisions, output_type)
         try:

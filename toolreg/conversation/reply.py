@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, get_args
+from typing import Any, Generic, Literal, get_args
+
+from typing_extensions import TypeVar
 
 from ..errors import ConversationError
 from ..result import ToolCall, ToolResult
@@ -15,6 +17,7 @@ __all__ = [
     "Hooks",
     "ModelCallEvent",
     "ModelResponseEvent",
+    "OutputT",
     "PendingCall",
     "Reply",
     "StopReason",
@@ -99,8 +102,12 @@ class PendingCall:
     arguments: dict[str, Any]
 
 
+OutputT = TypeVar("OutputT", default=Any)
+"""The type of `Reply.output`: `T` for `send(..., output_type=T)`, None without one."""
+
+
 @dataclass(frozen=True, slots=True)
-class Reply:
+class Reply(Generic[OutputT]):
     """The outcome of a conversation turn.
 
     `messages` is the whole history (ready to send again), `tool_results` every dispatched
@@ -127,7 +134,7 @@ class Reply:
     rounds: int
     usage: Usage
     stop_reason: StopReason
-    output: Any = None
+    output: OutputT = None  # type: ignore[assignment]  # None when no output_type was given
     pending: list[PendingCall] = field(default_factory=list)
     over_history_limit: bool = False
 
