@@ -19,24 +19,36 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import inspect
 import json
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from typing_extensions import Self
 
 from ..dispatch import ConfirmCallback
-from ..errors import ConversationStateError, ToolCallError, UsageError
+from ..dispatch.calling import call_hook
+from ..errors import ConversationError, ConversationStateError, ToolCallError, UsageError
 from ..formats import DIALECTS, Dialect
 from ..jsonvalues import safe_json
 from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from .endpoints import ENDPOINTS, endpoint_errors
+from .endpoints import ENDPOINTS, endpoint_errors, endpoint_url
 from .history import answered_prefix
-from .loop import LoopSettings, Step, TurnState, Verdict, abandon, resume_loop, run_loop
+from .loop import (
+    HookStep,
+    LoopSettings,
+    ModelStep,
+    Step,
+    TurnState,
+    Verdict,
+    abandon,
+    resume_loop,
+    run_loop,
+)
 from .output import OutputSpec
 from .reply import Hooks, PendingCall, Reply
 from .state import (
@@ -58,9 +70,12 @@ if TYPE_CHECKING:
 __all__ = ["AsyncConversation", "Conversation", "run_conversation"]
 
 Message = dict[str, Any]
+T = TypeVar("T")
 
 
 class _Base:
+    _awaits_hooks = False  # AsyncConversation awaits an async hook; Conversation cannot
+
     def __init__(
         self,
         client: Any,
@@ -82,18 +97,23 @@ class _Base:
         final_call: Literal["tool_choice_none", "drop_tools"] = "tool_choice_none",
         assistant_content: Literal["empty", "null", "omit"] = "empty",
         stream: bool = False,
-        on_text: Callable[[str], None] | None = None,
+        on_text: Callable[[str], Any] | None = None,
         output_retries: int = 2,
         max_history_messages: int | None = None,
         max_history_chars: int | None = None,
         advertise_required: bool = True,
         force_tools: bool = False,
         max_repeats: int | None = 3,
+        output_strict: bool = True,
         **request_options: Any,
     ) -> None:
         _check_options(dialect, max_rounds, output_retries, final_call, assistant_content)
-        _check_seed_options(advertise_required, force_tools, max_repeats, strict)
+        _check_seed_options(advertise_required, force_tools, max_repeats, strict, output_strict)
         _check_state_option(state, dialect, confirm, request_options)
+        if hooks is not None and not isinstance(hooks, Hooks):
+            raise UsageError(f"hooks must be a toolreg.Hooks, not {type(hooks).__name__}")
+        if not self._awaits_hooks:
+            _check_sync_hooks(hooks, on_text)
         trims = max_history_messages is not None or max_history_chars is not None
         if state == "server" and trims:
             raise UsageError(
@@ -108,6 +128,7 @@ class _Base:
         self.tool_filter = None if tools is None else _tool_filter(self.registry, tools)
         self.parallel = parallel
         self.strict = strict
+        self.output_strict = output_strict
         self.context = context
         self.confirm = confirm
         self.stream = stream
@@ -181,7 +202,7 @@ class _Base:
                     f"the conversation state {state.get('id')} was resumed already"
                 )
         self._check_schemas(paused)
-        settings = paused.settings_for(output_type, self._settings)
+        settings = paused.settings_for(output_type, self._settings, self.output_strict)
         found = verdicts(paused.turn.paused, decisions, self._edited)
         for state in paused.states:
             state["status"] = "resumed"
@@ -301,6 +322,7 @@ class _Base:
                 "advertise_required": self.advertise_required,
                 "force_tools": settings.force_tools,
                 "max_repeats": settings.max_repeats,
+                "output_strict": self.output_strict,
                 "request_options": settings.request_options,
             },
             messages=self.messages,
@@ -323,7 +345,7 @@ class _Base:
         registry: ToolRegistry | None = None,
         context: Any = None,
         hooks: Hooks | None = None,
-        on_text: Callable[[str], None] | None = None,
+        on_text: Callable[[str], Any] | None = None,
         key: Any = None,
         **options: Any,
     ) -> Self:
@@ -400,8 +422,18 @@ class _Base:
     def _settings_for(self, output_type: Any) -> LoopSettings:
         if output_type is None:
             return self._settings
-        spec = OutputSpec.for_type(output_type)
+        spec = OutputSpec.for_type(output_type, strict=self.output_strict)
         return dataclasses.replace(self._settings, output=spec)
+
+    @contextlib.contextmanager
+    def _naming_endpoint(self) -> Generator[None]:
+        """A `ConversationError` of this turn names the endpoint's URL (redacted)."""
+        try:
+            yield
+        except ConversationError as exc:
+            if exc.endpoint is None:
+                exc.endpoint = endpoint_url(self.client)
+            raise
 
     def _stream_kwargs(self) -> dict[str, Any]:
         if not self.stream:
@@ -430,6 +462,48 @@ def _unknown_request_options(chat: _Base, saved: Mapping[str, Any]) -> list[str]
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
         return []
     return sorted(k for k in saved if k not in parameters)
+
+
+def _check_sync_hooks(hooks: Hooks | None, on_text: Any) -> None:
+    """Conversation cannot await: an `async def` hook or `on_text` fails when it is given."""
+    given = [(f"hooks.{f.name}", getattr(hooks, f.name, None)) for f in dataclasses.fields(Hooks)]
+    for label, hook in [*(given if hooks is not None else []), ("on_text", on_text)]:
+        if hook is not None and inspect.iscoroutinefunction(hook):
+            raise UsageError(
+                f"{label}={_describe(hook)} is async def: Conversation cannot await it "
+                "(a veto would be lost); use AsyncConversation, or a plain def"
+            )
+
+
+def _describe(hook: Any) -> str:
+    return str(getattr(hook, "__qualname__", None) or type(hook).__name__)
+
+
+def _awaitable(value: Any) -> bool:
+    return type(value) not in _PLAIN and inspect.isawaitable(value)
+
+
+_PLAIN = frozenset({str, bool, type(None), int, float, dict, list, tuple})  # never awaitable
+
+
+def _run_hook(label: str, hook: Callable[[Any], Any], event: Any) -> Any:
+    """The sync driver's call of a hook: an awaitable answer is a mistake, never ignored."""
+    answer = call_hook(hook, event)
+    if _awaitable(answer):
+        if inspect.iscoroutine(answer):
+            answer.close()  # never awaited: no "was never awaited" RuntimeWarning
+        raise UsageError(
+            f"{label}={_describe(hook)} returned {type(answer).__name__}, which "
+            "Conversation cannot await (a veto would be lost); use AsyncConversation, "
+            "or make the hook return its answer"
+        )
+    return answer
+
+
+async def _arun_hook(step: HookStep) -> Any:
+    """The async driver's call of a hook: an awaitable answer is awaited."""
+    answer = call_hook(step.hook, step.event)
+    return (await answer) if _awaitable(answer) else answer
 
 
 def _approve(tool: Tool, arguments: dict[str, Any]) -> bool:
@@ -463,7 +537,7 @@ class _Paused:
         self.shape = shape if output is None else (output.name, output.schema)
         self.states: list[dict[str, Any]] = []
 
-    def settings_for(self, output_type: Any, base: LoopSettings) -> LoopSettings:
+    def settings_for(self, output_type: Any, base: LoopSettings, strict: bool) -> LoopSettings:
         """The settings to resume with: the paused turn's output type, checked again when
         it is given (it must be when the turn came from a saved state)."""
         if output_type is None:
@@ -472,7 +546,7 @@ class _Paused:
             raise UsageError(
                 f"resume(): the turn asked for output_type {self.shape[0]}; give it again"
             )
-        spec = OutputSpec.for_type(output_type)
+        spec = OutputSpec.for_type(output_type, strict=strict)
         if self.shape is None or _canonical(self.shape) != _canonical((spec.name, spec.schema)):
             raise ConversationStateError(
                 "resume(): output_type differs from the one the paused turn asked for"
@@ -505,9 +579,18 @@ def _check_state_option(
 
 
 def _check_seed_options(
-    advertise_required: bool, force_tools: bool, max_repeats: int | None, strict: bool
+    advertise_required: bool,
+    force_tools: bool,
+    max_repeats: int | None,
+    strict: bool,
+    output_strict: bool,
 ) -> None:
-    for key, value in (("advertise_required", advertise_required), ("force_tools", force_tools)):
+    flags = (
+        ("advertise_required", advertise_required),
+        ("force_tools", force_tools),
+        ("output_strict", output_strict),
+    )
+    for key, value in flags:
         if not isinstance(value, bool):
             raise UsageError(f"{key} must be True or False, not {value!r}")
     if not advertise_required and strict:
@@ -558,18 +641,47 @@ class Conversation(_Base):
 
     client: openai.OpenAI
 
-    def send(self, text: str, *, output_type: Any = None) -> Reply:
+    @overload
+    def send(self, text: str, *, output_type: None = None) -> Reply[None]: ...
+
+    @overload
+    def send(self, text: str, *, output_type: type[T]) -> Reply[T]: ...
+
+    @overload
+    def send(self, text: str, *, output_type: dict[str, Any]) -> Reply[Any]: ...
+
+    def send(self, text: str, *, output_type: Any = None) -> Reply[Any]:
         """Add a user message and run the loop; the history is kept only if it succeeds."""
         messages = [*self.messages, {"role": "user", "content": text}]
         settings, turn = self._begin(messages, output_type, keep=True)
         return self._end(self._drive(run_loop(settings, turn)), settings, turn, keep=True)
 
-    def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply:
+    @overload
+    def run(self, messages: Iterable[Message], *, output_type: None = None) -> Reply[None]: ...
+
+    @overload
+    def run(self, messages: Iterable[Message], *, output_type: type[T]) -> Reply[T]: ...
+
+    @overload
+    def run(self, messages: Iterable[Message], *, output_type: dict[str, Any]) -> Reply[Any]: ...
+
+    def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply[Any]:
         """Run the loop on `messages` (not modified) and return the reply."""
         settings, turn = self._begin(list(messages), output_type, keep=False)
         return self._end(self._drive(run_loop(settings, turn)), settings, turn, keep=False)
 
-    def resume(self, decisions: Mapping[str, Any], *, output_type: Any = None) -> Reply:
+    @overload
+    def resume(self, decisions: Mapping[str, Any], *, output_type: None = None) -> Reply[None]: ...
+
+    @overload
+    def resume(self, decisions: Mapping[str, Any], *, output_type: type[T]) -> Reply[T]: ...
+
+    @overload
+    def resume(
+        self, decisions: Mapping[str, Any], *, output_type: dict[str, Any]
+    ) -> Reply[Any]: ...
+
+    def resume(self, decisions: Mapping[str, Any], *, output_type: Any = None) -> Reply[Any]:
         """Carry on the turn that stopped for approvals: `decisions` maps each pending call
         id to True (run it), False or a reason (do not), or {"arguments": {...}} (run it
         with these, checked like a model's). The approved calls run once; the reply may
@@ -583,19 +695,20 @@ class Conversation(_Base):
         return self._end(reply, settings, turn, keep=True)
 
     def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
-        with turn(self.name, self.model):  # one span per send / run / resume
+        with turn(self.name, self.model), self._naming_endpoint():  # one span per turn
             step = next(loop)
             parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
             while True:
-                kind, payload = step
                 answer: Any
-                if kind == "model":
-                    with model_call(payload, self.client) as call:
-                        answer = call.response = self._model(payload)
+                if isinstance(step, HookStep):
+                    answer = _run_hook(f"hooks.{step.name}", step.hook, step.event)
+                elif isinstance(step, ModelStep):
+                    with model_call(step.request, self.client) as call:
+                        answer = call.response = self._model(step.request)
                     parent = call.parent
                 else:
                     with parent():
-                        answer = self._tools(payload, approved=kind == "approved")
+                        answer = self._tools(step.calls, approved=step.approved)
                 try:
                     step = loop.send(answer)
                 except StopIteration as done:
@@ -608,7 +721,9 @@ class Conversation(_Base):
             response = create(**safe_json(request), **self._stream_kwargs())
             if not self.stream:
                 return self._endpoint.normalize(response)
-            assembler = self._endpoint.assembler(self.on_text)
+            on_text = self.on_text
+            deliver = None if on_text is None else functools.partial(_run_hook, "on_text", on_text)
+            assembler = self._endpoint.assembler(deliver)
             try:
                 for chunk in response:
                     assembler.feed(chunk)
@@ -627,22 +742,59 @@ class Conversation(_Base):
 
 
 class AsyncConversation(_Base):
-    """The same loop over `openai.AsyncOpenAI`; tools run via `adispatch_many`."""
+    """The same loop over `openai.AsyncOpenAI`; tools run via `adispatch_many`; hooks
+    that are `async def` are awaited."""
 
+    _awaits_hooks = True
     client: openai.AsyncOpenAI
 
-    async def send(self, text: str, *, output_type: Any = None) -> Reply:
+    @overload
+    async def send(self, text: str, *, output_type: None = None) -> Reply[None]: ...
+
+    @overload
+    async def send(self, text: str, *, output_type: type[T]) -> Reply[T]: ...
+
+    @overload
+    async def send(self, text: str, *, output_type: dict[str, Any]) -> Reply[Any]: ...
+
+    async def send(self, text: str, *, output_type: Any = None) -> Reply[Any]:
         messages = [*self.messages, {"role": "user", "content": text}]
         settings, turn = self._begin(messages, output_type, keep=True)
         reply = await self._drive(run_loop(settings, turn))
         return self._end(reply, settings, turn, keep=True)
 
-    async def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply:
+    @overload
+    async def run(
+        self, messages: Iterable[Message], *, output_type: None = None
+    ) -> Reply[None]: ...
+
+    @overload
+    async def run(self, messages: Iterable[Message], *, output_type: type[T]) -> Reply[T]: ...
+
+    @overload
+    async def run(
+        self, messages: Iterable[Message], *, output_type: dict[str, Any]
+    ) -> Reply[Any]: ...
+
+    async def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply[Any]:
         settings, turn = self._begin(list(messages), output_type, keep=False)
         reply = await self._drive(run_loop(settings, turn))
         return self._end(reply, settings, turn, keep=False)
 
-    async def resume(self, decisions: Mapping[str, Any], *, output_type: Any = None) -> Reply:
+    @overload
+    async def resume(
+        self, decisions: Mapping[str, Any], *, output_type: None = None
+    ) -> Reply[None]: ...
+
+    @overload
+    async def resume(self, decisions: Mapping[str, Any], *, output_type: type[T]) -> Reply[T]: ...
+
+    @overload
+    async def resume(
+        self, decisions: Mapping[str, Any], *, output_type: dict[str, Any]
+    ) -> Reply[Any]: ...
+
+    async def resume(self, decisions: Mapping[str, Any], *, output_type: Any = None) -> Reply[Any]:
         """`Conversation.resume` for async code."""
         settings, turn, found = self._resuming(decisions, output_type)
         try:
@@ -653,24 +805,38 @@ class AsyncConversation(_Base):
         return self._end(reply, settings, turn, keep=True)
 
     async def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
-        with turn(self.name, self.model):  # one span per send / run / resume
+        with turn(self.name, self.model), self._naming_endpoint():  # one span per turn
             step = next(loop)
             parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
             while True:
-                kind, payload = step
                 answer: Any
-                if kind == "model":
-                    with model_call(payload, self.client) as call:
-                        answer = call.response = await self._model(payload)
+                if isinstance(step, HookStep):
+                    answer = await _arun_hook(step)
+                elif isinstance(step, ModelStep):
+                    with model_call(step.request, self.client) as call:
+                        answer = call.response = await self._model(step.request)
                     parent = call.parent
                 else:
                     with parent():
-                        answer = await self._tools(payload, approved=kind == "approved")
+                        answer = await self._tools(step.calls, approved=step.approved)
                 try:
                     step = loop.send(answer)
                 except StopIteration as done:
                     reply: Reply = done.value
                     return reply
+
+    def _collector(self, awaiting: list[Awaitable[Any]]) -> Callable[[str], None] | None:
+        """`on_text` for the assembler: an awaitable it returns is kept, to be awaited."""
+        on_text = self.on_text
+        if on_text is None:
+            return None
+
+        def deliver(text: str) -> None:
+            answer: Any = call_hook(on_text, text)
+            if _awaitable(answer):
+                awaiting.append(answer)
+
+        return deliver
 
     async def _model(self, request: dict[str, Any]) -> dict[str, Any]:
         with endpoint_errors():
@@ -678,11 +844,17 @@ class AsyncConversation(_Base):
             response = await create(**safe_json(request), **self._stream_kwargs())
             if not self.stream:
                 return self._endpoint.normalize(response)
-            assembler = self._endpoint.assembler(self.on_text)
+            awaiting: list[Awaitable[Any]] = []  # what an async on_text returned
+            assembler = self._endpoint.assembler(self._collector(awaiting))
             try:
                 async for chunk in response:
                     assembler.feed(chunk)
+                    while awaiting:  # in order, before the next chunk is read
+                        await awaiting.pop(0)
             finally:
+                for left in awaiting:  # the stream failed before they could run
+                    if inspect.iscoroutine(left):
+                        left.close()
                 await response.close()
             return assembler.result()
 

@@ -670,6 +670,7 @@ SAVED_OPTIONS: dict[str, Callable[[Any], bool]] = {
     "advertise_required": _flag,
     "force_tools": _flag,
     "max_repeats": _count_or_none,
+    "output_strict": _flag,
 }
 """The options a state saves, each with the type check its value passes (the values are
 checked again by the constructor)."""
