@@ -114,7 +114,10 @@ def test_not_json_is_retried() -> None:
     with ScriptedServer([text("It is 42."), text('{"result": 42}')]) as server:
         reply = converse(server).send("answer", output_type=int)
         correction = server.requests[1]["messages"][-1]["content"]
-    assert "not valid JSON" in correction
+    assert correction == (
+        "Your answer does not match the required JSON schema: The answer is not valid JSON: "
+        "Expecting value at line 1, column 1. Answer again with only the corrected JSON."
+    )  # one full stop, not "column 1.."
     assert reply.output == 42
 
 

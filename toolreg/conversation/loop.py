@@ -529,7 +529,7 @@ def _answer(s: LoopSettings, state: TurnState, text: str, finish: str | None) ->
         {
             "role": "user",
             "content": "Your answer does not match the required JSON schema: "
-            + "; ".join(problems)
+            + "; ".join(problems).rstrip(".")  # a problem may end its own sentence
             + ". Answer again with only the corrected JSON.",
         }
     )
