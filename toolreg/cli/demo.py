@@ -7,7 +7,6 @@ the model from the sample's script, and the first line printed says so.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -21,6 +20,7 @@ from ..jsonvalues import safe_text
 from ..registry import ToolRegistry
 from ..testing.server import ScriptedServer
 from ..testing.turns import TurnLike
+from .arguments import shown_arguments
 
 __all__ = ["SCRIPTED_NOTICE", "Demo", "print_hooks", "run_demo", "terminal_confirm"]
 
@@ -43,8 +43,7 @@ def print_hooks(out: TextIO) -> Hooks:
     """Hooks that print each tool call and its observation as they happen."""
 
     def before(event: ToolCallEvent) -> None:
-        args = event.call.arguments
-        shown = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        shown = shown_arguments(event.call.arguments)
         print(safe_text(f"  -> {event.call.name}({shown})"), file=out)
 
     def after(event: ToolResultEvent) -> None:
@@ -58,7 +57,7 @@ def terminal_confirm(answer: str | None, out: TextIO) -> Callable[[Any, dict[str
     """A confirm callback: `answer` ("y"/"n") if given, else ask the terminal (none: no)."""
 
     def confirm(tool: Any, arguments: dict[str, Any]) -> bool:
-        shown = json.dumps(arguments, ensure_ascii=False, default=str)  # Decimal, datetime, ...
+        shown = shown_arguments(arguments)
         question = f"  ?? run {tool.name}({shown})? [y/N] "
         if answer is not None:
             print(question + answer, file=out)

@@ -30,6 +30,7 @@ from ..registry import ToolRegistry
 from ..result import ToolResult
 from ..tool import Tool
 from ..types import to_json
+from .arguments import read_arguments, shown_arguments
 from .chat import chat_loop, endpoint_failed
 from .demo import Demo, run_demo
 from .failures import tool_failures
@@ -181,17 +182,6 @@ def _names(registry: ToolRegistry) -> str:
     return ", ".join(registry.names())
 
 
-def _read_arguments(raw: str | None) -> str:
-    text = sys.stdin.read() if raw == "-" else (raw or "{}")
-    try:
-        json.loads(text or "{}")
-    except ValueError as exc:
-        raise UsageError(
-            f'ARGS is not valid JSON ({exc}); pass an object like \'{{"city": "Paris"}}\''
-        ) from None
-    return text
-
-
 @dataclasses.dataclass
 class _Approver:
     """`toolreg call`'s confirm callback: `--yes` approves; otherwise a terminal is asked
@@ -206,7 +196,7 @@ class _Approver:
         if not sys.stdin.isatty():
             self.unasked = True
             return False
-        shown = safe_text(json.dumps(arguments, ensure_ascii=False, default=str))
+        shown = shown_arguments(arguments)
         print(f"Run {tool.name}({shown})? [y/N] ", end="", file=sys.stderr, flush=True)
         answer = sys.stdin.readline()  # stdout carries only the result (also with --json)
         return answer.strip().lower().startswith("y")
@@ -233,7 +223,7 @@ def _result_json(result: ToolResult) -> dict[str, Any]:
 
 
 def cmd_call(registry: ToolRegistry, args: argparse.Namespace) -> int:
-    arguments = _read_arguments(args.arguments)
+    arguments = read_arguments(args.arguments, registry.get(args.tool), sys.stdin)
     context = None
     if args.context is not None:
         try:
@@ -378,7 +368,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("call", "dispatch one call as a model's call would be")
     p.add_argument("target", metavar="TARGET", help=target_help)
     p.add_argument("tool", metavar="NAME", help="the tool to call")
-    p.add_argument("arguments", nargs="?", metavar="ARGS_JSON", help="JSON object, or - for stdin")
+    p.add_argument(
+        "arguments",
+        nargs="*",
+        metavar="ARGS",
+        help="key=value pairs (values are JSON when they parse, else text), one JSON object, "
+        "or - for a JSON object on stdin",
+    )
     p.add_argument("--context", help="JSON passed as the context to injected parameters")
     p.add_argument("--yes", action="store_true", help="approve destructive tools")
     p.add_argument(
