@@ -93,6 +93,8 @@ def test_key_value_pairs_are_the_arguments(capsys: pytest.CaptureFixture[str]) -
         (["name=a=b"], {"name": "a=b"}),  # the first '=' splits
         (["name="], {"name": ""}),
         (["name=北京 市"], {"name": "北京 市"}),
+        (["name=a", "extra=" + "[" * 100_000], {"extra": "[" * 100_000}),  # too deep: text
+        (["name=a", "extra=19.90"], {"extra": 19.9}),
     ],
 )
 def test_values_are_json_when_they_parse_else_text(
@@ -136,6 +138,7 @@ def test_a_json_object_still_works_and_so_does_stdin(
         (['{"name": "a"}', '{"count": 1}'], "ARGS is one JSON object or key=value pairs, not both"),
         (["name=a", "Ada"], "'Ada' is not key=value"),
         (["=a"], "'=a' has no key before '='"),
+        (['extra={"k": 1, "k": 2}', "name=a"], "the value of 'extra' has the key 'k' twice"),
         (["-", "name=a"], "'-' (read ARGS from stdin) comes alone"),
     ],
 )

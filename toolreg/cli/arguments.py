@@ -55,7 +55,7 @@ def read_arguments(words: Sequence[str], tool: Tool | None, stdin: TextIO) -> st
             if word.lstrip()[:1] in _JSON_STARTS:
                 _usage("ARGS is one JSON object or key=value pairs, not both")
             _usage(f"'{safe_text(word)}' is not key=value")
-    return json.dumps(_pairs(words, tool), ensure_ascii=False)
+    return _pairs(words, tool)
 
 
 _JSON_STARTS = ("{", "[", '"')
@@ -106,27 +106,38 @@ def _json_kind(value: Any) -> str:
     return kinds.get(type(value), "a number")
 
 
-def _pairs(words: Sequence[str], tool: Tool | None) -> dict[str, Any]:
+def _pairs(words: Sequence[str], tool: Tool | None) -> str:
+    """The pairs as a JSON object's text; a value that is JSON is kept as typed (`19.90`
+    stays `19.90`, which a `Decimal` parameter reads exactly)."""
     properties = tool.parameters.get("properties", {}) if tool is not None else {}
-    found: dict[str, Any] = {}
+    found: dict[str, str] = {}
     for word in words:
         key, _, raw = word.partition("=")
         if not key:
             _usage(f"'{safe_text(word)}' has no key before '='")
         if key in found:
             _usage(f"the key '{key}' is given twice")
-        found[key] = _value(raw, properties.get(key))
-    return found
+        try:
+            found[key] = _value(raw, properties.get(key))
+        except _RepeatedKeyError as exc:
+            _usage(f"the value of '{key}' has the key '{exc}' twice")
+    items = (f"{json.dumps(key, ensure_ascii=False)}: {value}" for key, value in found.items())
+    return "{" + ", ".join(items) + "}"
 
 
-def _value(raw: str, schema: Any) -> Any:
-    """`raw` as JSON when it parses, else as text; text for a parameter of strings only."""
+def _value(raw: str, schema: Any) -> str:
+    """`raw` as JSON text: itself when it is JSON, else a string of it; a string of it for
+    a parameter of strings only."""
     try:
-        value = json.loads(raw, parse_constant=_no_constant)
+        value = json.loads(raw, object_pairs_hook=_no_repeated_key, parse_constant=_no_constant)
+    except _RepeatedKeyError:
+        raise
     except (ValueError, RecursionError):
-        return raw
+        return json.dumps(raw, ensure_ascii=False)
     only_strings = isinstance(schema, dict) and schema.get("type") == "string"
-    return raw if only_strings and not isinstance(value, str) else value
+    if only_strings and not isinstance(value, str):
+        return json.dumps(raw, ensure_ascii=False)
+    return raw.strip()
 
 
 def shown_arguments(arguments: Any) -> str:

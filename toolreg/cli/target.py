@@ -19,6 +19,7 @@ __all__ = [
     "TargetError",
     "function_label",
     "load_file",
+    "load_module",
     "load_target",
     "readable",
     "sample_names",
@@ -243,8 +244,7 @@ def load_target(target: str, resources: contextlib.ExitStack | None = None) -> T
     if target.startswith("mcp:"):
         return _mounted(target[len("mcp:") :], resources)
     module_part, _, attribute = target.partition(":")
-    looks_like_file = module_part.endswith(".py") or "/" in module_part or "\\" in module_part
-    module = load_file(Path(module_part)) if looks_like_file else _import(module_part)
+    module = load_module(target)
     if attribute:
         registry = _named_registry(module, target, module_part, attribute)
     else:
@@ -255,6 +255,13 @@ def load_target(target: str, resources: contextlib.ExitStack | None = None) -> T
             "(or name the registry as module:attribute)"
         )
     return registry
+
+
+def load_module(target: str) -> ModuleType:
+    """The module of a file or module target (loaded once: a second call returns it)."""
+    module_part = target.partition(":")[0]
+    looks_like_file = module_part.endswith(".py") or "/" in module_part or "\\" in module_part
+    return load_file(Path(module_part)) if looks_like_file else _import(module_part)
 
 
 def _mounted(server: str, resources: contextlib.ExitStack | None) -> ToolRegistry:
