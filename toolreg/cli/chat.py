@@ -8,7 +8,6 @@ rather than waiting for more input that would fail the same way.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any
@@ -17,6 +16,7 @@ from ..conversation import Conversation, PendingCall
 from ..errors import ConversationError
 from ..jsonvalues import safe_text
 from ..registry import ToolRegistry
+from .arguments import shown_arguments
 from .demo import print_hooks
 
 __all__ = ["ask_approval", "chat_loop", "endpoint_failed"]
@@ -35,7 +35,7 @@ def endpoint_failed(url: str, exc: ConversationError) -> int:
 def ask_approval(pending: PendingCall) -> Any:
     """Ask at the terminal about one call that waits for approval: "y" runs it, "n" or
     nothing declines it, any other text declines it with that reason for the model."""
-    shown = safe_text(json.dumps(pending.arguments, ensure_ascii=False, default=str))
+    shown = shown_arguments(pending.arguments)
     question = f"  ?? run {pending.tool_name}({shown})? [y/N, or why not] "
     try:
         answer = input(question).strip()
