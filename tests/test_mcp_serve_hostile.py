@@ -197,3 +197,75 @@ def test_a_meta_that_is_not_an_object_gets_the_sdks_invalid_params(
     else:
         assert ours[0] == 200
         assert ours[1]["error"]["code"] == -32602
+
+
+# -- the bearer token: RFC 7235 scheme, anything malformed is a 401 ----------------------
+
+LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+LIST_HEADERS = {**HEADERS, "mcp-protocol-version": LEGACY}
+
+
+@pytest.fixture(scope="module")
+def token_url() -> Iterator[str]:
+    with HttpServer(asgi_app(registry, token="s3cret-tøken")) as server:
+        yield server.url
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        b"Bearer s3cret-t\xc3\xb8ken",
+        b"bearer s3cret-t\xc3\xb8ken",
+        b"BEARER s3cret-t\xc3\xb8ken",
+        b"bEaReR s3cret-t\xc3\xb8ken",
+        b"Bearer    s3cret-t\xc3\xb8ken",  # 1*SP
+    ],
+)
+def test_the_bearer_scheme_is_case_insensitive(token_url: str, value: bytes) -> None:
+    with httpx2.Client() as http:
+        answer = http.post(token_url, json=LIST, headers={**LIST_HEADERS, "authorization": value})
+    assert answer.status_code == 200
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        b"",
+        b"Bearer",
+        b"bearer",
+        b"s3cret-t\xc3\xb8ken",
+        b"Bearers3cret-t\xc3\xb8ken",
+        b"Bearer\ts3cret-t\xc3\xb8ken",
+        b"Basic s3cret-t\xc3\xb8ken",
+        b"Token s3cret-t\xc3\xb8ken",
+        b"Bearer s3cret-t?ken",
+        b"Bearer s3cret-t\xf8ken",  # the token in Latin-1, not as configured (UTF-8)
+        b"Bearer s3cret-t\xc3\xb8ken extra",
+        b"Bearer s3cret-t\xc3\xb8kenX",
+        b"Bearer s3cret-t\xc3\xb8ke",
+        b"Bearer Bearer s3cret-t\xc3\xb8ken",
+        b"Bearer \xff\xfe",
+        b"Bearer " + b"A" * 8000,
+    ],
+)
+def test_a_malformed_or_wrong_authorization_is_a_401(token_url: str, value: bytes) -> None:
+    with httpx2.Client() as http:
+        for method in ("POST", "GET", "DELETE"):  # the fast path, and the SDK's routes
+            answer = http.request(
+                method, token_url, json=LIST, headers={**LIST_HEADERS, "authorization": value}
+            )
+            assert answer.status_code == 401
+            assert answer.headers["www-authenticate"] == "Bearer"
+            assert "s3cret" not in answer.text
+
+
+def test_without_authorization_or_with_a_repeated_one_is_a_401(token_url: str) -> None:
+    with httpx2.Client() as http:
+        assert http.post(token_url, json=LIST, headers=LIST_HEADERS).status_code == 401
+        repeated = [
+            *LIST_HEADERS.items(),
+            ("authorization", "Bearer wrong"),  # the first one counts, as Starlette reads it
+            ("authorization", "Bearer s3cret-tøken".encode()),
+        ]
+        answer = http.post(token_url, json=LIST, headers=repeated)
+        assert (answer.status_code, answer.headers["www-authenticate"]) == (401, "Bearer")
