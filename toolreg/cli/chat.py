@@ -23,8 +23,12 @@ __all__ = ["ask_approval", "chat_loop", "endpoint_failed"]
 
 
 def endpoint_failed(url: str, exc: ConversationError) -> int:
-    """Say on one line of stderr which endpoint failed and how; the exit status (1)."""
-    print(f"toolreg: {url.rstrip('/')}: {' '.join(str(exc).split())}", file=sys.stderr)
+    """Say on one line of stderr which endpoint failed and how; the exit status (1).
+
+    The URL once: the error names it already when the conversation knew it."""
+    said = " ".join(str(exc).split())
+    where = "" if exc.endpoint is not None else f"{url.rstrip('/')}: "
+    print(f"toolreg: {where}{said}", file=sys.stderr)
     return 1
 
 

@@ -21,7 +21,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 from ..errors import ConversationError, ToolDefinitionError, UsageError
 from ..formats import DIALECTS, FORMATS
@@ -500,6 +500,15 @@ def _fail(exc: BaseException, message: str, debug: bool) -> NoReturn:
     raise SystemExit(2)
 
 
+def _server_errlog() -> TextIO:
+    """Where a mounted stdio server's stderr goes without --debug: a temporary file, not
+    ours (its tools' failures are the printed observations; a server that cannot start is
+    quoted in the error); with --debug it goes to our stderr, as it is."""
+    import tempfile
+
+    return tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     debug = bool(getattr(args, "debug", False))
@@ -510,7 +519,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "serve":
                 return cmd_serve(args)
             with contextlib.ExitStack() as resources:  # an mcp: target's connection
-                return _COMMANDS[args.command](load_target(args.target, resources), args)
+                errlog = None if debug else resources.enter_context(_server_errlog())
+                registry = load_target(args.target, resources, server_errlog=errlog)
+                return _COMMANDS[args.command](registry, args)
     except (UsageError, TargetError) as exc:
         _fail(exc, _message(exc), debug)
     except BrokenPipeError:  # `toolreg schema ... | head`: the reader left; leave quietly

@@ -12,6 +12,7 @@ import shlex
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import TextIO
 
 from ..registry import ToolRegistry, default_registry
 
@@ -236,13 +237,20 @@ def _kind(value: object) -> str:
     return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
-def load_target(target: str, resources: contextlib.ExitStack | None = None) -> ToolRegistry:
+def load_target(
+    target: str,
+    resources: contextlib.ExitStack | None = None,
+    *,
+    server_errlog: TextIO | None = None,
+) -> ToolRegistry:
     """The registry a target names; raises `TargetError` with the fix.
 
-    An `mcp:` target's connection stays open until `resources` closes.
+    An `mcp:` target's connection stays open until `resources` closes; a stdio server's
+    stderr goes to `server_errlog` (default: ours), and its last line, if the server cannot
+    be mounted, into the error.
     """
     if target.startswith("mcp:"):
-        return _mounted(target[len("mcp:") :], resources)
+        return _mounted(target[len("mcp:") :], resources, server_errlog)
     module_part, _, attribute = target.partition(":")
     module = load_module(target)
     if attribute:
@@ -264,7 +272,9 @@ def load_module(target: str) -> ModuleType:
     return load_file(Path(module_part)) if looks_like_file else _import(module_part)
 
 
-def _mounted(server: str, resources: contextlib.ExitStack | None) -> ToolRegistry:
+def _mounted(
+    server: str, resources: contextlib.ExitStack | None, errlog: TextIO | None
+) -> ToolRegistry:
     """A fresh registry holding the tools of the MCP server `server` (a URL or a command)."""
     if resources is None:
         raise TargetError("an mcp: target is not available here")
@@ -284,9 +294,25 @@ def _mounted(server: str, resources: contextlib.ExitStack | None) -> ToolRegistr
     # a command runs like one typed in the shell: with this process's environment
     env = None if isinstance(spec, str) else dict(os.environ)
     try:
-        resources.enter_context(mount(registry, spec, env=env))
+        resources.enter_context(mount(registry, spec, env=env, errlog=errlog))
     except McpConnectionError as exc:
-        raise TargetError(str(exc)) from None
+        said = _last_line(errlog)
+        raise TargetError(str(exc) + (f" (the server said: {said})" if said else "")) from None
     if len(registry) == 0:
         raise TargetError(f"the MCP server {server} has no tools")
     return registry
+
+
+def _last_line(errlog: TextIO | None) -> str:
+    """The last non-blank line a server wrote to `errlog` (a file we can read back), at most
+    300 characters; "" if there is none."""
+    if errlog is None or not errlog.seekable():
+        return ""
+    try:
+        errlog.flush()
+        errlog.seek(0)
+        tail = errlog.read()[-4000:]
+    except (OSError, ValueError):
+        return ""
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    return readable(lines[-1][:300]) if lines else ""

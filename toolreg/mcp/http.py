@@ -85,7 +85,8 @@ def asgi_app(
     processes behind any load balancer can serve it (`uvicorn app:app --workers 4`).
     `stateless=False` keeps SDK sessions (server-to-client requests on the 2025 protocol).
     `context=` builds each call's `ToolContext.deps` from the `McpRequest` (headers...).
-    `token=` requires `Authorization: Bearer <token>`. `allowed_hosts` / `allowed_origins`
+    `token=` requires `Authorization: Bearer <token>` (the scheme in any case, RFC 7235;
+    anything else is a 401 with `WWW-Authenticate: Bearer`). `allowed_hosts` / `allowed_origins`
     replace the loopback defaults of the DNS-rebinding protection (`"name:*"`: any port).
     """
     if not isinstance(path, str) or not path.startswith("/"):
@@ -136,7 +137,9 @@ class McpApp:
         self.service = service
         self.path = path
         self.stateless = stateless
-        self._token = None if token is None else f"Bearer {token}".encode()
+        self._token = (
+            None if token is None else token.encode()
+        )  # raw header bytes: a UTF-8 token matches as sent
         self._hosts = allowed_hosts
         self._origins = allowed_origins
         self.server = sdk_server(service, name=name, instructions=instructions)
@@ -189,8 +192,8 @@ class McpApp:
         if origin and not _allowed(origin, self._origins):
             return 403, b"Invalid Origin header", []
         if self._token is not None:
-            given = headers.get("authorization", "").encode("latin-1")
-            if not hmac.compare_digest(given, self._token):
+            given = _bearer_token(headers.get("authorization", ""))
+            if given is None or not hmac.compare_digest(given, self._token):
                 return 401, b"Unauthorized", [(b"www-authenticate", b"Bearer")]
         return None
 
@@ -328,6 +331,17 @@ def _read_headers(raw: Iterable[tuple[bytes, bytes]]) -> tuple[dict[str, str], b
         if key.startswith(_PARAM_PREFIX):
             unusual = True
     return headers, unusual
+
+
+def _bearer_token(value: str) -> bytes | None:
+    """The token of `Authorization: Bearer <token>`, else None. The scheme is
+    case-insensitive and may be followed by several spaces (RFC 7235 `1*SP`); any other
+    scheme, a missing token, a tab instead of a space: None."""
+    scheme, space, token = value.partition(" ")
+    if not space or scheme.lower() != "bearer":
+        return None
+    token = token.lstrip(" ")
+    return token.encode("latin-1") if token else None
 
 
 def _accepts(headers: Mapping[str, str]) -> bool:

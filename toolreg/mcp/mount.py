@@ -48,7 +48,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..errors import ToolDefinitionError, ToolError, ToolregError, UsageError, exception_text
 from ..registry import ToolRegistry
-from ..telemetry import inject
+from ..telemetry import inject, without_baggage
 from ..tool import Tool
 from .errors import McpConnectionError
 from .server import asked_about
@@ -98,7 +98,10 @@ class Mount:
     (`["uvx", "mcp-server-time"]`; its environment is the SDK's safe default plus `env`).
     `prefix` goes before every remote name; `include` keeps only those remote names;
     `timeout` bounds every call and `connect_timeout` starting, connecting and listing, in
-    seconds; `headers` go with every HTTP request (e.g. `{"Authorization": "Bearer ..."}`).
+    seconds; `headers` go with every HTTP request (e.g. `{"Authorization": "Bearer ..."}`);
+    `errlog` is where a stdio server's stderr goes (a file with a descriptor; default: this
+    process's stderr). When traced, each call sends the trace context; `baggage=True` also
+    sends the application's OpenTelemetry baggage (off by default: the server is not yours).
     """
 
     def __init__(
@@ -112,7 +115,12 @@ class Mount:
         connect_timeout: float = 30.0,
         env: Mapping[str, str] | None = None,
         headers: Mapping[str, str] | None = None,
+        errlog: TextIO | None = None,
+        baggage: bool = False,
     ) -> None:
+        if not isinstance(baggage, bool):
+            raise UsageError("baggage= must be True or False")
+        self.baggage = baggage
         if not isinstance(registry, ToolRegistry):
             raise UsageError(f"mount() needs a ToolRegistry, not {type(registry).__name__}")
         if not isinstance(prefix, str):
@@ -125,6 +133,7 @@ class Mount:
         self.include = None if include is None else _names(include)
         self._url, self._command = _target(server, env)
         self._headers = None if headers is None else dict(headers)
+        self._errlog = errlog
         self._mounted: dict[str, Tool] = {}  # local name -> the Tool this mount added
         self._client: Client | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -253,7 +262,7 @@ class Mount:
                     transport: Any = streamable_http_client(self._url, http_client=http)
                 else:
                     assert self._command is not None
-                    transport = stdio_client(self._command, errlog=_errlog(stack))
+                    transport = stdio_client(self._command, errlog=self._errlog or _errlog(stack))
                 client = await stack.enter_async_context(
                     Client(
                         transport,
@@ -382,8 +391,9 @@ class Mount:
         if self._client is None or loop is None or loop.is_closed():
             raise ToolError(f"Tool '{local}' failed: its MCP server is not connected.")
         meta: dict[str, Any] = {}
-        inject(meta)  # the calling span (this loop's), for the server to continue the trace
-        coro = self._remote_call(remote, local, arguments, meta or None)
+        inject(meta, baggage=self.baggage)  # the calling span, for the server to continue
+        call = self._remote_call(remote, local, arguments, meta or None)
+        coro = without_baggage(call, baggage=self.baggage)  # the SDK would inject it too
         if asyncio.get_running_loop() is loop:
             return await coro
         try:

@@ -18,6 +18,7 @@ call: build the context, dispatch, render.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -35,7 +36,7 @@ from ..errors import ToolDeniedError, UsageError
 from ..params import ToolContext
 from ..registry import ToolRegistry
 from ..result import ToolResult
-from ..telemetry import extracted
+from ..telemetry import extracted, sanitize_meta
 from ..tool import Tool
 from .catalog import Catalog, call_result
 from .context import McpRequest, Note, Reporter
@@ -74,7 +75,8 @@ class ToolService:
             needy = [t.name for t in registry.tools() if t.plan.needs_context]
             if needy:
                 raise UsageError(
-                    f"{', '.join(map(repr, needy))} need a context and none would be built: "
+                    f"{', '.join(map(repr, needy))} {'needs' if len(needy) == 1 else 'need'} "
+                    "a context and none would be built: "
                     "pass context=lambda request: ... (the deps, from the MCP request; "
                     "toolreg serve: --context JSON)"
                 )
@@ -185,13 +187,31 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
             return confirmation.pending
         return types.CallToolResult.model_validate(service.result(tool, result))
 
-    return Server(
+    server: Server[Any] = Server(
         name,
         instructions=instructions,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=service.input_schema,
     )
+    server.middleware.insert(0, _client_meta)  # before the SDK's OpenTelemetry middleware
+    return server
+
+
+async def _client_meta(ctx: ServerRequestContext[Any], call_next: Any) -> Any:
+    """Every request's `_meta` as the server takes it from a client it does not control
+    (`telemetry.sanitize_meta`): the SDK's own OpenTelemetry middleware would otherwise
+    raise on `{"baggage": 5}`, continue a trace from a list or a line break, and take the
+    client's baggage. The fast path (`http`) reads the trace context the same way."""
+    meta = ctx.meta
+    if isinstance(meta, Mapping):
+        clean = sanitize_meta(meta)
+        if clean is not meta:
+            params = ctx.params
+            if params is not None and isinstance(params.get("_meta"), Mapping):
+                params = {**params, "_meta": clean}
+            ctx = dataclasses.replace(ctx, meta=clean, params=params)  # type: ignore[arg-type]
+    return await call_next(ctx)
 
 
 def _sender(ctx: ServerRequestContext[Any], tool: str) -> Callable[[Note], Any]:
