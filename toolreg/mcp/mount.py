@@ -98,9 +98,10 @@ class Mount:
     (`["uvx", "mcp-server-time"]`; its environment is the SDK's safe default plus `env`).
     `prefix` goes before every remote name; `include` keeps only those remote names;
     `timeout` bounds every call and `connect_timeout` starting, connecting and listing, in
-    seconds; `headers` go with every HTTP request (e.g. `{"Authorization": "Bearer ..."}`).
-    When traced, each call sends the trace context; `baggage=True` also sends the
-    application's OpenTelemetry baggage (off by default: the server is not yours).
+    seconds; `headers` go with every HTTP request (e.g. `{"Authorization": "Bearer ..."}`);
+    `errlog` is where a stdio server's stderr goes (a file with a descriptor; default: this
+    process's stderr). When traced, each call sends the trace context; `baggage=True` also
+    sends the application's OpenTelemetry baggage (off by default: the server is not yours).
     """
 
     def __init__(
@@ -114,6 +115,7 @@ class Mount:
         connect_timeout: float = 30.0,
         env: Mapping[str, str] | None = None,
         headers: Mapping[str, str] | None = None,
+        errlog: TextIO | None = None,
         baggage: bool = False,
     ) -> None:
         if not isinstance(baggage, bool):
@@ -131,6 +133,7 @@ class Mount:
         self.include = None if include is None else _names(include)
         self._url, self._command = _target(server, env)
         self._headers = None if headers is None else dict(headers)
+        self._errlog = errlog
         self._mounted: dict[str, Tool] = {}  # local name -> the Tool this mount added
         self._client: Client | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -259,7 +262,7 @@ class Mount:
                     transport: Any = streamable_http_client(self._url, http_client=http)
                 else:
                     assert self._command is not None
-                    transport = stdio_client(self._command, errlog=_errlog(stack))
+                    transport = stdio_client(self._command, errlog=self._errlog or _errlog(stack))
                 client = await stack.enter_async_context(
                     Client(
                         transport,

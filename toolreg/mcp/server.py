@@ -172,7 +172,8 @@ class ToolService:
             needy = [t.name for t in registry.tools() if t.plan.needs_context]
             if needy:
                 raise UsageError(
-                    f"{', '.join(map(repr, needy))} need a context and none would be built: "
+                    f"{', '.join(map(repr, needy))} {'needs' if len(needy) == 1 else 'need'} "
+                    "a context and none would be built: "
                     "pass context=lambda request: ... (the deps, from the MCP request; "
                     "toolreg serve: --context JSON)"
                 )
