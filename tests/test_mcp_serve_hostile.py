@@ -378,8 +378,10 @@ def test_sync_tool_calls_beyond_max_threads_wait_for_a_free_thread(
         results: list[Any] = []
         flooding.start()
         slots = app.service.threads
-        wait_for(lambda: (slots.running, slots.waiting) == (4, 36), "4 running, 36 waiting")
-        assert now["running"] == 4
+        wait_for(
+            lambda: (slots.running, slots.waiting, now["running"]) == (4, 36, 4),
+            "4 calls running in their threads, 36 waiting",
+        )
         assert toolreg_threads() <= before + 4  # idle threads of earlier calls are reused
         gate.set()
         flooding.join(120)
