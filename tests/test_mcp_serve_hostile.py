@@ -4,6 +4,8 @@ httpx2 and the official `mcp` SDK client."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -269,3 +271,126 @@ def test_without_authorization_or_with_a_repeated_one_is_a_401(token_url: str) -
         ]
         answer = http.post(token_url, json=LIST, headers=repeated)
         assert (answer.status_code, answer.headers["www-authenticate"]) == (401, "Bearer")
+
+
+# -- abandoned calls and floods of slow ones ------------------------------------------------
+
+
+def call_of(tool: str, version: str, *, sdk_path: bool = False) -> tuple[dict[str, Any], Any]:
+    """The body and headers of a `tools/call` of `tool` with no arguments."""
+    body = call_body({}, version, sdk_path=sdk_path)
+    body["params"].update(name=tool, arguments={})
+    headers = {**HEADERS, "mcp-protocol-version": version}
+    if version == MODERN:
+        headers.update({"mcp-method": "tools/call", "mcp-name": tool})
+    return body, headers
+
+
+def wait_for(condition: Any, what: str) -> None:
+    """Poll `condition` until it holds (a generous deadline: a hang fails, slowness not)."""
+    import time
+
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, f"still waiting for {what}"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize(("version", "sdk_path"), PATHS, ids=PATH_IDS)
+def test_a_call_its_client_abandons_is_cancelled(version: str, sdk_path: bool) -> None:
+    import threading
+
+    started, cancelled = threading.Event(), threading.Event()
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    async def wait_forever() -> str:
+        """Wait until cancelled."""
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    reg.register_tool(add)
+    body, headers = call_of("wait_forever", version, sdk_path=sdk_path)
+
+    async def abandon(url: str) -> None:
+        async with httpx2.AsyncClient() as http:
+            request = asyncio.ensure_future(http.post(url, json=body, headers=headers))
+            assert await asyncio.to_thread(started.wait, 60)
+            request.cancel()  # the client gives up: its connection closes
+            with contextlib.suppress(asyncio.CancelledError):
+                await request
+
+    with HttpServer(asgi_app(reg)) as server:
+        asyncio.run(abandon(server.url))
+        assert cancelled.wait(60)
+        with httpx2.Client() as http:  # the server goes on serving
+            assert text_result(post(http, server.url, call_body({}, version), version)[1]) == "3"
+
+
+def toolreg_threads() -> int:
+    import threading
+
+    return sum(1 for thread in threading.enumerate() if thread.name == "toolreg-call")
+
+
+@pytest.mark.parametrize(("version", "sdk_path"), PATHS[:2], ids=PATH_IDS[:2])
+def test_sync_tool_calls_beyond_max_threads_wait_for_a_free_thread(
+    version: str, sdk_path: bool
+) -> None:
+    """40 slow sync calls at once with max_threads=4: 4 run, 36 wait (no new threads for
+    them); released, all 40 are answered, never more than 4 at once."""
+    import threading
+
+    gate, lock = threading.Event(), threading.Lock()
+    now = {"running": 0, "peak": 0}
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def hold() -> str:
+        """Hold a thread until the gate opens."""
+        with lock:
+            now["running"] += 1
+            now["peak"] = max(now["peak"], now["running"])
+        gate.wait(60)
+        with lock:
+            now["running"] -= 1
+        return "done"
+
+    app = asgi_app(reg, max_threads=4)
+    body, headers = call_of("hold", version, sdk_path=sdk_path)
+
+    async def flood(url: str) -> list[Any]:
+        limits = httpx2.Limits(max_connections=50)
+        async with httpx2.AsyncClient(limits=limits, timeout=120) as http:
+            answers = await asyncio.gather(
+                *(http.post(url, json=body, headers=headers) for _ in range(40))
+            )
+        return [answer.status_code for answer in answers]
+
+    before = toolreg_threads()
+    with HttpServer(app) as server:
+        flooding = threading.Thread(target=lambda: results.extend(asyncio.run(flood(server.url))))
+        results: list[Any] = []
+        flooding.start()
+        slots = app.service.threads
+        wait_for(
+            lambda: (slots.running, slots.waiting, now["running"]) == (4, 36, 4),
+            "4 calls running in their threads, 36 waiting",
+        )
+        assert toolreg_threads() <= before + 4  # idle threads of earlier calls are reused
+        gate.set()
+        flooding.join(120)
+        assert results == [200] * 40
+        assert (slots.running, slots.waiting) == (0, 0)
+    assert now["peak"] == 4
+
+
+def test_max_threads_is_checked() -> None:
+    for wrong in (0, -1, True, 2.5, "8"):
+        with pytest.raises(toolreg.UsageError, match=r"max_threads=.*whole number >= 1"):
+            asgi_app(registry, max_threads=wrong)  # type: ignore[arg-type]

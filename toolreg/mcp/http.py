@@ -18,6 +18,8 @@ fast path exists because the SDK's general machinery costs about 1 ms of CPU per
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
@@ -40,7 +42,7 @@ from ..errors import ToolregError, UsageError
 from ..registry import ToolRegistry
 from ..tool import Tool
 from .context import McpRequest
-from .server import ContextFactory, ToolService, sdk_server
+from .server import DEFAULT_MAX_THREADS, ContextFactory, ToolService, sdk_server
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -78,6 +80,7 @@ def asgi_app(
     allowed_origins: Iterable[str] | None = None,
     name: str = "toolreg",
     instructions: str | None = None,
+    max_threads: int = DEFAULT_MAX_THREADS,
 ) -> McpApp:
     """The registry as an ASGI app serving MCP (streamable HTTP) at `path`.
 
@@ -88,12 +91,13 @@ def asgi_app(
     `token=` requires `Authorization: Bearer <token>` (the scheme in any case, RFC 7235;
     anything else is a 401 with `WWW-Authenticate: Bearer`). `allowed_hosts` / `allowed_origins`
     replace the loopback defaults of the DNS-rebinding protection (`"name:*"`: any port).
+    `max_threads` bounds the sync tool calls run at once (threads); more wait for a slot.
     """
     if not isinstance(path, str) or not path.startswith("/"):
         raise UsageError(f"path={path!r}: must start with '/', e.g. path='/mcp'")
     if token is not None and (not isinstance(token, str) or not token.strip()):
         raise UsageError("token= must be a non-empty string (or None for no token)")
-    service = ToolService(registry, context)
+    service = ToolService(registry, context, max_threads=max_threads)
     return McpApp(
         service,
         path=path,
@@ -177,8 +181,10 @@ class McpApp:
             if body is None:
                 await _respond(send, 413, b"Request body too large")
                 return
-            answer = None if unusual else await self._fast(headers, body)
-            if answer is not None:
+            answer = None if unusual else await _unless_gone(self._fast(headers, body), receive)
+            if answer is _GONE:
+                return  # the client disconnected: the call was cancelled, nobody to answer
+            if isinstance(answer, bytes):
                 await _respond(send, 200, answer, _JSON)
                 return
             receive = _replay(body, receive)
@@ -375,6 +381,34 @@ def _route_path(scope: Scope) -> str:
     path: str = scope["path"]
     root: str = scope.get("root_path", "")
     return path[len(root) :] if root and path.startswith(root) else path
+
+
+_GONE = object()
+
+
+async def _unless_gone(work: Awaitable[bytes | None], receive: Receive) -> bytes | object | None:
+    """`work`'s outcome, or `_GONE` once the client has disconnected (`work` is then
+    cancelled; an async tool gets `CancelledError`). The request body has been read, so
+    all `receive` can still say is `http.disconnect`."""
+    task = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(_disconnected(receive))
+    try:
+        await asyncio.wait((task, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:  # also when the server itself cancels us (shutdown)
+        if not task.done():
+            task.cancel()
+        if not gone.done():
+            gone.cancel()
+    if task.done() and not task.cancelled():
+        return task.result()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task  # the tool winds down (its finally blocks, its span ends)
+    return _GONE
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:
