@@ -230,7 +230,7 @@ def test_lint_reports_errors_and_exits_1(tmp_path: Path) -> None:
         (("list", "no_such_module_xyz"), "toolreg: cannot import 'no_such_module_xyz'"),
         (("list", "samples/missing.py"), "toolreg: no such file: samples/missing.py"),
         (("list", "json"), "toolreg: no tools found in json"),
-        (("list", "samples.weather:WEATHER"), "toolreg: samples.weather:WEATHER is not a"),
+        (("list", "samples.weather:WEATHER"), "toolreg: samples.weather:WEATHER is a dict, not a"),
         (("demo", "--sample", "nope"), "toolreg: no sample named 'nope'"),
         (("chat", WEATHER), "toolreg: no model: pass --model or set TOOLREG_MODEL"),
     ],
@@ -505,7 +505,7 @@ def test_debug_shows_the_tools_own_traceback(tmp_path: Path, tool: str, where: s
     body = source.index(f"    return {'await ' if tool == 'ratio_later' else ''}{helper}(x)") + 1
     lines = done.stderr.splitlines()
     assert lines[:3] == [
-        f"toolreg: tool '{tool}' failed",
+        f"toolreg: tool '{tool}' failed: ZeroDivisionError: division by zero",
         "Traceback (most recent call last):",
         f'  File "{target}", line {body}, in {tool}',
     ]
@@ -522,15 +522,20 @@ def test_debug_keeps_the_exceptions_a_tool_chains(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stdout == "Tool 'price' failed: LookupError: no price for cake\n"
     lines = done.stderr.splitlines()
-    assert lines[:2] == ["toolreg: tool 'price' failed", "Traceback (most recent call last):"]
+    assert lines[:2] == [
+        "toolreg: tool 'price' failed: LookupError: no price for cake",
+        "Traceback (most recent call last):",
+    ]
     assert "KeyError: 'cake'" in lines
     assert "The above exception was the direct cause of the following exception:" in lines
     assert lines[-1] == "LookupError: no price for cake"
     assert "toolreg" not in "\n".join(lines[1:])
 
 
-def test_serve_keeps_a_failing_tools_traceback_on_stderr(tmp_path: Path) -> None:
-    """A server prints no observations: its tools' failures still reach stderr."""
+@pytest.mark.parametrize("debug", [False, True], ids=["plain", "debug"])
+def test_serve_keeps_a_failing_tools_line_on_stderr(tmp_path: Path, debug: bool) -> None:
+    """A server prints no observations: its tools' failures still reach stderr, one line
+    each; with --debug, the tool's traceback too."""
     import asyncio
 
     from mcp import Client
@@ -541,7 +546,7 @@ def test_serve_keeps_a_failing_tools_traceback_on_stderr(tmp_path: Path) -> None
     path = os.environ.get("PYTHONPATH")
     server = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "toolreg", "serve", str(target)],
+        args=["-m", "toolreg", "serve", str(target), *(["--debug"] if debug else [])],
         env={"PYTHONPATH": str(ROOT) if not path else f"{ROOT}{os.pathsep}{path}"},
         cwd=ROOT,
     )
@@ -555,8 +560,39 @@ def test_serve_keeps_a_failing_tools_traceback_on_stderr(tmp_path: Path) -> None
 
     assert asyncio.run(run()) is True
     written = log.read_text(encoding="utf-8")
-    assert "tool 'ratio' failed\nTraceback (most recent call last):" in written
-    assert "ZeroDivisionError: division by zero" in written
+    line = "tool 'ratio' failed: ZeroDivisionError: division by zero"
+    if debug:
+        assert f"toolreg: {line}\nTraceback (most recent call last):\n" in written
+        assert written.rstrip().endswith("\nZeroDivisionError: division by zero")
+    else:
+        assert written == f"{line}\n"
+
+
+def _serve_command(target: Path) -> str:
+    return f"mcp:{sys.executable} -m toolreg serve {target}"
+
+
+def test_a_mounted_tools_failure_prints_the_observation_only(tmp_path: Path) -> None:
+    """The mounted server's stderr (its failure's log line) is not ours without --debug."""
+    target = tmp_path / "failing.py"
+    target.write_text(FAILING, encoding="utf-8")
+    plain = toolreg("call", _serve_command(target), "ratio", '{"x": 0}')
+    debug = toolreg("call", _serve_command(target), "ratio", '{"x": 0}', "--debug")
+    for done in (plain, debug):
+        assert done.returncode == 1, done.stderr
+        assert done.stdout == "Tool 'ratio' failed: ZeroDivisionError: division by zero\n"
+    assert plain.stderr == ""
+    assert "tool 'ratio' failed: ZeroDivisionError: division by zero" in debug.stderr
+
+
+def test_a_mounted_server_that_cannot_start_is_quoted_in_the_error(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text("import sys\nsys.exit('no config file at ./server.toml')\n")
+    done = toolreg("list", f"mcp:{sys.executable} {broken}")
+    assert done.returncode == 2
+    assert done.stderr.startswith("toolreg: cannot mount the MCP server ")
+    assert done.stderr.endswith(" (the server said: no config file at ./server.toml)\n")
+    assert done.stderr.count("\n") == 1
 
 
 @pytest.mark.parametrize("where", ["before", "after"])

@@ -664,3 +664,18 @@ def test_explicit_schema_that_cannot_be_compiled_fails_at_registration() -> None
     assert info.value.problem.startswith("the parameters schema cannot be validated: ")
     assert "Missing" in info.value.problem
     assert "lookup" not in reg
+
+
+def test_an_open_schema_cannot_be_strict_and_the_error_names_the_schema() -> None:
+    open_schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    with pytest.raises(ToolDefinitionError) as caught:
+        ToolRegistry().register_schema("lookup", open_schema, handler, strict=True)
+    assert "**kwargs" not in str(caught.value)
+    assert "its schema does not set additionalProperties: false" in caught.value.problem
+    assert caught.value.fix is not None
+    assert "additionalProperties: false in the tool's schema" in caught.value.fix
+    reg = ToolRegistry()
+    reg.register_schema("lookup", open_schema, handler)
+    with pytest.raises(ToolDefinitionError, match="additionalProperties: false") as exported:
+        reg.get_tools(strict=True)
+    assert "**kwargs" not in str(exported.value)

@@ -101,7 +101,8 @@ def test_duplicate_keys_last_one_wins() -> None:
         ('{"a": 1} {"b": 2}', "Extra data at line 1, column 10"),
         ("{a: 1}", "Expecting property name enclosed in double quotes at line 1, column 2"),
         ("not json", "Expecting value at line 1, column 1"),
-        ('{"a": "\x00"}', "Invalid control character at at line 1, column 8"),
+        ('{"a": "\x00"}', "Invalid control character at line 1, column 8"),
+        ('{"a": "open', "Unterminated string starting at line 1, column 7"),
     ],
 )
 def test_invalid_json_names_line_and_column(text: str, message: str) -> None:

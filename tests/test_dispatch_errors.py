@@ -115,7 +115,7 @@ def test_raw_injected_context_values_are_redacted_too() -> None:
     )
 
 
-def test_failures_are_logged_with_the_traceback_without_any_logging_setup() -> None:
+def test_without_any_logging_setup_a_failure_is_one_line_on_stderr() -> None:
     code = (
         "import sys, toolreg\n"
         "assert 'logging' not in sys.modules\n"
@@ -138,17 +138,150 @@ def test_failures_are_logged_with_the_traceback_without_any_logging_setup() -> N
         "Tool 'boom' failed: RuntimeError: disk full at [redacted]",
         "no",
     ]
-    assert "tool 'boom' failed" in done.stderr
-    assert "Traceback (most recent call last):" in done.stderr
-    assert "RuntimeError: disk full at /srv/data" in done.stderr  # the logs get it whole
-    assert "nope" not in done.stderr  # a ToolError is the tool's answer, not a failure
+    # logging's last resort: the one WARNING line (the logs get the text whole), no traceback
+    assert done.stderr == "tool 'boom' failed: RuntimeError: disk full at /srv/data\n"
 
 
-def test_failures_reach_the_applications_logger(caplog: pytest.LogCaptureFixture) -> None:
+def test_failures_reach_the_applications_logger_as_one_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     with caplog.at_level("WARNING", logger="toolreg"):
         leaky_registry().dispatch_tool("plain", "{}")
     (record,) = caplog.records
     assert record.levelname == "WARNING"
-    assert record.getMessage() == "tool 'plain' failed"
-    assert record.exc_info is not None
-    assert isinstance(record.exc_info[1], ValueError)
+    assert record.getMessage() == (
+        "tool 'plain' failed: ValueError: the amount must be positive, got -3"
+    )
+    assert record.exc_info is None  # no traceback at WARNING
+    assert isinstance(record.tool_exception, ValueError)  # for a handler that wants it
+
+
+def test_the_traceback_is_logged_at_debug(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level("DEBUG", logger="toolreg"):
+        leaky_registry().dispatch_tool("plain", "{}")
+    warning, debug = caplog.records
+    assert (warning.levelname, debug.levelname) == ("WARNING", "DEBUG")
+    assert warning.exc_info is None
+    assert debug.getMessage() == warning.getMessage()
+    assert debug.exc_info is not None
+    assert isinstance(debug.exc_info[1], ValueError)
+    assert "Traceback (most recent call last):" in caplog.text
+
+
+def test_a_refusal_is_logged_at_info_without_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level("DEBUG", logger="toolreg"):
+        leaky_registry().dispatch_tool("refuse", {"reason": "not today"})
+    (record,) = caplog.records
+    assert record.levelname == "INFO"
+    assert record.getMessage() == (
+        f"tool 'refuse' refused: Not allowed: not today (see /srv/rules.txt, key {TOKEN})"
+    )
+    assert record.exc_info is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x" * 100_000,  # oversized
+        "line one\nline two\r\n\tthree",  # several lines
+        "bad \ud800 half \udfff",  # lone surrogates
+    ],
+    ids=["oversized", "multiline", "surrogates"],
+)
+def test_the_logged_line_is_bounded_one_line_and_encodable(
+    caplog: pytest.LogCaptureFixture, text: str
+) -> None:
+    reg = ToolRegistry(errors="full")
+
+    @reg.register_tool
+    def crash() -> str:
+        """Crash."""
+        raise ValueError(text)
+
+    @reg.register_tool
+    def refuse() -> str:
+        """Refuse."""
+        raise ToolError(text)
+
+    with caplog.at_level("INFO", logger="toolreg"):
+        reg.dispatch_tool("crash", "{}")
+        reg.dispatch_tool("refuse", "{}")
+    assert [r.levelname for r in caplog.records] == ["WARNING", "INFO"]
+    for record in caplog.records:
+        line = record.getMessage()
+        assert len(line) <= 600
+        assert "\n" not in line
+        assert "\r" not in line
+        line.encode("utf-8")  # no lone surrogate
+
+
+class _Counted(Exception):
+    """An exception whose text is costly: its `__str__` counts how often it is made."""
+
+    calls = 0
+
+    def __str__(self) -> str:
+        type(self).calls += 1
+        return "the ledger is locked"
+
+
+class _Broken(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text for you")
+
+
+def _raising_registry(exc: Exception, errors: Any = "redact") -> ToolRegistry:
+    reg = ToolRegistry(errors=errors)
+
+    @reg.register_tool
+    def post() -> str:
+        """Post the ledger."""
+        raise exc
+
+    @reg.register_tool
+    async def post_later() -> str:
+        """Post the ledger, later."""
+        raise exc
+
+    return reg
+
+
+@pytest.mark.parametrize("errors", ["redact", "mask", "full"])
+def test_an_exceptions_text_is_made_once_per_failure(
+    caplog: pytest.LogCaptureFixture, errors: str
+) -> None:
+    import asyncio
+
+    reg = _raising_registry(_Counted(), errors)
+    with caplog.at_level("WARNING", logger="toolreg"):
+        _Counted.calls = 0
+        sync = reg.dispatch_tool("post", "{}")
+        assert _Counted.calls == 1
+        later = asyncio.run(reg.adispatch_tool("post_later", "{}"))
+        assert _Counted.calls == 2
+        reg.dispatch_many([("post", "{}"), ("post_later", "{}")])
+        assert _Counted.calls == 4
+    assert [r.getMessage() for r in caplog.records][:2] == [
+        "tool 'post' failed: _Counted: the ledger is locked",
+        "tool 'post_later' failed: _Counted: the ledger is locked",
+    ]
+    if errors == "mask":
+        assert sync.content == "Tool 'post' failed."
+    else:
+        assert sync.content == "Tool 'post' failed: _Counted: the ledger is locked"
+        assert later.content == "Tool 'post_later' failed: _Counted: the ledger is locked"
+
+
+def test_an_exception_whose_str_raises_is_named_by_its_type(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    reg = _raising_registry(_Broken(), "full")
+    with caplog.at_level("WARNING", logger="toolreg"):
+        result = reg.dispatch_tool("post", "{}")
+    assert not result.ok
+    assert result.content == "Tool 'post' failed: _Broken"
+    assert isinstance(result.exception, _Broken)
+    (record,) = caplog.records
+    assert record.getMessage() == "tool 'post' failed: _Broken"

@@ -76,3 +76,36 @@ def test_english_still_works_the_same() -> None:
     found = codes(reg)
     assert ("get_weather", "no-usage-hint") not in found
     assert ("weather", "no-usage-hint") in found
+
+
+def test_an_open_schema_is_not_blamed_on_kwargs_it_does_not_have() -> None:
+    """A tool given as a schema (register_schema, a mounted tool) has no Python signature."""
+    reg = ToolRegistry()
+    reg.register_schema(
+        "lookup",
+        {"type": "object", "properties": {"q": {"type": "string"}}},
+        lambda **kwargs: kwargs,
+        description="Look a word up. Use it when the user asks what a word means.",
+    )
+    (message,) = [m for code, m in codes_and_messages(reg) if code == "not-strict"]
+    assert "**kwargs" not in message
+    assert message == (
+        "cannot be strict: the arguments object is open (its schema does not set "
+        "additionalProperties: false), which lets the model send undeclared keys (at (root))"
+    )
+
+
+def test_a_function_with_kwargs_is_still_named_for_them() -> None:
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def lookup(q: str, **extra: str) -> str:
+        """Look a word up. Use it when the user asks what a word means."""
+        return q
+
+    (message,) = [m for code, m in codes_and_messages(reg) if code == "not-strict"]
+    assert "the function takes **kwargs" in message
+
+
+def codes_and_messages(reg: ToolRegistry) -> list[tuple[str, str]]:
+    return [(f.code, f.message) for f in lint_registry(reg)]

@@ -315,8 +315,17 @@ def test_serve_checks_its_options() -> None:
         """Needs a context: the deps' type does not admit None."""
         return ctx.deps["user"]
 
-    with pytest.raises(toolreg.UsageError, match="'whoami' need a context"):
+    with pytest.raises(toolreg.UsageError, match="'whoami' needs a context and none would be"):
         asgi_app(registry)  # refused now, not on every call
+
+    @registry.register_tool
+    def whoami_too(ctx: ToolContext[dict[str, str]]) -> str:
+        """Needs a context as well."""
+        return ctx.deps["user"]
+
+    with pytest.raises(toolreg.UsageError, match="'whoami', 'whoami_too' need a context and"):
+        asgi_app(registry)
+    registry.unregister("whoami_too")
     with pytest.raises(toolreg.UsageError, match="context="):
         build_server(registry)
     assert asgi_app(registry, context=lambda request: {"user": "ada"}).path == "/mcp"

@@ -26,6 +26,7 @@ from .definition.signature import (
     ParamRecord,
     describe_callable,
     qualified_name,
+    wrapped_function,
 )
 from .definition.strict import make_strict
 from .errors import ToolDefinitionError
@@ -168,7 +169,8 @@ class Tool:
         _check_options(owner, fields)
         name, parameters = fields["name"], fields["parameters"]
         if fields.get("strict"):  # fail loud now, not at export
-            fields["strict_parameters"] = make_strict(parameters, tool=name)
+            signature = "params" in fields  # from_function; from_schema has no signature
+            fields["strict_parameters"] = make_strict(parameters, tool=name, signature=signature)
         fields["plan"] = _build_plan(
             name,
             parameters,
@@ -182,6 +184,7 @@ class Tool:
 
 
 def _default_name(fn: Callable[..., Any]) -> str:
+    fn = wrapped_function(fn)  # a partial is named after its function
     name = str(getattr(fn, "__name__", "") or type(fn).__name__)
     if name == "<lambda>":
         raise ToolDefinitionError(

@@ -9,7 +9,6 @@ import sys
 import traceback
 from collections.abc import Iterator
 from types import TracebackType
-from typing import Any
 
 from .target import readable
 
@@ -62,18 +61,23 @@ def _tool_traceback(exc: BaseException) -> str:
 
 
 class _ToolTraceback(logging.Formatter):
-    """Formats the failure dispatch logs (with the tool's exception) as `_tool_traceback`."""
+    """Formats toolreg's records; a tool's failure (the record dispatch logs, with the
+    tool's exception as `tool_exception`) is followed by `_tool_traceback`."""
 
-    def formatException(self, ei: Any) -> str:
-        exc = ei[1]
-        return super().formatException(ei) if exc is None else _tool_traceback(exc)
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        exc = getattr(record, "tool_exception", None)
+        if isinstance(exc, BaseException):
+            text += "\n" + _tool_traceback(exc)
+        return text
 
 
 @contextlib.contextmanager
 def tool_failures(debug: bool, command: str) -> Iterator[None]:
     """Where a failing tool's traceback goes: with --debug to stderr, from the tool's own
-    frames; otherwise nowhere (not to logging's last resort), since the observation printed
-    says what failed. `serve` prints no observations: its failures stay on stderr."""
+    frames; otherwise nowhere. Without --debug, a failure's one-line warning goes nowhere
+    either, since the observation printed says what failed; `serve` prints no
+    observations: there the line goes to stderr (logging's last resort)."""
     logger = logging.getLogger("toolreg")
     handler: logging.Handler
     if debug:

@@ -117,7 +117,7 @@ def _lint_tool(tool: Tool) -> list[Finding]:
         out.append(
             Finding(tool.name, "invalid-name", "warning", f"not accepted by: {', '.join(bad)}")
         )
-    problem = strict_problem(tool.parameters)
+    problem = strict_problem(tool.parameters, signature=bool(tool.params))  # not a mount's
     if problem:
         out.append(Finding(tool.name, "not-strict", "info", problem))
     for p in tool.params:

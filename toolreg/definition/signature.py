@@ -26,6 +26,7 @@ __all__ = [
     "qualified_name",
     "resolve_hints",
     "split_annotated",
+    "wrapped_function",
 ]
 
 MISSING: Any = inspect.Parameter.empty
@@ -63,9 +64,24 @@ class Signature(NamedTuple):
 
 
 def qualified_name(fn: object) -> str:
+    fn = wrapped_function(fn)
     module = getattr(fn, "__module__", None) or ""
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None)
+    name = name or type(fn).__qualname__  # a callable object: its class
     return f"{module}.{name}" if module and module != "builtins" else str(name)
+
+
+_MAX_PARTIALS = 32  # partials of partials looked through, at most
+
+
+def wrapped_function(fn: Any) -> Any:
+    """The function a `functools.partial` (or a partial of a partial) wraps; `fn` itself when
+    it is no partial. Its name and docstring are the tool's (as LangChain reads them)."""
+    for _ in range(_MAX_PARTIALS):
+        if not isinstance(fn, functools.partial):
+            return fn
+        fn = fn.func
+    return fn
 
 
 def _is_annotated(tp: object) -> bool:
@@ -340,25 +356,86 @@ def _unwrap(fn: Callable[..., Any]) -> Any:
 
 
 def describe_callable(fn: Callable[..., Any]) -> Signature:
-    """Read the signature, hints and metadata of `fn` into plain records."""
+    """Read the signature, hints and metadata of `fn` into plain records.
+
+    A `functools.partial` is read as the function it wraps without the arguments it binds:
+    those are the application's, and the model neither sees nor sets them.
+    """
     owner = qualified_name(fn)
-    target = _unwrap(fn)
-    try:
-        parameters = _parameters(target)
-    except (TypeError, ValueError) as exc:
-        raise ToolDefinitionError(
-            f"cannot read its signature ({exc})",
-            function=owner,
-            fix="register a plain Python function or a callable object with __call__",
-        ) from exc
+    if isinstance(fn, functools.partial):
+        target, parameters = _partial_parameters(fn, owner)
+    else:
+        target = _unwrap(fn)
+        try:
+            parameters = _parameters(target)
+        except (TypeError, ValueError) as exc:
+            raise ToolDefinitionError(
+                f"cannot read its signature ({exc})",
+                function=owner,
+                fix="register a plain Python function or a callable object with __call__",
+            ) from exc
     hints = resolve_hints(target, owner, callable_=True)
     records = tuple(_record(*p, hints, owner, first=i == 0) for i, p in enumerate(parameters))
     is_async = inspect.iscoroutinefunction(target)
-    raw = getattr(fn, "__doc__", None)
+    raw = getattr(wrapped_function(fn), "__doc__", None)
     # The docstring as written (parse_docstring cleans it; cleaning twice loses the indentation
     # of a docstring that starts with a section such as "Args:"); else an inherited one.
     doc = raw if isinstance(raw, str) else inspect.getdoc(fn)
     return Signature(qualname=owner, params=records, doc=doc, is_async=is_async)
+
+
+def _partial_parameters(
+    fn: functools.partial[Any], owner: str
+) -> tuple[Any, list[tuple[str, Any, Any]]]:
+    """The function a partial wraps, and its parameters the partial leaves to the call:
+    the positional arguments it binds take the first parameters away, its keyword arguments
+    the parameters they name (a name the function does not have goes to its **kwargs)."""
+    target = wrapped_function(fn)
+    if isinstance(target, functools.partial):
+        raise ToolDefinitionError(
+            f"a functools.partial nested more than {_MAX_PARTIALS} deep",
+            function=owner,
+            fix="bind the arguments in one partial",
+        )
+    if not (inspect.isfunction(target) or inspect.ismethod(target)):
+        raise ToolDefinitionError(
+            f"a functools.partial of {_kind_of(target)}, not of a Python function: "
+            "toolreg reads a tool's parameters, types and description from a function",
+            function=owner,
+            fix="wrap the call in a def with typed parameters and a docstring, "
+            "or make a partial of such a function",
+        )
+    try:
+        remaining = inspect.signature(fn).parameters  # checks what the partial binds
+    except (TypeError, ValueError) as exc:
+        raise ToolDefinitionError(
+            f"the partial's arguments do not fit the function ({exc})",
+            function=owner,
+            fix="bind only parameters the function has, each once",
+        ) from exc
+    bound = _bound_keywords(fn)
+    return target, [(p.name, p.kind, p.default) for p in remaining.values() if p.name not in bound]
+
+
+def _bound_keywords(fn: functools.partial[Any]) -> set[str]:
+    """Every keyword a partial (and the partials it wraps) binds."""
+    names: set[str] = set()
+    current: Any = fn
+    for _ in range(_MAX_PARTIALS):
+        if not isinstance(current, functools.partial):
+            break
+        names.update(current.keywords)
+        current = current.func
+    return names
+
+
+def _kind_of(value: object) -> str:
+    """What a non-function is, in a few words: a class, a builtin, an instance of a class."""
+    if isinstance(value, type):
+        return f"the class {value.__qualname__}"
+    if inspect.isbuiltin(value):
+        return f"the builtin {getattr(value, '__qualname__', None) or repr(value)}"
+    return f"a {type(value).__qualname__} object"
 
 
 def _parameters(target: Any) -> list[tuple[str, Any, Any]]:

@@ -26,21 +26,27 @@ class _NotStrict(Exception):
         super().__init__(why)
 
 
-def make_strict(schema: JsonSchema, *, tool: str) -> JsonSchema:
-    """A strict copy of a tool's parameters schema, or a `ToolDefinitionError` saying why not."""
+def make_strict(schema: JsonSchema, *, tool: str, signature: bool = True) -> JsonSchema:
+    """A strict copy of a tool's parameters schema, or a `ToolDefinitionError` saying why not.
+
+    `signature`: the schema was built from a function's signature (so an open arguments
+    object means **kwargs); False for a schema given as it is (`register_schema`, a mounted
+    tool), which has no Python signature to blame."""
     try:
-        out: JsonSchema = _node(schema, ())
+        out: JsonSchema = _node(schema, (), signature)
         if "$defs" in schema:
-            out["$defs"] = {k: _node(v, ("$defs", k)) for k, v in schema["$defs"].items()}
+            out["$defs"] = {
+                k: _node(v, ("$defs", k), signature) for k, v in schema["$defs"].items()
+            }
     except _NotStrict as exc:
         raise _error(exc, tool) from None
     return out
 
 
-def strict_problem(schema: JsonSchema) -> str | None:
+def strict_problem(schema: JsonSchema, *, signature: bool = True) -> str | None:
     """Why `schema` cannot be strict, or None (for `toolreg lint`)."""
     try:
-        make_strict(schema, tool="")
+        make_strict(schema, tool="", signature=signature)
     except ToolDefinitionError as exc:
         return exc.problem
     return None
@@ -60,7 +66,7 @@ def _error(exc: _NotStrict, tool: str) -> ToolDefinitionError:
     )
 
 
-def _node(schema: Any, path: tuple[str, ...]) -> Any:
+def _node(schema: Any, path: tuple[str, ...], signature: bool) -> Any:
     if not isinstance(schema, dict):
         return schema
     if not (schema.keys() - _ANNOTATIONS):
@@ -68,17 +74,17 @@ def _node(schema: Any, path: tuple[str, ...]) -> Any:
     out: JsonSchema = {}
     for key, value in schema.items():
         if key == "properties":
-            out[key] = {k: _node(v, (*path, key, k)) for k, v in value.items()}
+            out[key] = {k: _node(v, (*path, key, k), signature) for k, v in value.items()}
         elif key in ("anyOf", "oneOf", "allOf", "prefixItems"):
-            out[key] = [_node(v, (*path, key, str(i))) for i, v in enumerate(value)]
+            out[key] = [_node(v, (*path, key, str(i)), signature) for i, v in enumerate(value)]
         elif key in ("items", "not"):
-            out[key] = _node(value, (*path, key))
+            out[key] = _node(value, (*path, key), signature)
         elif key == "default":  # strict schemas may not carry `default`: say it in words
             out["description"] = _with_default(schema.get("description"), value)
         elif key != "$defs":
             out.setdefault(key, value)
     if _is_object(out):
-        _close_object(out, schema, path)
+        _close_object(out, schema, path, signature)
     if out.get("type") == "array" and "items" not in out and "prefixItems" not in out:
         raise _NotStrict(path, "an array of Any", "give the items a type, e.g. list[str]")
     return out
@@ -102,13 +108,21 @@ def _is_object(schema: JsonSchema) -> bool:
     return kind == "object" or (isinstance(kind, list) and "object" in kind)
 
 
-def _close_object(out: JsonSchema, original: JsonSchema, path: tuple[str, ...]) -> None:
+def _close_object(
+    out: JsonSchema, original: JsonSchema, path: tuple[str, ...], signature: bool
+) -> None:
     extra = original.get("additionalProperties", True)
     properties: dict[str, Any] = out.get("properties", {})
     if extra is not False:
-        if not path:  # the arguments object itself is open: the function takes **kwargs
+        if not path and signature:  # the arguments object of a function: it takes **kwargs
             why = "the function takes **kwargs, which lets the model send undeclared keys"
             raise _NotStrict(path, why, _FIX_KWARGS)
+        if not path:  # a schema given as it is: no Python signature to blame
+            why = (
+                "the arguments object is open (its schema does not set "
+                "additionalProperties: false), which lets the model send undeclared keys"
+            )
+            raise _NotStrict(path, why, _FIX_SCHEMA)
         why = "an open object (a dict) lets the model send undeclared keys"
         raise _NotStrict(path, why, _FIX_OPEN)
     was_required = set(original.get("required", ()))
@@ -139,4 +153,8 @@ def _accepts_null(schema: JsonSchema) -> bool:
 
 _FIX_ANY = "give the parameter a concrete type, or export without strict"
 _FIX_KWARGS = "declare each argument instead of **kwargs, or export without strict"
+_FIX_SCHEMA = (
+    "set additionalProperties: false in the tool's schema (a mounted tool: in its server), "
+    "or export without strict"
+)
 _FIX_OPEN = "declare the keys with a TypedDict or dataclass, or export without strict"

@@ -106,8 +106,10 @@ def _decode_text(text: str, max_bytes: int, max_depth: int) -> dict[str, Any]:
     try:
         value = _parse(text)
     except json.JSONDecodeError as exc:
+        # "Unterminated string starting at", "Invalid control character at": no second "at"
+        at = "" if exc.msg.endswith(" at") else " at"
         raise _invalid_json(
-            f"Arguments are not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."
+            f"Arguments are not valid JSON: {exc.msg}{at} line {exc.lineno}, column {exc.colno}."
         ) from None
     except NumberRefused as exc:
         raise _invalid_json(f"Arguments are not valid JSON: {exc}.") from None

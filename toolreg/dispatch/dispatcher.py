@@ -26,6 +26,7 @@ from ..errors import (
     ToolExecutionError,
     UnknownToolError,
     UsageError,
+    exception_text,
 )
 from ..jsonvalues import copy_json, safe_text
 from ..observe import OBSERVER, Trace
@@ -351,11 +352,15 @@ class Dispatcher:
     def _execution_error(self, tool: Tool, exc: Exception, context: Any) -> ToolExecutionError:
         chosen = _chosen_message(exc) if isinstance(exc, ToolError) else None
         if chosen:  # the tool author's own words for the model, exactly
-            _log("INFO", "tool %r refused: %s", tool.name, chosen)
+            _log_refusal(tool.name, chosen)
             message = chosen
         else:
-            _log("WARNING", "tool %r failed", tool.name, exc_info=exc)
-            message = failure_text(tool.name, exc, self.settings.errors, context)
+            # The exception's text, made once per failure: its __str__ is the application's
+            # code and may be slow (or raise: then ""). The log line and the model's message
+            # share it.
+            detail = exception_text(exc)
+            _log_failure(tool.name, exc, detail)
+            message = failure_text(tool.name, exc, detail, self.settings.errors, context)
         return ToolExecutionError(message, tool_name=tool.name)
 
 
@@ -366,13 +371,47 @@ def _chosen_message(exc: ToolError) -> str | None:
         return None
 
 
-def _log(level: str, message: str, *args: Any, exc_info: BaseException | None = None) -> None:
-    """Log to the "toolreg" logger: a tool's failure, with its traceback, reaches the
-    application's logs (or stderr, through logging's last resort) whether or not it set
-    logging up. `logging` is imported on the first failure, not by `import toolreg`."""
+_MAX_LOGGED = 600  # characters of a failure's log line, at most
+_INFO, _WARNING, _DEBUG = 20, 30, 10  # logging's levels, without importing logging
+
+
+def _logger() -> Any:
+    """The "toolreg" logger; `logging` is imported on the first failure, not by
+    `import toolreg`."""
     import logging
 
-    logging.getLogger("toolreg").log(getattr(logging, level), message, *args, exc_info=exc_info)
+    return logging.getLogger("toolreg")
+
+
+def _log_line(message: str) -> str:
+    """`message` fit for any handler: one line, at most `_MAX_LOGGED` characters, no lone
+    surrogate (which a UTF-8 stream, or a test runner's worker, cannot encode)."""
+    line = " ".join(safe_text(message).split())
+    return line if len(line) <= _MAX_LOGGED else line[: _MAX_LOGGED - 3] + "..."
+
+
+def _log_refusal(tool: str, chosen: str) -> None:
+    """A tool that refused with a `ToolError`: one INFO line with its words."""
+    logger = _logger()
+    if logger.isEnabledFor(_INFO):
+        logger.info("%s", _log_line(f"tool {tool!r} refused: {chosen}"))
+
+
+def _log_failure(tool: str, exc: BaseException, detail: str) -> None:
+    """A tool that raised: one WARNING line, never a traceback (so logging's last resort,
+    when the application set no logging up, prints just the line), and the traceback at
+    DEBUG, for an application that asks for it.
+
+    The WARNING record carries the exception as `tool_exception`: the command's --debug
+    prints its traceback from there. `detail` is the exception's text, already made."""
+    logger = _logger()
+    if not logger.isEnabledFor(_WARNING):
+        return
+    summary = type(exc).__name__ + (f": {detail}" if detail else "")
+    line = _log_line(f"tool {tool!r} failed: {summary}")
+    logger.warning("%s", line, extra={"tool_exception": exc})
+    if logger.isEnabledFor(_DEBUG):
+        logger.debug("%s", line, exc_info=exc)
 
 
 def _failed(

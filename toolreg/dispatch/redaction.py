@@ -17,7 +17,6 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
-from ..errors import exception_text
 from ..params import ToolContext
 
 __all__ = ["ERROR_MODES", "REDACTED", "ErrorMode", "failure_text", "redact"]
@@ -46,11 +45,12 @@ def redact(text: str, context: Any = None) -> str:
     return _TOKEN.sub(REDACTED, text)
 
 
-def failure_text(tool: str, exc: BaseException, mode: ErrorMode, context: Any) -> str:
-    """The model's message for a tool that raised `exc` (not a `ToolError`)."""
+def failure_text(tool: str, exc: BaseException, detail: str, mode: ErrorMode, context: Any) -> str:
+    """The model's message for a tool that raised `exc` (not a `ToolError`); `detail` is
+    `exception_text(exc)`, made once by the caller (an `__str__` may be slow or raise: then
+    the message names the exception's type only)."""
     if mode == "mask":
         return f"Tool '{tool}' failed."
-    detail = exception_text(exc)
     if detail and mode == "redact":
         detail = redact(detail, context)
     return f"Tool '{tool}' failed: {type(exc).__name__}" + (f": {detail}" if detail else "")

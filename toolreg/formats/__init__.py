@@ -68,7 +68,9 @@ def export_tools(
         use_strict = tool.strict if strict is None else strict
         parameters = tool.parameters
         if use_strict:
-            parameters = tool.strict_parameters or make_strict(parameters, tool=tool.name)
+            parameters = tool.strict_parameters or make_strict(
+                parameters, tool=tool.name, signature=bool(tool.params)
+            )
         if not advertise_required:
             if use_strict:
                 raise UsageError("advertise_required=False cannot be combined with strict")

@@ -50,7 +50,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from ..definition.names import NAME_RULES, check_name
 from ..errors import ToolDefinitionError, ToolError, ToolregError, UsageError, exception_text
 from ..registry import ToolRegistry
-from ..telemetry import inject
+from ..telemetry import inject, without_baggage
 from ..tool import Tool
 from .errors import McpConnectionError
 from .server import asked_about
@@ -100,7 +100,10 @@ class Mount:
     (`["uvx", "mcp-server-time"]`; its environment is the SDK's safe default plus `env`).
     `prefix` goes before every remote name; `include` keeps only those remote names;
     `timeout` bounds every call and `connect_timeout` starting, connecting and listing, in
-    seconds; `headers` go with every HTTP request (e.g. `{"Authorization": "Bearer ..."}`).
+    seconds; `headers` go with every HTTP request (e.g. `{"Authorization": "Bearer ..."}`);
+    `errlog` is where a stdio server's stderr goes (a file with a descriptor; default: this
+    process's stderr). When traced, each call sends the trace context; `baggage=True` also
+    sends the application's OpenTelemetry baggage (off by default: the server is not yours).
     """
 
     def __init__(
@@ -115,7 +118,12 @@ class Mount:
         env: Mapping[str, str] | None = None,
         headers: Mapping[str, str] | None = None,
         trust_annotations: bool | Iterable[str] = False,
+        errlog: TextIO | None = None,
+        baggage: bool = False,
     ) -> None:
+        if not isinstance(baggage, bool):
+            raise UsageError("baggage= must be True or False")
+        self.baggage = baggage
         if not isinstance(registry, ToolRegistry):
             raise UsageError(f"mount() needs a ToolRegistry, not {type(registry).__name__}")
         if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
@@ -132,6 +140,7 @@ class Mount:
         self.include = None if include is None else _names(include)
         self._url, self._command = _target(server, env)
         self._headers = None if headers is None else dict(headers)
+        self._errlog = errlog
         self._mounted: dict[str, Tool] = {}  # local name -> the Tool this mount added
         self._client: Client | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -262,7 +271,7 @@ class Mount:
                     transport: Any = streamable_http_client(self._url, http_client=http)
                 else:
                     assert self._command is not None
-                    transport = stdio_client(self._command, errlog=_errlog(stack))
+                    transport = stdio_client(self._command, errlog=self._errlog or _errlog(stack))
                 client = await stack.enter_async_context(
                     Client(
                         transport,
@@ -428,8 +437,9 @@ class Mount:
         if self._client is None or loop is None or loop.is_closed():
             raise ToolError(f"Tool '{local}' failed: its MCP server is not connected.")
         meta: dict[str, Any] = {}
-        inject(meta)  # the calling span (this loop's), for the server to continue the trace
-        coro = self._remote_call(remote, local, arguments, meta or None)
+        inject(meta, baggage=self.baggage)  # the calling span, for the server to continue
+        call = self._remote_call(remote, local, arguments, meta or None)
+        coro = without_baggage(call, baggage=self.baggage)  # the SDK would inject it too
         if asyncio.get_running_loop() is loop:
             return await coro
         try:
