@@ -431,7 +431,7 @@ def test_a_mounted_tool_continues_the_trace_on_the_server(otel: Telemetry) -> No
         return f"sunny in {city}"
 
     local = ToolRegistry()
-    with HttpServer(asgi_app(served)) as server, mount(local, server.url):
+    with HttpServer(asgi_app(served)) as server, mount(local, server.url, trust_annotations=True):
         result = local.dispatch_tool("get_weather", '{"city": "Oslo"}')
     assert result.content == "sunny in Oslo"
     spans = otel.spans("execute_tool get_weather")
