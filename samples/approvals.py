@@ -11,6 +11,11 @@ the conversation and resumes it with the decision: the payment runs at most once
 
 Each request starts its own scripted model unless `OPENAI_BASE_URL` and `TOOLREG_MODEL` are
 set; the state file is `--state FILE` (default: in the temporary directory).
+
+The saved state is signed: whoever can write the file could otherwise change the payment
+after the holder saw it. The key is the application's secret: `TOOLREG_STATE_KEY` (at least
+16 bytes; a real deployment keeps it with its other secrets), or else a random key generated
+once into a file beside the state, readable only by its owner (`STATE.key`).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -73,12 +79,29 @@ ASK_SCRIPT: list[TurnLike] = [tool_call("get_balance"), tool_call("pay", payee="
 DECIDE_SCRIPT: list[TurnLike] = [_after_payment]
 
 
+def signing_key(state_file: Path) -> bytes:
+    """The secret that signs saved states: `TOOLREG_STATE_KEY`, or a key file made once."""
+    given = os.environ.get("TOOLREG_STATE_KEY")
+    if given:
+        return given.encode("utf-8")
+    key_file = state_file.with_name(state_file.name + ".key")
+    try:
+        descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return key_file.read_bytes()
+    key = secrets.token_bytes(32)
+    with os.fdopen(descriptor, "wb") as out:
+        out.write(key)
+    return key
+
+
 def ask(prompt: str, client: Any, model: str, state_file: Path = STATE_FILE) -> Reply:
-    """Request 1: run the turn; when a payment waits for approval, save the state."""
+    """Request 1: run the turn; when a payment waits for approval, save the signed state."""
     chat = Conversation(client, model, registry=registry, system=SYSTEM, confirm="defer")
     reply = chat.send(prompt)
     if reply.stop_reason == "approval_required":
-        state_file.write_text(json.dumps(chat.export_state()), encoding="utf-8")
+        state = chat.export_state(key=signing_key(state_file))
+        state_file.write_text(json.dumps(state), encoding="utf-8")
     return reply
 
 
@@ -88,11 +111,12 @@ def decide(decisions: dict[str, Any], client: Any, state_file: Path = STATE_FILE
     claimed = state_file.with_name(state_file.name + ".claimed")
     os.replace(state_file, claimed)  # FileNotFoundError: nothing waits (or it was taken)
     state = json.loads(claimed.read_text(encoding="utf-8"))
-    chat = Conversation.from_state(state, client, registry=registry)
+    key = signing_key(state_file)
+    chat = Conversation.from_state(state, client, registry=registry, key=key)  # verified
     reply = chat.resume(decisions)
     claimed.unlink()
     if reply.stop_reason == "approval_required":  # the model asked for another payment
-        state_file.write_text(json.dumps(chat.export_state()), encoding="utf-8")
+        state_file.write_text(json.dumps(chat.export_state(key=key)), encoding="utf-8")
     return reply
 
 

@@ -230,7 +230,7 @@ def test_lint_reports_errors_and_exits_1(tmp_path: Path) -> None:
         (("list", "no_such_module_xyz"), "toolreg: cannot import 'no_such_module_xyz'"),
         (("list", "samples/missing.py"), "toolreg: no such file: samples/missing.py"),
         (("list", "json"), "toolreg: no tools found in json"),
-        (("list", "samples.weather:WEATHER"), "toolreg: samples.weather:WEATHER is not a"),
+        (("list", "samples.weather:WEATHER"), "toolreg: samples.weather:WEATHER is a dict, not a"),
         (("demo", "--sample", "nope"), "toolreg: no sample named 'nope'"),
         (("chat", WEATHER), "toolreg: no model: pass --model or set TOOLREG_MODEL"),
     ],

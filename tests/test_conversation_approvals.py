@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from toolreg import (
     ToolRegistry,
     UsageError,
 )
+from toolreg.cli.target import load_file
 from toolreg.testing import ScriptedServer, call, error, text, tool_call, tool_calls
 
 MODEL = "scripted-model"
@@ -385,7 +387,7 @@ def test_a_state_whose_tool_changed_is_refused() -> None:
             changed.ran.append("transfer")
             return "sent"
 
-        with pytest.raises(ConversationStateError, match="'transfer' has changed its parameters"):
+        with pytest.raises(ConversationStateError, match="'transfer' has changed its definition"):
             Conversation.from_state(state, server.client(), registry=changed.registry)
         gone = Bank()
         gone.registry.unregister("transfer")
@@ -415,7 +417,10 @@ def saved_state() -> str:
     [
         (lambda state: [state], "not made by Conversation.export_state"),
         (mangled(toolreg="something"), "not made by Conversation.export_state"),
-        (mangled(version=2), "version 2"),
+        (mangled(version=3), "version 3; this toolreg reads version 2"),
+        (mangled(version=1), "version 1 .*cannot be resumed safely"),
+        (mangled(version=True), "version True"),
+        (mangled(version=2.0), "version 2.0"),
         (mangled(status="done"), "unknown status"),
         (mangled(id=7), "no valid 'id'"),
         (mangled(turn=None), "does not match its turn"),
@@ -500,3 +505,32 @@ def test_the_output_type_of_a_paused_turn() -> None:
         with pytest.raises(ConversationStateError, match="output_type differs"):
             later.resume({"call_4": True}, output_type=dict[str, int])
         assert later.resume({"call_4": True}, output_type=Receipt).output == Receipt("A", 5)
+
+
+# -- the sample signs what it saves -------------------------------------------------------------
+
+
+def test_the_approvals_sample_signs_its_saved_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TOOLREG_STATE_KEY", raising=False)
+    module = load_file(Path(__file__).resolve().parent.parent / "samples" / "approvals.py")
+    before = module.get_balance()
+    state_file = tmp_path / "pending.json"
+    with ScriptedServer(module.ASK_SCRIPT) as server:
+        module.ask("Pay Ada", server.client(), server.model, state_file)
+    saved = json.loads(state_file.read_text(encoding="utf-8"))
+    assert saved["signature"].startswith("hmac-sha256:")
+    key_file = tmp_path / "pending.json.key"
+    assert len(key_file.read_bytes()) == 32
+    assert key_file.stat().st_mode & 0o077 == 0  # only its owner reads the key
+    saved["pending"][0]["arguments"]["amount"] = 499  # someone edits the file
+    state_file.write_text(json.dumps(saved), encoding="utf-8")
+    with (
+        ScriptedServer(module.DECIDE_SCRIPT) as server,
+        pytest.raises(ConversationStateError, match="signature does not match"),
+    ):
+        module.decide({"call_2": True}, server.client(), state_file)
+    assert module.get_balance() == before
+    monkeypatch.setenv("TOOLREG_STATE_KEY", "a key from the environment")
+    assert module.signing_key(state_file) == b"a key from the environment"

@@ -473,7 +473,7 @@ def test_a_call_repeated_three_rounds_in_a_row_is_not_run_again() -> None:
     assert "was not run again" in third.content
     assert "nothing new for x" in third.content
     assert reply.text == "I could not find it."
-    assert reply.stop_reason == "max_rounds"
+    assert reply.stop_reason == "repeated_calls"
 
 
 def test_calls_that_are_not_repeated_back_to_back_keep_running() -> None:

@@ -101,7 +101,8 @@ def test_output_type_may_be_a_json_schema() -> None:
         chat = Conversation(server.client(), "m", registry=registry())
         reply = chat.send("Extract the expense.", output_type=SCHEMA)
         first = server.requests[0]["response_format"]
-    assert first == {"type": "json_schema", "json_schema": {"name": "Expense", "schema": SCHEMA}}
+    expected = {"name": "Expense", "schema": SCHEMA, "strict": True}  # strict as it is
+    assert first == {"type": "json_schema", "json_schema": expected}
     assert reply.output == {"amount": 12.5, "currency": "EUR"}
     with pytest.raises(UsageError, match="not a valid JSON Schema"):
         chat.send("x", output_type={"type": "nope"})

@@ -211,7 +211,7 @@ def test_a_call_repeated_three_rounds_in_a_row_is_not_run_again() -> None:
         final = server.requests[3]
     assert runs == ["h", "h"]
     assert reply.tool_results[-1].error_kind == "repeated"
-    assert reply.stop_reason == "max_rounds"
+    assert reply.stop_reason == "repeated_calls"
     assert final["tool_choice"] == "none"
 
 

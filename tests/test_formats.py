@@ -687,7 +687,7 @@ def test_every_format_module_has_one_format_with_every_part() -> None:
             # chat messages carry calls under keys; Responses API calls are items of their own
             assert bool(dialect.call_keys) == (dialect.api == "chat.completions")
             assert dialect.choice("auto") == "auto"
-            assert list(dialect.output_format("Out", {"type": "object"}))
+            assert list(dialect.output_format("Out", {"type": "object"}, False))
     assert {f.dialect.name for f in DIALECTS.values() if f.dialect} == {
         "tools",
         "functions",

@@ -71,7 +71,7 @@ def check_round_trip(mounted: ToolRegistry) -> None:
 
 def test_round_trip_over_http(served_url: str) -> None:
     mounted = ToolRegistry()
-    with mount(mounted, served_url) as handle:
+    with mount(mounted, served_url, trust_annotations=True) as handle:
         assert handle.names == tools.registry.names()
         check_round_trip(mounted)
         result = mounted.dispatch_tool("get_weather", {"city": "Oslo"})
@@ -83,14 +83,14 @@ def test_round_trip_over_http(served_url: str) -> None:
 
 def test_round_trip_over_stdio() -> None:
     mounted = ToolRegistry()
-    with mount(mounted, serve_command(TOOLS), env=child_env()):
+    with mount(mounted, serve_command(TOOLS), env=child_env(), trust_annotations=True):
         check_round_trip(mounted)
 
 
 def test_round_trip_async(served_url: str) -> None:
     async def run() -> list[tuple[bool, str]]:
         mounted = ToolRegistry()
-        async with mount(mounted, served_url) as handle:
+        async with mount(mounted, served_url, trust_annotations=True) as handle:
             assert handle.connected
             results = [await mounted.adispatch_tool(n, dict(a)) for n, a in CALLS]
         assert mounted.names() == []
@@ -127,7 +127,7 @@ calls = st.sampled_from(tools.registry.names()).flatmap(
 @pytest.fixture(scope="module")
 def mounted_over_http(served_url: str) -> Iterator[ToolRegistry]:
     mounted = ToolRegistry()
-    with mount(mounted, served_url):
+    with mount(mounted, served_url, trust_annotations=True):
         yield mounted
 
 
@@ -150,7 +150,7 @@ TIME_SERVER = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC
 
 def test_mount_the_reference_time_server() -> None:
     registry = ToolRegistry()
-    with mount(registry, TIME_SERVER, prefix="time_") as handle:
+    with mount(registry, TIME_SERVER, prefix="time_", trust_annotations=True) as handle:
         assert handle.names == ["time_get_current_time", "time_convert_time"]
         tool = registry["time_get_current_time"]
         assert tool.read_only  # from its annotations
@@ -261,7 +261,10 @@ def test_list_changed_refresh_respects_include_and_prefix(peer_url: str) -> None
 def test_mounted_tools_drive_a_conversation(served_url: str) -> None:
     registry = ToolRegistry()
     script = [tool_call("add", a=2, b=3), text("2 + 3 = 5")]
-    with mount(registry, served_url, include=["add"]), ScriptedServer(script) as model:
+    with (
+        mount(registry, served_url, include=["add"], trust_annotations=True),
+        ScriptedServer(script) as model,
+    ):
         reply = Conversation(model.client(), "any-model", registry=registry).send("2 + 3?")
         assert reply.text == "2 + 3 = 5"
         assert [r.content for r in reply.tool_results] == ["5"]
@@ -274,7 +277,9 @@ def test_mounted_tools_drive_a_conversation(served_url: str) -> None:
 
 def test_server_death_mid_call_is_a_clean_error_at_once() -> None:
     registry = ToolRegistry()
-    with mount(registry, serve_command(PROCESS_TOOLS), env=child_env(), timeout=20) as handle:
+    with mount(
+        registry, serve_command(PROCESS_TOOLS), env=child_env(), timeout=20, trust_annotations=True
+    ) as handle:
         started = time.monotonic()
         result = registry.dispatch_tool("die", {})
         elapsed = time.monotonic() - started
@@ -292,7 +297,7 @@ def process_tools() -> Iterator[tuple[ToolRegistry, Mount]]:
     """The process tools of a `toolreg serve` child, mounted with a short call time limit."""
     registry = ToolRegistry()
     command = serve_command(PROCESS_TOOLS)
-    with mount(registry, command, env=child_env(), timeout=0.5) as handle:
+    with mount(registry, command, env=child_env(), timeout=0.5, trust_annotations=True) as handle:
         yield registry, handle
 
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 import toolreg
-from toolreg import AsyncConversation, Conversation, ConversationError, ToolRegistry
+from toolreg import AsyncConversation, Conversation, ConversationError, ToolError, ToolRegistry
 from toolreg.telemetry import extracted, inject, instrumented
 from toolreg.testing import ScriptedServer, call, error, text, tool_calls
 
@@ -177,9 +177,77 @@ def test_a_failed_call_has_its_error_kind_and_status_error(
     (span,) = otel.spans()
     assert attrs(span)["error.type"] == kind
     assert span.status.status_code is StatusCode.ERROR
-    assert span.status.description == result.content[:200]
+    assert span.status.description == kind  # the failure's text is content: not captured
     (point,) = otel.points("gen_ai.execute_tool.duration")
     assert point.attributes["error.type"] == kind
+
+
+def test_argument_values_reach_no_span_unless_content_is_captured() -> None:
+    """Failure texts quote what the model sent (a value outside an enum, the tool's own
+    ToolError text): without capture_content, none of it is on the span."""
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def refund(order: str, reason: Literal["damaged", "late"]) -> str:
+        """Refund an order."""
+        raise ToolError(f"No order {order}.")
+
+    secret = "4111-1111-1111-1111"
+    calls = [
+        {"order": "A1", "reason": secret},  # invalid: the value is quoted
+        {"order": secret, "reason": "late"},  # the ToolError quotes it
+    ]
+    for capture in (False, True):
+        telemetry = Telemetry()
+        toolreg.instrument(
+            telemetry.tracer_provider, telemetry.meter_provider, capture_content=capture
+        )
+        try:
+            results = [reg.dispatch_tool("refund", args) for args in calls]
+        finally:
+            toolreg.uninstrument()
+        assert all(secret in result.content for result in results)  # the model is told
+        spans = telemetry.spans("execute_tool")
+        assert len(spans) == len(calls)
+        for span, result in zip(spans, results):
+            assert span.status.status_code is StatusCode.ERROR
+            assert attrs(span)["error.type"] == result.error_kind
+            shown = str(attrs(span)) + str(span.status.description)
+            assert (secret in shown) is capture
+            expected = result.content[:200] if capture else result.error_kind
+            assert span.status.description == expected
+
+
+def test_a_huge_description_is_capped_on_every_span(otel: Telemetry) -> None:
+    reg = ToolRegistry()
+    description = "Look it up. " + "x" * 2_000_000
+
+    @reg.register_tool(description=description)
+    def lookup(key: str) -> str:
+        return key
+
+    for _ in range(3):
+        assert reg.dispatch_tool("lookup", {"key": "a"}).ok
+    spans = otel.spans("execute_tool lookup")
+    assert len(spans) == 3
+    for span in spans:
+        assert attrs(span)["gen_ai.tool.description"] == description[:8192]
+
+
+def test_made_up_tool_names_share_one_metric_series(otel: Telemetry, tools: ToolRegistry) -> None:
+    for index in range(2500):
+        assert tools.dispatch_tool(f"made_up_{index}", "{}").error_kind == "unknown_tool"
+    tools.dispatch_tool("get_weather", {"city": "Oslo"})
+    tools.dispatch_tool("get_weather", {"city": 5})
+    points = otel.points("gen_ai.execute_tool.duration")
+    series = {
+        (p.attributes["gen_ai.tool.name"], p.attributes.get("error.type")): p.count for p in points
+    }
+    assert series == {
+        ("_OTHER", "unknown_tool"): 2500,
+        ("get_weather", None): 1,
+        ("get_weather", "invalid_arguments"): 1,
+    }
 
 
 def test_content_is_captured_only_when_asked(tools: ToolRegistry) -> None:
@@ -363,7 +431,7 @@ def test_a_mounted_tool_continues_the_trace_on_the_server(otel: Telemetry) -> No
         return f"sunny in {city}"
 
     local = ToolRegistry()
-    with HttpServer(asgi_app(served)) as server, mount(local, server.url):
+    with HttpServer(asgi_app(served)) as server, mount(local, server.url, trust_annotations=True):
         result = local.dispatch_tool("get_weather", '{"city": "Oslo"}')
     assert result.content == "sunny in Oslo"
     spans = otel.spans("execute_tool get_weather")
@@ -372,3 +440,44 @@ def test_a_mounted_tool_continues_the_trace_on_the_server(otel: Telemetry) -> No
     assert remote.context.trace_id == client.context.trace_id
     assert remote.parent is not None
     assert remote.parent.span_id == client.context.span_id
+
+
+def test_a_mount_sends_baggage_only_when_asked(otel: Telemetry) -> None:
+    """A third-party server gets the trace context with every call; the application's
+    baggage (a session token, an email) only from a mount made with baggage=True."""
+    import mcp_types as types
+    from mcp.server import Server
+    from opentelemetry import baggage, context
+
+    from toolreg.mcp import HttpServer, mount
+
+    seen: list[dict[str, Any]] = []
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        echo = types.Tool(name="echo", input_schema={"type": "object"})
+        return types.ListToolsResult(tools=[echo])
+
+    async def call_tool(ctx: Any, params: Any) -> types.CallToolResult:
+        seen.append(dict(ctx.meta or {}))
+        return types.CallToolResult(content=[types.TextContent(type="text", text="ok")])
+
+    third_party = Server("third-party", on_list_tools=list_tools, on_call_tool=call_tool)
+    app = third_party.streamable_http_app(stateless_http=True)
+    token = context.attach(baggage.set_baggage("session", "s3cret-session"))
+    try:
+        with HttpServer(app) as server:
+            for opt_in in (False, True):
+                local = ToolRegistry()
+                with mount(local, server.url + "/mcp", baggage=opt_in):
+                    result = local.dispatch_tool("echo", {}, confirm=lambda tool, args: True)
+                    assert result.content == "ok"
+    finally:
+        context.detach(token)
+    without, with_baggage = seen
+    assert without["traceparent"].startswith("00-")
+    assert "baggage" not in without
+    assert with_baggage["baggage"] == "session=s3cret-session"
+    assert with_baggage["traceparent"].startswith("00-")
+    local = ToolRegistry()
+    with pytest.raises(toolreg.UsageError, match="baggage= must be True or False"):
+        mount(local, server.url + "/mcp", baggage="yes")  # type: ignore[arg-type]

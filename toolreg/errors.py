@@ -215,11 +215,21 @@ class ToolExecutionError(ToolCallError):
 
 
 class ConversationError(ToolregError):
-    """The endpoint failed or answered something the driver cannot use."""
+    """The endpoint failed or answered something the driver cannot use.
 
-    def __init__(self, message: str, *, status_code: int | None = None) -> None:
+    `endpoint` is the endpoint's URL (credentials and query values redacted) when the
+    conversation knows it; the message then starts with it."""
+
+    def __init__(
+        self, message: str, *, status_code: int | None = None, endpoint: str | None = None
+    ) -> None:
         self.status_code = status_code
+        self.endpoint = endpoint
         super().__init__(message)
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        return text if self.endpoint is None else f"{self.endpoint}: {text}"
 
 
 class ToolError(Exception):

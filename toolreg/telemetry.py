@@ -22,17 +22,27 @@ What is emitted follows the OpenTelemetry GenAI semantic conventions:
 
 Only `opentelemetry-api` is needed (`pip install 'toolreg[otel]'`); it is imported by
 `instrument()`, never by `import toolreg` or by dispatch while nothing is instrumented.
-`inject` and `extracted` carry the trace context across a process boundary (MCP's `_meta`).
+`inject` and `extracted` carry the trace context across a process boundary (MCP's `_meta`),
+as W3C Trace Context: `traceparent` and `tracestate` only. Baggage (which may hold a session
+token or an email) crosses only when the caller asks (`inject(..., baggage=True)`, a mount's
+`baggage=True`), and is never taken from a client. A trace context that is not well formed
+is ignored: the call starts a new trace.
+
+What reaches spans is bounded: descriptions and captured content are cut at
+`_MAX_ATTRIBUTE` characters; without `capture_content` a failure records its kind
+(`error.type`, also the status description), never its text, which may quote arguments;
+tool names that no registered tool has share one metric series, `_OTHER`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import time
-from collections.abc import Iterator, Mapping, MutableMapping
+from collections.abc import Coroutine, Iterator, Mapping, MutableMapping
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 from urllib.parse import urlsplit
 
 from .errors import UsageError
@@ -44,10 +54,23 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import Histogram, Meter, MeterProvider
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
-__all__ = ["extracted", "inject", "instrument", "instrumented", "uninstrument"]
+__all__ = [
+    "extracted",
+    "inject",
+    "instrument",
+    "instrumented",
+    "sanitize_meta",
+    "uninstrument",
+    "without_baggage",
+]
+
+T = TypeVar("T")
 
 _PROVIDER = "openai"  # the wire protocol the driver speaks, whatever serves it
-_MAX_ATTRIBUTE = 8192  # characters of captured content per attribute
+_MAX_ATTRIBUTE = 8192  # characters of captured content or of a description per attribute
+_MAX_TRACE_FIELD = 512  # characters of `traceparent` / `tracestate` (W3C Trace Context)
+_TRACE_FIELDS = ("traceparent", "tracestate")
+_OTHER = "_OTHER"  # the metric series of every tool name no registered tool has
 
 
 def instrument(
@@ -85,27 +108,102 @@ def instrumented() -> bool:
     return isinstance(OBSERVER.current, _OpenTelemetry)
 
 
-def inject(carrier: MutableMapping[str, Any]) -> None:
-    """Write the current trace context into `carrier` (W3C `traceparent`), when instrumented."""
-    if instrumented():
-        from opentelemetry import propagate
+def inject(carrier: MutableMapping[str, Any], *, baggage: bool = False) -> None:
+    """Write the current trace context into `carrier`, when instrumented: W3C `traceparent`
+    and `tracestate`, and the current W3C `baggage` only with `baggage=True` (it is the
+    application's, and the carrier may go to a server it does not control)."""
+    if not instrumented():
+        return
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-        propagate.inject(carrier)
+    TraceContextTextMapPropagator().inject(carrier)
+    if baggage:
+        from opentelemetry.baggage.propagation import W3CBaggagePropagator
+
+        W3CBaggagePropagator().inject(carrier)
+
+
+def without_baggage(call: Coroutine[Any, Any, T], *, baggage: bool) -> Coroutine[Any, Any, T]:
+    """`call` (a request to a server the application does not control) run with the
+    current OpenTelemetry baggage removed, unless `baggage=True`: whatever injects trace
+    context on the way out (the MCP SDK's client injects the global propagators' fields,
+    baggage included, into every request's `_meta`) then sends only the trace context.
+    Works whether or not toolreg is instrumented, since the SDK injects either way."""
+    if baggage or "opentelemetry.baggage" not in sys.modules:  # no baggage can be set
+        return call
+    return _baggage_cleared(call)
+
+
+async def _baggage_cleared(call: Coroutine[Any, Any, T]) -> T:
+    from opentelemetry import baggage, context
+
+    token = context.attach(baggage.clear())
+    try:
+        return await call
+    finally:
+        context.detach(token)
 
 
 @contextlib.contextmanager
-def extracted(carrier: Mapping[str, Any] | None) -> Iterator[None]:
-    """Make the trace context found in `carrier` current inside the block, when instrumented."""
-    if not instrumented() or not carrier:
+def extracted(carrier: object) -> Iterator[None]:
+    """Inside the block, the caller's trace continues: the W3C trace context in `carrier`
+    (e.g. an MCP request's `_meta`, sent by a client toolreg does not control) is the
+    current span's parent, when instrumented. Anything else is ignored, so a missing or
+    malformed context starts a new trace: a carrier that is not a mapping, fields that are
+    not strings of printable ASCII of at most 512 characters, a `traceparent` that does not
+    parse. Baggage is never taken from the carrier."""
+    fields = _trace_fields(carrier) if instrumented() else None
+    if not fields:
         yield
         return
-    from opentelemetry import context, propagate
+    from opentelemetry import context, trace
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-    token = context.attach(propagate.extract(dict(carrier)))
+    found = TraceContextTextMapPropagator().extract(fields, context=context.get_current())
+    if not trace.get_current_span(found).get_span_context().is_valid:
+        yield
+        return
+    token = context.attach(found)
     try:
         yield
     finally:
         context.detach(token)
+
+
+def sanitize_meta(meta: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`meta` as a server takes it from a client it does not control: without `baggage`,
+    and without a `traceparent` or `tracestate` that is not a well-formed field (see
+    `extracted`); `meta` itself when there is nothing to drop. Whatever reads the trace
+    context next (the MCP SDK's own middleware) then sees a valid one or none."""
+    drop = [key for key in _TRACE_FIELDS if key in meta and not _field(meta[key])]
+    if "baggage" in meta:
+        drop.append("baggage")
+    if not drop:
+        return meta
+    return {key: value for key, value in meta.items() if key not in drop}
+
+
+def _field(value: object) -> TypeGuard[str]:
+    """A trace context field as a header carries it: printable ASCII, bounded."""
+    return (
+        type(value) is str
+        and len(value) <= _MAX_TRACE_FIELD
+        and value.isascii()
+        and value.isprintable()
+    )
+
+
+def _trace_fields(carrier: object) -> dict[str, str] | None:
+    """`traceparent` and `tracestate` from `carrier`, each kept only when it is a string
+    of printable ASCII (header text) within `_MAX_TRACE_FIELD`; None without a traceparent."""
+    if not isinstance(carrier, Mapping):
+        return None
+    fields = {}
+    for key in _TRACE_FIELDS:
+        value = carrier.get(key)
+        if _field(value):
+            fields[key] = value
+    return fields if "traceparent" in fields else None
 
 
 class _OpenTelemetry:
@@ -138,6 +236,7 @@ class _OpenTelemetry:
     def tool_call(self, name: object, call_id: str | None, tools: Mapping[str, Tool]) -> Trace:
         tool = tools.get(name) if type(name) is str else None
         tool_name = tool.name if tool is not None else _printable(name)
+        metric_name = tool.name if tool is not None else _OTHER
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": tool_name,
@@ -146,14 +245,14 @@ class _OpenTelemetry:
         if isinstance(call_id, str):
             attributes["gen_ai.tool.call.id"] = call_id[:256]
         if tool is not None and tool.description:
-            attributes["gen_ai.tool.description"] = tool.description
+            attributes["gen_ai.tool.description"] = tool.description[:_MAX_ATTRIBUTE]
         span = self.tracer.start_span(
             f"execute_tool {tool_name}",
             kind=self.trace.SpanKind.INTERNAL,
             attributes=attributes,
         )
         token = self.context.attach(self.trace.set_span_in_context(span))
-        return _ToolTrace(self, span, token, tool_name)
+        return _ToolTrace(self, span, token, metric_name)
 
     def model_call(self, request: Mapping[str, Any], client: Any) -> ModelCallTrace:
         model = str(request.get("model", ""))
@@ -214,7 +313,8 @@ class _ToolTrace:
         metric = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": self.name}
         if not result.ok:
             kind = result.error_kind or "error"
-            otel.failed(span, kind, result.content[:200])
+            # the failure's text may quote the arguments: content, like them
+            otel.failed(span, kind, result.content[:200] if otel.capture_content else kind)
             metric["error.type"] = kind
         if otel.capture_content:
             if result.arguments is not None:

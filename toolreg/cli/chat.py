@@ -8,7 +8,6 @@ rather than waiting for more input that would fail the same way.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any
@@ -17,21 +16,26 @@ from ..conversation import Conversation, PendingCall
 from ..errors import ConversationError
 from ..jsonvalues import safe_text
 from ..registry import ToolRegistry
+from .arguments import shown_arguments
 from .demo import print_hooks
 
 __all__ = ["ask_approval", "chat_loop", "endpoint_failed"]
 
 
 def endpoint_failed(url: str, exc: ConversationError) -> int:
-    """Say on one line of stderr which endpoint failed and how; the exit status (1)."""
-    print(f"toolreg: {url.rstrip('/')}: {' '.join(str(exc).split())}", file=sys.stderr)
+    """Say on one line of stderr which endpoint failed and how; the exit status (1).
+
+    The URL once: the error names it already when the conversation knew it."""
+    said = " ".join(str(exc).split())
+    where = "" if exc.endpoint is not None else f"{url.rstrip('/')}: "
+    print(f"toolreg: {where}{said}", file=sys.stderr)
     return 1
 
 
 def ask_approval(pending: PendingCall) -> Any:
     """Ask at the terminal about one call that waits for approval: "y" runs it, "n" or
     nothing declines it, any other text declines it with that reason for the model."""
-    shown = safe_text(json.dumps(pending.arguments, ensure_ascii=False, default=str))
+    shown = shown_arguments(pending.arguments)
     question = f"  ?? run {pending.tool_name}({shown})? [y/N, or why not] "
     try:
         answer = input(question).strip()

@@ -30,8 +30,9 @@ from ..registry import ToolRegistry
 from ..result import ToolResult
 from ..tool import Tool
 from ..types import to_json
+from .arguments import read_arguments, shown_arguments
 from .chat import chat_loop, endpoint_failed
-from .demo import Demo, run_demo
+from .demo import Demo, run_demo, tool_demo
 from .failures import tool_failures
 from .lint import lint_registry
 from .serve import add_parser as add_serve_parser
@@ -40,6 +41,7 @@ from .target import (
     TargetError,
     function_label,
     load_file,
+    load_module,
     load_target,
     readable,
     sample_names,
@@ -181,17 +183,6 @@ def _names(registry: ToolRegistry) -> str:
     return ", ".join(registry.names())
 
 
-def _read_arguments(raw: str | None) -> str:
-    text = sys.stdin.read() if raw == "-" else (raw or "{}")
-    try:
-        json.loads(text or "{}")
-    except ValueError as exc:
-        raise UsageError(
-            f'ARGS is not valid JSON ({exc}); pass an object like \'{{"city": "Paris"}}\''
-        ) from None
-    return text
-
-
 @dataclasses.dataclass
 class _Approver:
     """`toolreg call`'s confirm callback: `--yes` approves; otherwise a terminal is asked
@@ -206,7 +197,7 @@ class _Approver:
         if not sys.stdin.isatty():
             self.unasked = True
             return False
-        shown = safe_text(json.dumps(arguments, ensure_ascii=False, default=str))
+        shown = shown_arguments(arguments)
         print(f"Run {tool.name}({shown})? [y/N] ", end="", file=sys.stderr, flush=True)
         answer = sys.stdin.readline()  # stdout carries only the result (also with --json)
         return answer.strip().lower().startswith("y")
@@ -233,7 +224,7 @@ def _result_json(result: ToolResult) -> dict[str, Any]:
 
 
 def cmd_call(registry: ToolRegistry, args: argparse.Namespace) -> int:
-    arguments = _read_arguments(args.arguments)
+    arguments = read_arguments(args.arguments, registry.get(args.tool), sys.stdin)
     context = None
     if args.context is not None:
         try:
@@ -288,20 +279,59 @@ def cmd_chat(registry: ToolRegistry, args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    module = load_file(sample_path(args.sample))
-    demo = getattr(module, "DEMO", None)
-    if not isinstance(demo, Demo):
-        raise UsageError(f"sample '{args.sample}' has no DEMO")
-    if args.trace:
-        _trace_to_stderr()
-    try:
-        run_demo(demo, confirm="y" if args.yes else None)
-    except ConversationError as exc:
-        url = os.environ.get("OPENAI_BASE_URL")
-        if not url or not os.environ.get("TOOLREG_MODEL"):
-            raise  # the scripted model failed: toolreg's own bug, not an endpoint's
-        return endpoint_failed(url, exc)
+    with contextlib.ExitStack() as resources:  # an mcp: target's connection
+        demo = _demo(args, resources)
+        if args.trace:
+            _trace_to_stderr()
+        try:
+            run_demo(demo, confirm="y" if args.yes else None)
+        except ConversationError as exc:
+            url = os.environ.get("OPENAI_BASE_URL")
+            if not url or not os.environ.get("TOOLREG_MODEL"):
+                raise  # the scripted model failed: toolreg's own bug, not an endpoint's
+            return endpoint_failed(url, exc)
     return 0
+
+
+def _a_target(word: str) -> bool:
+    """Whether a word of --call is TARGET put after it (`--call NAME ARGS` takes the rest)."""
+    return "=" not in word and not word.lstrip().startswith(("{", "[", '"', "-"))
+
+
+def _demo(args: argparse.Namespace, resources: contextlib.ExitStack) -> Demo:
+    """The demo to play: a sample's or a file's own `DEMO`, or one `tool_demo` writes (for a
+    file without one, and with --call or --prompt)."""
+    if args.target is not None and args.sample is not None:
+        raise UsageError("pass TARGET or --sample, not both")
+    context = None
+    if args.context is not None:
+        try:
+            context = json.loads(args.context)
+        except ValueError as exc:
+            raise UsageError(f"--context is not valid JSON ({exc})") from None
+    written = args.call is not None or args.prompt is not None
+    if (
+        args.target is None
+        and args.sample is None
+        and args.call
+        and any(_a_target(w) for w in args.call[1:])
+    ):
+        raise UsageError("put TARGET before --call: toolreg demo FILE.py --call NAME ARGS...")
+    if args.target is None:
+        name = args.sample or "weather"
+        demo = getattr(load_file(sample_path(name)), "DEMO", None)
+        if not isinstance(demo, Demo):
+            raise UsageError(f"sample '{name}' has no DEMO")
+        registry = demo.registry
+    else:
+        registry = load_target(args.target, resources)
+        found = None if args.target.startswith("mcp:") else load_module(args.target)
+        demo = getattr(found, "DEMO", None)
+        if not isinstance(demo, Demo) or demo.registry is not registry:
+            demo, written = None, True
+    if written or demo is None:
+        return tool_demo(registry, args.call, prompt=args.prompt, context=context)
+    return demo if args.context is None else dataclasses.replace(demo, context=context)
 
 
 def _trace_to_stderr() -> None:
@@ -378,7 +408,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("call", "dispatch one call as a model's call would be")
     p.add_argument("target", metavar="TARGET", help=target_help)
     p.add_argument("tool", metavar="NAME", help="the tool to call")
-    p.add_argument("arguments", nargs="?", metavar="ARGS_JSON", help="JSON object, or - for stdin")
+    p.add_argument(
+        "arguments",
+        nargs="*",
+        metavar="ARGS",
+        help="key=value pairs (values are JSON when they parse, else text), one JSON object, "
+        "or - for a JSON object on stdin",
+    )
     p.add_argument("--context", help="JSON passed as the context to injected parameters")
     p.add_argument("--yes", action="store_true", help="approve destructive tools")
     p.add_argument(
@@ -406,8 +442,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="how tools are offered to the model (default: tools)",
     )
 
-    p = command("demo", "run a sample conversation end to end")
-    p.add_argument("--sample", default="weather", help=f"one of: {', '.join(sample_names())}")
+    p = command(
+        "demo", "run a sample, or the tools of TARGET, in a conversation with a scripted model"
+    )
+    p.add_argument(
+        "target",
+        nargs="?",
+        metavar="TARGET",
+        help=f"{target_help}: its DEMO if it has one, else one call of its first "
+        "non-destructive tool with example arguments from the schema",
+    )
+    p.add_argument(
+        "--sample", help=f"a bundled sample: one of {', '.join(sample_names())} (default: weather)"
+    )
+    p.add_argument(
+        "--call",
+        nargs="+",
+        metavar=("NAME", "ARGS"),
+        help="the call the scripted model makes: a tool and its ARGS as toolreg call reads "
+        "them (none: example arguments); put it after TARGET",
+    )
+    p.add_argument("--prompt", help="the user's message (default: asks for the call)")
+    p.add_argument("--context", help="JSON passed as the context to injected parameters")
     p.add_argument("--yes", action="store_true", help="approve destructive tools")
     p.add_argument("--trace", action="store_true", help="print OpenTelemetry spans to stderr")
 

@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -74,11 +75,61 @@ def cmd_serve(args: argparse.Namespace) -> int:
             raise ServeError("an mcp: target is served by one worker; drop --workers")
         if args.stateful:
             raise ServeError("--stateful sessions live in one process: use one worker")
-    try:
-        _serve(args, _context(args.context))
-    except ToolregUsageError as exc:  # e.g. tools that need --context
-        raise ServeError(str(exc).replace("allowed_hosts=", "--allowed-host ")) from None
+    _check_options(args)
+    _serve(args, _context(args.context))
     return 0
+
+
+def _option(flag: str, value: object) -> str:
+    """An option as the user types it in a shell: `--allowed-host 'name:*'`."""
+    return f"{flag} {shlex.quote(str(value))}"
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """The HTTP options, checked before anything loads; messages in the command's terms."""
+    if args.transport != "http":
+        return
+    for host in args.allowed_host or ():
+        if not host.strip():
+            example = _option("--allowed-host", "mcp.example.com:*")
+            raise ServeError(f"--allowed-host needs a name, e.g. {example}")
+    if not args.path.startswith("/"):
+        raise ServeError(f"{_option('--path', args.path)} must start with '/', e.g. --path /mcp")
+    if not 0 <= args.port <= 65535:
+        raise ServeError(f"--port {args.port} must be a whole number from 0 to 65535")
+    if args.workers < 1:
+        raise ServeError(f"--workers {args.workers} must be 1 or more")
+    if args.token is not None and not args.token.strip():
+        raise ServeError("--token is blank; pass the token, or leave --token out for none")
+    if args.token is None and TOKEN_ENV in os.environ and not os.environ[TOKEN_ENV].strip():
+        raise ServeError(f"${TOKEN_ENV} is blank; set the token, or unset it for none")
+
+
+def _allowed_hosts(host: str) -> list[str]:
+    """The Host headers to accept when no --allowed-host is given."""
+    from ..mcp import serving
+
+    try:
+        return serving.allowed_hosts_for(host)
+    except ToolregUsageError:  # a wildcard bind: no name to check against
+        raise ServeError(
+            f"{_option('--host', host)} listens on every interface, so the Host header "
+            f"cannot be checked against it; pass {_option('--allowed-host', 'your.server.name:*')}"
+            " (repeatable: the names clients use)"
+        ) from None
+
+
+def _check_context(registry: Any, context: Any) -> None:
+    """Tools that need a context, served without --context: say so as the command's fix."""
+    if context is not None:
+        return
+    needy = [tool.name for tool in registry.tools() if tool.plan.needs_context]
+    if needy:
+        names = ", ".join(needy)
+        raise ServeError(
+            f"{names} {'needs' if len(needy) == 1 else 'need'} a context: pass --context JSON "
+            '(the deps every call gets), e.g. --context \'{"user_id": "u1"}\''
+        )
 
 
 def _serve(args: argparse.Namespace, context: Any) -> None:
@@ -88,13 +139,15 @@ def _serve(args: argparse.Namespace, context: Any) -> None:
         if args.transport == "stdio":
             with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's
                 registry = load_target(args.target, resources)
+            _check_context(registry, context)
             server = serving.build_server(registry, context=context)  # checked before serving
             with contextlib.suppress(KeyboardInterrupt):
                 serving.serve_stdio(server)
             return
         token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
-        hosts = args.allowed_host or serving.allowed_hosts_for(args.host)
+        hosts = args.allowed_host or _allowed_hosts(args.host)
         registry = load_target(args.target, resources)
+        _check_context(registry, context)
         app = _app(registry, args.path, not args.stateful, token, hosts, context)  # checked
         if args.workers == 1:
             serving.run_http(app, host=args.host, port=args.port, path=args.path)

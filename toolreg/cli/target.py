@@ -20,6 +20,7 @@ __all__ = [
     "TargetError",
     "function_label",
     "load_file",
+    "load_module",
     "load_target",
     "readable",
     "sample_names",
@@ -149,14 +150,91 @@ def _import(name: str) -> ModuleType:
         raise
 
 
+def _shared_registries() -> list[tuple[ToolRegistry, str]]:
+    """The module-level registries a file fills without naming them, and how each is filled:
+    toolreg's `register_tool`, and ChatGLM3's (when a target loaded `toolreg.compat.chatglm3`,
+    which the CLI never imports itself)."""
+    shared = [(default_registry, "toolreg.register_tool")]
+    compat = sys.modules.get("toolreg.compat.chatglm3")
+    found = getattr(compat, "registry", None)
+    if isinstance(found, ToolRegistry):
+        shared.append((found, "toolreg.compat.chatglm3.register_tool"))
+    return shared
+
+
+def _defined_in(module: ModuleType, registry: ToolRegistry) -> bool:
+    """Whether `registry` holds a tool whose function `module` defines."""
+    for tool in registry.tools():
+        function = getattr(tool.function, "func", tool.function)  # a functools.partial's
+        if getattr(function, "__module__", None) == module.__name__:
+            return True
+    return False
+
+
+def _named_registries(module: ModuleType) -> dict[str, ToolRegistry]:
+    """The module's attributes that are registries (the first name of each), by name."""
+    named: dict[str, ToolRegistry] = {}
+    for name, value in vars(module).items():
+        if isinstance(value, ToolRegistry) and all(value is not r for r in named.values()):
+            named[name] = value
+    return named
+
+
 def _registry_in(module: ModuleType, target: str) -> ToolRegistry:
-    found = [v for v in vars(module).values() if isinstance(v, ToolRegistry)]
-    unique = list({id(r): r for r in found if r is not default_registry}.values())
-    if len(unique) == 1:
-        return unique[0]
-    if len(unique) > 1:
-        raise TargetError(f"{target} has several registries; name one, e.g. {target}:registry")
+    """The one registry of `module`: one it names (other than the default registry), or a
+    shared one it registered its own functions in; several are an error naming each."""
+    named = _named_registries(module)
+    found: dict[int, tuple[ToolRegistry, str]] = {
+        id(r): (r, f"{target}:{name}") for name, r in named.items() if r is not default_registry
+    }
+    for registry, how in _shared_registries():
+        if id(registry) not in found and _defined_in(module, registry):
+            found[id(registry)] = (registry, f"the functions registered with {how}")
+    candidates = list(found.values())
+    with_tools = [c for c in candidates if len(c[0])] or candidates
+    if len(with_tools) == 1:
+        return with_tools[0][0]
+    if len(with_tools) > 1:
+        shown = "; ".join(label for _, label in with_tools)
+        raise TargetError(
+            f"{target} has several registries ({shown}); name the one to use as "
+            f"{target}:ATTRIBUTE, an attribute of the module that holds it"
+        )
+    # no registry of its own: the tools registered by what it imports
+    for registry, _ in _shared_registries():
+        if len(registry):
+            return registry
     return default_registry
+
+
+def _named_registry(
+    module: ModuleType, target: str, module_part: str, attribute: str
+) -> ToolRegistry:
+    """`module:attribute`; a missing attribute or one that is no registry says what is there."""
+    named = ", ".join(f"{module_part}:{name}" for name in _named_registries(module))
+    there = (
+        f"its registries: {named}"
+        if named
+        else (f"it names no registry; pass {module_part} alone for the tools it registers")
+    )
+    if attribute not in vars(module):
+        raise TargetError(f"{module_part} has no attribute '{attribute}' ({there})")
+    value = vars(module)[attribute]
+    if not isinstance(value, ToolRegistry):
+        raise TargetError(f"{target} is {_kind(value)}, not a ToolRegistry ({there})")
+    return value
+
+
+def _kind(value: object) -> str:
+    """What `value` is, in a few words: `a function`, `a module`, `an int`..."""
+    if isinstance(value, ModuleType):
+        return "a module"
+    if isinstance(value, type):
+        return "a class"
+    if callable(value) and hasattr(value, "__code__"):
+        return "a function"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def load_target(
@@ -174,12 +252,9 @@ def load_target(
     if target.startswith("mcp:"):
         return _mounted(target[len("mcp:") :], resources, server_errlog)
     module_part, _, attribute = target.partition(":")
-    looks_like_file = module_part.endswith(".py") or "/" in module_part or "\\" in module_part
-    module = load_file(Path(module_part)) if looks_like_file else _import(module_part)
+    module = load_module(target)
     if attribute:
-        registry = getattr(module, attribute, None)
-        if not isinstance(registry, ToolRegistry):
-            raise TargetError(f"{target} is not a ToolRegistry; name the module's registry")
+        registry = _named_registry(module, target, module_part, attribute)
     else:
         registry = _registry_in(module, target)
     if len(registry) == 0:
@@ -188,6 +263,13 @@ def load_target(
             "(or name the registry as module:attribute)"
         )
     return registry
+
+
+def load_module(target: str) -> ModuleType:
+    """The module of a file or module target (loaded once: a second call returns it)."""
+    module_part = target.partition(":")[0]
+    looks_like_file = module_part.endswith(".py") or "/" in module_part or "\\" in module_part
+    return load_file(Path(module_part)) if looks_like_file else _import(module_part)
 
 
 def _mounted(
@@ -209,10 +291,13 @@ def _mounted(
             f"mcp: targets need the mcp extra: pip install 'toolreg[mcp]' ({exc})"
         ) from None
     registry = ToolRegistry()
-    # a command runs like one typed in the shell: with this process's environment
+    # a command runs like one typed in the shell: with this process's environment; the
+    # person at the terminal who names a server and a tool decides, as the annotations did
     env = None if isinstance(spec, str) else dict(os.environ)
     try:
-        resources.enter_context(mount(registry, spec, env=env, errlog=errlog))
+        resources.enter_context(
+            mount(registry, spec, env=env, errlog=errlog, trust_annotations=True)
+        )
     except McpConnectionError as exc:
         said = _last_line(errlog)
         raise TargetError(str(exc) + (f" (the server said: {said})" if said else "")) from None

@@ -45,7 +45,9 @@ def register_tool(func: F) -> F:
     return registry.register_tool(replace=same)(func)
 
 
-def dispatch_tool(tool_name: str, tool_params: Mapping[str, Any] | str | None) -> str:
+def dispatch_tool(
+    tool_name: str, tool_params: Mapping[str, Any] | str | bytes | None = None
+) -> str:
     """Run the call; the observation for the model, as text (never raises for the call)."""
     return str(registry.dispatch_tool(tool_name, tool_params))
 

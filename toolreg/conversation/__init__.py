@@ -5,6 +5,7 @@
 - `endpoints`: the endpoints a dialect speaks; `stream` reads chat completions and
   `responses_api` the Responses API, plain or streamed, into one normalized shape;
 - `reply`: `Reply`, `PendingCall`, `Usage`, `Hooks` and the events hooks receive;
+  `STOP_REASONS` and `REPLY_FIELDS` list every `stop_reason` and every field of a `Reply`;
 - `state`: a conversation (a turn paused for approvals too) as plain JSON and back;
 - `output`: structured output (`output_type=`);
 - `history`: `trim_history`.
@@ -13,17 +14,22 @@
 from .drivers import AsyncConversation, Conversation, run_conversation
 from .history import trim_history
 from .reply import (
+    REPLY_FIELDS,
+    STOP_REASONS,
     Hooks,
     ModelCallEvent,
     ModelResponseEvent,
     PendingCall,
     Reply,
+    StopReason,
     ToolCallEvent,
     ToolResultEvent,
     Usage,
 )
 
 __all__ = [
+    "REPLY_FIELDS",
+    "STOP_REASONS",
     "AsyncConversation",
     "Conversation",
     "Hooks",
@@ -31,6 +37,7 @@ __all__ = [
     "ModelResponseEvent",
     "PendingCall",
     "Reply",
+    "StopReason",
     "ToolCallEvent",
     "ToolResultEvent",
     "Usage",

@@ -19,26 +19,49 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import inspect
 import json
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from typing_extensions import Self
 
 from ..dispatch import ConfirmCallback
-from ..errors import ConversationStateError, ToolCallError, UsageError
+from ..dispatch.calling import call_hook
+from ..errors import ConversationError, ConversationStateError, ToolCallError, UsageError
 from ..formats import DIALECTS, Dialect
 from ..jsonvalues import safe_json
 from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from .endpoints import ENDPOINTS, endpoint_errors
+from .endpoints import ENDPOINTS, endpoint_errors, endpoint_url
 from .history import answered_prefix
-from .loop import LoopSettings, Step, TurnState, Verdict, abandon, resume_loop, run_loop
+from .loop import (
+    HookStep,
+    LoopSettings,
+    ModelStep,
+    Step,
+    TurnState,
+    Verdict,
+    abandon,
+    resume_loop,
+    run_loop,
+)
 from .output import OutputSpec
 from .reply import Hooks, PendingCall, Reply
-from .state import dump_state, load_state, schema_fingerprint, verdicts
+from .state import (
+    check_round,
+    dump_state,
+    load_state,
+    resumed_options,
+    saved_options,
+    signing_keys,
+    tool_fingerprint,
+    verdicts,
+    with_digests,
+)
 from .tracing import model_call, turn
 
 if TYPE_CHECKING:
@@ -47,9 +70,12 @@ if TYPE_CHECKING:
 __all__ = ["AsyncConversation", "Conversation", "run_conversation"]
 
 Message = dict[str, Any]
+T = TypeVar("T")
 
 
 class _Base:
+    _awaits_hooks = False  # AsyncConversation awaits an async hook; Conversation cannot
+
     def __init__(
         self,
         client: Any,
@@ -71,18 +97,23 @@ class _Base:
         final_call: Literal["tool_choice_none", "drop_tools"] = "tool_choice_none",
         assistant_content: Literal["empty", "null", "omit"] = "empty",
         stream: bool = False,
-        on_text: Callable[[str], None] | None = None,
+        on_text: Callable[[str], Any] | None = None,
         output_retries: int = 2,
         max_history_messages: int | None = None,
         max_history_chars: int | None = None,
         advertise_required: bool = True,
         force_tools: bool = False,
         max_repeats: int | None = 3,
+        output_strict: bool = True,
         **request_options: Any,
     ) -> None:
         _check_options(dialect, max_rounds, output_retries, final_call, assistant_content)
-        _check_seed_options(advertise_required, force_tools, max_repeats, strict)
+        _check_seed_options(advertise_required, force_tools, max_repeats, strict, output_strict)
         _check_state_option(state, dialect, confirm, request_options)
+        if hooks is not None and not isinstance(hooks, Hooks):
+            raise UsageError(f"hooks must be a toolreg.Hooks, not {type(hooks).__name__}")
+        if not self._awaits_hooks:
+            _check_sync_hooks(hooks, on_text)
         trims = max_history_messages is not None or max_history_chars is not None
         if state == "server" and trims:
             raise UsageError(
@@ -97,6 +128,7 @@ class _Base:
         self.tool_filter = None if tools is None else _tool_filter(self.registry, tools)
         self.parallel = parallel
         self.strict = strict
+        self.output_strict = output_strict
         self.context = context
         self.confirm = confirm
         self.stream = stream
@@ -151,8 +183,9 @@ class _Base:
         if keep:
             self.messages = reply.messages
             self._previous = None if turn.previous_id is None else (turn.previous_id, turn.known)
-        if reply.stop_reason == "approval_required":
-            schemas = {p.call_id: schema_fingerprint(self._tool(p)) for p in reply.pending}
+        if reply.stop_reason == "approval_required" and turn.paused is not None:
+            schemas = {p.call_id: tool_fingerprint(self._tool(p)) for p in reply.pending}
+            reply = dataclasses.replace(reply, pending=with_digests(turn.paused, schemas))
             self._paused = _Paused(settings, turn, schemas)
         return reply
 
@@ -169,7 +202,7 @@ class _Base:
                     f"the conversation state {state.get('id')} was resumed already"
                 )
         self._check_schemas(paused)
-        settings = paused.settings_for(output_type, self._settings)
+        settings = paused.settings_for(output_type, self._settings, self.output_strict)
         found = verdicts(paused.turn.paused, decisions, self._edited)
         for state in paused.states:
             state["status"] = "resumed"
@@ -222,6 +255,10 @@ class _Base:
             ) from None
         return checked
 
+    def _checked(self, name: str, arguments: Any) -> dict[str, Any]:
+        """A call's arguments as dispatch accepts them (`ToolCallError` if it does not)."""
+        return self.registry.dispatcher.check_call(name, arguments, context=self.context)[1]
+
     def _tool(self, pending: PendingCall) -> Tool:
         tool = self.registry.get(pending.tool_name)
         if tool is None:
@@ -234,23 +271,28 @@ class _Base:
     def _check_schemas(self, paused: _Paused) -> None:
         round_ = paused.turn.paused
         for pending in round_.pending.values() if round_ is not None else ():
-            if schema_fingerprint(self._tool(pending)) != paused.schemas.get(pending.call_id):
+            if tool_fingerprint(self._tool(pending)) != paused.schemas.get(pending.call_id):
                 raise ConversationStateError(
-                    f"the tool {pending.tool_name!r} has changed its parameters since its call "
-                    f"{pending.call_id!r} was paused; that call cannot be resumed"
+                    f"the tool {pending.tool_name!r} has changed its definition (description, "
+                    f"parameters or flags) since its call {pending.call_id!r} was paused; that "
+                    "call cannot be resumed: ask the person again"
                 )
 
     # -- state -----------------------------------------------------------------------------
 
-    def export_state(self) -> dict[str, Any]:
+    def export_state(self, *, key: Any = None) -> dict[str, Any]:
         """The conversation as plain JSON: its history, options and, when a turn waits for
         approvals, that turn with its pending calls. `from_state` rebuilds it.
+
+        `key` (bytes or str, at least 16 bytes; or a list, newest first) signs the state
+        with HMAC-SHA256: `from_state(..., key=...)` then refuses any change to it.
 
         Not in it: the client, the registry, `context`, `hooks`, `on_text` and a `confirm`
         callback (give them to `from_state`). Resuming marks this dict "resumed": a state
         resumes once (`state["id"]` and the pending call ids let an application make sure
         of that across processes too).
         """
+        keys = signing_keys(key)
         settings = self._settings
         unsaved = [k for k, v in settings.request_options.items() if not _is_json(v)]
         if unsaved:
@@ -280,6 +322,7 @@ class _Base:
                 "advertise_required": self.advertise_required,
                 "force_tools": settings.force_tools,
                 "max_repeats": settings.max_repeats,
+                "output_strict": self.output_strict,
                 "request_options": settings.request_options,
             },
             messages=self.messages,
@@ -287,6 +330,7 @@ class _Base:
             turn=None if paused is None else paused.turn,
             output=None if paused is None else paused.shape,
             schemas={} if paused is None else paused.schemas,
+            keys=keys,
         )
         if paused is not None:
             paused.states.append(state)
@@ -301,36 +345,58 @@ class _Base:
         registry: ToolRegistry | None = None,
         context: Any = None,
         hooks: Hooks | None = None,
-        on_text: Callable[[str], None] | None = None,
+        on_text: Callable[[str], Any] | None = None,
+        key: Any = None,
         **options: Any,
     ) -> Self:
         """Rebuild a conversation from `export_state()`'s JSON, in this process or another.
 
-        `options` override saved ones (e.g. `stream=True`). A state that was resumed
-        already, or whose pending call's tool changed its parameters, is refused with a
-        `ConversationStateError`."""
-        loaded = load_state(state)
-        saved = dict(loaded.options)
-        model = saved.pop("model", None)
-        request_options = saved.pop("request_options", {})
-        unknown = set(saved) - set(_SAVED_OPTIONS)
-        if not isinstance(model, str) or unknown or not isinstance(request_options, dict):
-            raise ConversationStateError("not a usable conversation state: its options are not")
-        chat = cls(
-            client,
-            model,
-            registry=registry,
-            context=context,
-            hooks=hooks,
-            on_text=on_text,
-            **{**saved, **request_options, **options},
-        )
+        With `key` (the one `export_state` signed with, or a list that holds it) the
+        state's signature is verified; an unsigned state is then refused, and so is a
+        signed one given without a key.
+
+        `options` override saved ones (e.g. `stream=True`), but a saved tool filter and
+        saved limits (`max_rounds`, `max_repeats`, `output_retries`) only narrow the ones
+        given here. A state that is malformed, was resumed already, or whose pending call's
+        tool changed its definition, is refused with a `ConversationStateError`."""
+        loaded = load_state(state, signing_keys(key))
+        model, saved, saved_request = saved_options(loaded.options)
+        tools = registry if registry is not None else default_registry
+        constructor, request = resumed_options(saved, saved_request, options, tools)
+        model = constructor.pop("model", model)
+        common = {"registry": registry, "context": context, "hooks": hooks, "on_text": on_text}
+        try:
+            chat = cls(client, model, **common, **constructor, **request)
+        except ConversationStateError:
+            raise
+        except UsageError:
+            try:  # whose options are wrong: the state's, or the application's?
+                cls(client, model, **common, **saved, **saved_request)
+            except UsageError as err:
+                raise ConversationStateError(
+                    f"not a usable conversation state: its options are refused: {err}"
+                ) from None
+            raise
+        unknown = _unknown_request_options(chat, saved_request)
+        if unknown:
+            raise ConversationStateError(
+                f"not a usable conversation state: its request options {', '.join(unknown)} "
+                "are not parameters of the client's create method"
+            )
         chat.messages = loaded.messages
         chat._previous = loaded.previous
         if loaded.turn is not None:
             paused = _Paused(chat._settings, loaded.turn, loaded.schemas, shape=loaded.output)
             paused.states.append(state)
             chat._check_schemas(paused)
+            if loaded.turn.paused is not None:
+                check_round(
+                    loaded.turn.paused,
+                    loaded.messages,
+                    loaded.turn.calls_made,
+                    chat._settings.fmt,
+                    chat._checked,
+                )
             chat._paused = paused
         return chat
 
@@ -356,8 +422,18 @@ class _Base:
     def _settings_for(self, output_type: Any) -> LoopSettings:
         if output_type is None:
             return self._settings
-        spec = OutputSpec.for_type(output_type)
+        spec = OutputSpec.for_type(output_type, strict=self.output_strict)
         return dataclasses.replace(self._settings, output=spec)
+
+    @contextlib.contextmanager
+    def _naming_endpoint(self) -> Generator[None]:
+        """A `ConversationError` of this turn names the endpoint's URL (redacted)."""
+        try:
+            yield
+        except ConversationError as exc:
+            if exc.endpoint is None:
+                exc.endpoint = endpoint_url(self.client)
+            raise
 
     def _stream_kwargs(self) -> dict[str, Any]:
         if not self.stream:
@@ -374,26 +450,60 @@ class _Base:
         return {"context": self.context, "allowed": self.offered_names(), "confirm": confirm}
 
 
-_SAVED_OPTIONS = (
-    "name",
-    "dialect",
-    "state",
-    "tools",
-    "max_rounds",
-    "parallel",
-    "strict",
-    "confirm",
-    "tool_choice",
-    "final_call",
-    "assistant_content",
-    "stream",
-    "output_retries",
-    "max_history_messages",
-    "max_history_chars",
-    "advertise_required",
-    "force_tools",
-    "max_repeats",
-)
+def _unknown_request_options(chat: _Base, saved: Mapping[str, Any]) -> list[str]:
+    """Saved request options the client's create method does not take (it would raise a
+    TypeError in the middle of a resume); none are known when there is no such method."""
+    if not saved:
+        return []
+    try:
+        parameters = inspect.signature(chat._endpoint.method(chat.client)).parameters
+    except (AttributeError, TypeError, ValueError):
+        return []
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return []
+    return sorted(k for k in saved if k not in parameters)
+
+
+def _check_sync_hooks(hooks: Hooks | None, on_text: Any) -> None:
+    """Conversation cannot await: an `async def` hook or `on_text` fails when it is given."""
+    given = [(f"hooks.{f.name}", getattr(hooks, f.name, None)) for f in dataclasses.fields(Hooks)]
+    for label, hook in [*(given if hooks is not None else []), ("on_text", on_text)]:
+        if hook is not None and inspect.iscoroutinefunction(hook):
+            raise UsageError(
+                f"{label}={_describe(hook)} is async def: Conversation cannot await it "
+                "(a veto would be lost); use AsyncConversation, or a plain def"
+            )
+
+
+def _describe(hook: Any) -> str:
+    return str(getattr(hook, "__qualname__", None) or type(hook).__name__)
+
+
+def _awaitable(value: Any) -> bool:
+    return type(value) not in _PLAIN and inspect.isawaitable(value)
+
+
+_PLAIN = frozenset({str, bool, type(None), int, float, dict, list, tuple})  # never awaitable
+
+
+def _run_hook(label: str, hook: Callable[[Any], Any], event: Any) -> Any:
+    """The sync driver's call of a hook: an awaitable answer is a mistake, never ignored."""
+    answer = call_hook(hook, event)
+    if _awaitable(answer):
+        if inspect.iscoroutine(answer):
+            answer.close()  # never awaited: no "was never awaited" RuntimeWarning
+        raise UsageError(
+            f"{label}={_describe(hook)} returned {type(answer).__name__}, which "
+            "Conversation cannot await (a veto would be lost); use AsyncConversation, "
+            "or make the hook return its answer"
+        )
+    return answer
+
+
+async def _arun_hook(step: HookStep) -> Any:
+    """The async driver's call of a hook: an awaitable answer is awaited."""
+    answer = call_hook(step.hook, step.event)
+    return (await answer) if _awaitable(answer) else answer
 
 
 def _approve(tool: Tool, arguments: dict[str, Any]) -> bool:
@@ -427,7 +537,7 @@ class _Paused:
         self.shape = shape if output is None else (output.name, output.schema)
         self.states: list[dict[str, Any]] = []
 
-    def settings_for(self, output_type: Any, base: LoopSettings) -> LoopSettings:
+    def settings_for(self, output_type: Any, base: LoopSettings, strict: bool) -> LoopSettings:
         """The settings to resume with: the paused turn's output type, checked again when
         it is given (it must be when the turn came from a saved state)."""
         if output_type is None:
@@ -436,7 +546,7 @@ class _Paused:
             raise UsageError(
                 f"resume(): the turn asked for output_type {self.shape[0]}; give it again"
             )
-        spec = OutputSpec.for_type(output_type)
+        spec = OutputSpec.for_type(output_type, strict=strict)
         if self.shape is None or _canonical(self.shape) != _canonical((spec.name, spec.schema)):
             raise ConversationStateError(
                 "resume(): output_type differs from the one the paused turn asked for"
@@ -469,9 +579,18 @@ def _check_state_option(
 
 
 def _check_seed_options(
-    advertise_required: bool, force_tools: bool, max_repeats: int | None, strict: bool
+    advertise_required: bool,
+    force_tools: bool,
+    max_repeats: int | None,
+    strict: bool,
+    output_strict: bool,
 ) -> None:
-    for key, value in (("advertise_required", advertise_required), ("force_tools", force_tools)):
+    flags = (
+        ("advertise_required", advertise_required),
+        ("force_tools", force_tools),
+        ("output_strict", output_strict),
+    )
+    for key, value in flags:
         if not isinstance(value, bool):
             raise UsageError(f"{key} must be True or False, not {value!r}")
     if not advertise_required and strict:
@@ -522,18 +641,47 @@ class Conversation(_Base):
 
     client: openai.OpenAI
 
-    def send(self, text: str, *, output_type: Any = None) -> Reply:
+    @overload
+    def send(self, text: str, *, output_type: None = None) -> Reply[None]: ...
+
+    @overload
+    def send(self, text: str, *, output_type: type[T]) -> Reply[T]: ...
+
+    @overload
+    def send(self, text: str, *, output_type: dict[str, Any]) -> Reply[Any]: ...
+
+    def send(self, text: str, *, output_type: Any = None) -> Reply[Any]:
         """Add a user message and run the loop; the history is kept only if it succeeds."""
         messages = [*self.messages, {"role": "user", "content": text}]
         settings, turn = self._begin(messages, output_type, keep=True)
         return self._end(self._drive(run_loop(settings, turn)), settings, turn, keep=True)
 
-    def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply:
+    @overload
+    def run(self, messages: Iterable[Message], *, output_type: None = None) -> Reply[None]: ...
+
+    @overload
+    def run(self, messages: Iterable[Message], *, output_type: type[T]) -> Reply[T]: ...
+
+    @overload
+    def run(self, messages: Iterable[Message], *, output_type: dict[str, Any]) -> Reply[Any]: ...
+
+    def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply[Any]:
         """Run the loop on `messages` (not modified) and return the reply."""
         settings, turn = self._begin(list(messages), output_type, keep=False)
         return self._end(self._drive(run_loop(settings, turn)), settings, turn, keep=False)
 
-    def resume(self, decisions: Mapping[str, Any], *, output_type: Any = None) -> Reply:
+    @overload
+    def resume(self, decisions: Mapping[str, Any], *, output_type: None = None) -> Reply[None]: ...
+
+    @overload
+    def resume(self, decisions: Mapping[str, Any], *, output_type: type[T]) -> Reply[T]: ...
+
+    @overload
+    def resume(
+        self, decisions: Mapping[str, Any], *, output_type: dict[str, Any]
+    ) -> Reply[Any]: ...
+
+    def resume(self, decisions: Mapping[str, Any], *, output_type: Any = None) -> Reply[Any]:
         """Carry on the turn that stopped for approvals: `decisions` maps each pending call
         id to True (run it), False or a reason (do not), or {"arguments": {...}} (run it
         with these, checked like a model's). The approved calls run once; the reply may
@@ -547,19 +695,20 @@ class Conversation(_Base):
         return self._end(reply, settings, turn, keep=True)
 
     def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
-        with turn(self.name, self.model):  # one span per send / run / resume
+        with turn(self.name, self.model), self._naming_endpoint():  # one span per turn
             step = next(loop)
             parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
             while True:
-                kind, payload = step
                 answer: Any
-                if kind == "model":
-                    with model_call(payload, self.client) as call:
-                        answer = call.response = self._model(payload)
+                if isinstance(step, HookStep):
+                    answer = _run_hook(f"hooks.{step.name}", step.hook, step.event)
+                elif isinstance(step, ModelStep):
+                    with model_call(step.request, self.client) as call:
+                        answer = call.response = self._model(step.request)
                     parent = call.parent
                 else:
                     with parent():
-                        answer = self._tools(payload, approved=kind == "approved")
+                        answer = self._tools(step.calls, approved=step.approved)
                 try:
                     step = loop.send(answer)
                 except StopIteration as done:
@@ -572,7 +721,9 @@ class Conversation(_Base):
             response = create(**safe_json(request), **self._stream_kwargs())
             if not self.stream:
                 return self._endpoint.normalize(response)
-            assembler = self._endpoint.assembler(self.on_text)
+            on_text = self.on_text
+            deliver = None if on_text is None else functools.partial(_run_hook, "on_text", on_text)
+            assembler = self._endpoint.assembler(deliver)
             try:
                 for chunk in response:
                     assembler.feed(chunk)
@@ -591,22 +742,59 @@ class Conversation(_Base):
 
 
 class AsyncConversation(_Base):
-    """The same loop over `openai.AsyncOpenAI`; tools run via `adispatch_many`."""
+    """The same loop over `openai.AsyncOpenAI`; tools run via `adispatch_many`; hooks
+    that are `async def` are awaited."""
 
+    _awaits_hooks = True
     client: openai.AsyncOpenAI
 
-    async def send(self, text: str, *, output_type: Any = None) -> Reply:
+    @overload
+    async def send(self, text: str, *, output_type: None = None) -> Reply[None]: ...
+
+    @overload
+    async def send(self, text: str, *, output_type: type[T]) -> Reply[T]: ...
+
+    @overload
+    async def send(self, text: str, *, output_type: dict[str, Any]) -> Reply[Any]: ...
+
+    async def send(self, text: str, *, output_type: Any = None) -> Reply[Any]:
         messages = [*self.messages, {"role": "user", "content": text}]
         settings, turn = self._begin(messages, output_type, keep=True)
         reply = await self._drive(run_loop(settings, turn))
         return self._end(reply, settings, turn, keep=True)
 
-    async def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply:
+    @overload
+    async def run(
+        self, messages: Iterable[Message], *, output_type: None = None
+    ) -> Reply[None]: ...
+
+    @overload
+    async def run(self, messages: Iterable[Message], *, output_type: type[T]) -> Reply[T]: ...
+
+    @overload
+    async def run(
+        self, messages: Iterable[Message], *, output_type: dict[str, Any]
+    ) -> Reply[Any]: ...
+
+    async def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply[Any]:
         settings, turn = self._begin(list(messages), output_type, keep=False)
         reply = await self._drive(run_loop(settings, turn))
         return self._end(reply, settings, turn, keep=False)
 
-    async def resume(self, decisions: Mapping[str, Any], *, output_type: Any = None) -> Reply:
+    @overload
+    async def resume(
+        self, decisions: Mapping[str, Any], *, output_type: None = None
+    ) -> Reply[None]: ...
+
+    @overload
+    async def resume(self, decisions: Mapping[str, Any], *, output_type: type[T]) -> Reply[T]: ...
+
+    @overload
+    async def resume(
+        self, decisions: Mapping[str, Any], *, output_type: dict[str, Any]
+    ) -> Reply[Any]: ...
+
+    async def resume(self, decisions: Mapping[str, Any], *, output_type: Any = None) -> Reply[Any]:
         """`Conversation.resume` for async code."""
         settings, turn, found = self._resuming(decisions, output_type)
         try:
@@ -617,24 +805,38 @@ class AsyncConversation(_Base):
         return self._end(reply, settings, turn, keep=True)
 
     async def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
-        with turn(self.name, self.model):  # one span per send / run / resume
+        with turn(self.name, self.model), self._naming_endpoint():  # one span per turn
             step = next(loop)
             parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
             while True:
-                kind, payload = step
                 answer: Any
-                if kind == "model":
-                    with model_call(payload, self.client) as call:
-                        answer = call.response = await self._model(payload)
+                if isinstance(step, HookStep):
+                    answer = await _arun_hook(step)
+                elif isinstance(step, ModelStep):
+                    with model_call(step.request, self.client) as call:
+                        answer = call.response = await self._model(step.request)
                     parent = call.parent
                 else:
                     with parent():
-                        answer = await self._tools(payload, approved=kind == "approved")
+                        answer = await self._tools(step.calls, approved=step.approved)
                 try:
                     step = loop.send(answer)
                 except StopIteration as done:
                     reply: Reply = done.value
                     return reply
+
+    def _collector(self, awaiting: list[Awaitable[Any]]) -> Callable[[str], None] | None:
+        """`on_text` for the assembler: an awaitable it returns is kept, to be awaited."""
+        on_text = self.on_text
+        if on_text is None:
+            return None
+
+        def deliver(text: str) -> None:
+            answer: Any = call_hook(on_text, text)
+            if _awaitable(answer):
+                awaiting.append(answer)
+
+        return deliver
 
     async def _model(self, request: dict[str, Any]) -> dict[str, Any]:
         with endpoint_errors():
@@ -642,11 +844,17 @@ class AsyncConversation(_Base):
             response = await create(**safe_json(request), **self._stream_kwargs())
             if not self.stream:
                 return self._endpoint.normalize(response)
-            assembler = self._endpoint.assembler(self.on_text)
+            awaiting: list[Awaitable[Any]] = []  # what an async on_text returned
+            assembler = self._endpoint.assembler(self._collector(awaiting))
             try:
                 async for chunk in response:
                     assembler.feed(chunk)
+                    while awaiting:  # in order, before the next chunk is read
+                        await awaiting.pop(0)
             finally:
+                for left in awaiting:  # the stream failed before they could run
+                    if inspect.iscoroutine(left):
+                        left.close()
                 await response.close()
             return assembler.result()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -15,7 +16,7 @@ from ..errors import ConversationError
 from .responses_api import ResponseStreamAssembler, normalize_response
 from .stream import Normalized, StreamAssembler, normalize_completion
 
-__all__ = ["ENDPOINTS", "Assembler", "Endpoint", "endpoint_errors"]
+__all__ = ["ENDPOINTS", "Assembler", "Endpoint", "endpoint_errors", "endpoint_url"]
 
 
 class Assembler(Protocol):
@@ -52,6 +53,30 @@ ENDPOINTS: dict[str, Endpoint] = {
         usage_option=False,
     ),
 }
+
+
+def endpoint_url(client: Any) -> str | None:
+    """The client's base URL to show in errors: no user name or password, no query values
+    (an API key passed as `?key=...`), no trailing slash; None when it has none."""
+    base = getattr(client, "base_url", None)
+    if base is None:
+        return None
+    try:
+        parts = urllib.parse.urlsplit(str(base))
+    except ValueError:
+        return None
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    netloc = host if port is None else f"{host}:{port}"
+    keys = [k for k, _ in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)]
+    query = "&".join(f"{urllib.parse.quote(k)}=***" for k in keys)
+    path = parts.path.rstrip("/")
+    return urllib.parse.urlunsplit((parts.scheme, netloc, path, query, "")) or None
 
 
 def _endpoint_error(exc: Exception) -> ConversationError:

@@ -1,9 +1,11 @@
 """The tool-calling loop as a sans-I/O generator, shared by the sync and async drivers.
 
-The generator yields `("model", request_kwargs)` and receives the normalized response
-(see `stream`), or yields `("tools", [ToolCall, ...])` and receives the `ToolResult`s in
-the same order; `("approved", [ToolCall, ...])` is the same for calls a person approved
-(`resume_loop`). It returns the `Reply`. The drivers in `conversation` only do the I/O.
+The generator yields typed, frozen steps and receives their answers (httpx's `auth_flow`
+style): `ModelStep(request)` is answered with the normalized response (see `stream`),
+`ToolsStep(calls, approved)` with the `ToolResult`s in the same order (`approved`: calls a
+person approved, from `resume_loop`), and `HookStep(name, hook, event)` with what the hook
+returned. It returns the `Reply`. The drivers only do the I/O and call the hooks: so the
+async driver awaits an `async def` hook, and a veto holds on both drivers.
 
 A turn's progress is a `TurnState`: a turn that stops for approvals keeps it (with its
 `PausedRound`) until `resume_loop` carries it on; `state` writes it to JSON and back.
@@ -13,9 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 from ..errors import (
     ConversationError,
@@ -37,15 +40,19 @@ from .reply import (
     ModelResponseEvent,
     PendingCall,
     Reply,
+    StopReason,
     ToolCallEvent,
     ToolResultEvent,
     Usage,
 )
 
 __all__ = [
+    "HookStep",
     "LoopSettings",
+    "ModelStep",
     "PausedRound",
     "Step",
+    "ToolsStep",
     "TurnState",
     "Verdict",
     "abandon",
@@ -53,9 +60,39 @@ __all__ = [
     "run_loop",
 ]
 
-Step = tuple[Literal["model", "tools", "approved"], Any]
 Message = dict[str, Any]
-_STOP_REASONS = {"length": "length", "content_filter": "content_filter"}
+HookName = Literal["before_model_call", "after_model_call", "before_tool_call", "after_tool_call"]
+logger = logging.getLogger("toolreg")
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStep:
+    """Call the model with these keyword arguments; answer with the normalized response."""
+
+    request: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolsStep:
+    """Run these calls; answer with their `ToolResult`s in the same order. `approved`: a
+    person approved exactly these calls (`confirm="defer"`), so they run unasked."""
+
+    calls: list[ToolCall]
+    approved: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class HookStep:
+    """Call `hook` (the `Hooks` field `name`) with `event`; answer with what it returned
+    (awaited first by the async driver when it is awaitable)."""
+
+    name: HookName
+    hook: Callable[[Any], Any]
+    event: Any
+
+
+Step: TypeAlias = ModelStep | ToolsStep | HookStep
+_FINISH_REASONS: dict[str, StopReason] = {"length": "length", "content_filter": "content_filter"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,11 +177,14 @@ def run_loop(s: LoopSettings, state: TurnState) -> Generator[Step, Any, Reply]:
     while True:
         if state.tool_rounds >= s.max_rounds and not state.final:
             state.final = state.limit_reached = True
-        response = safe_json((yield ("model", _request(s, state))))  # no lone surrogates
+        request = _request(s, state)
+        yield from _hook(s, "before_model_call", ModelCallEvent(state.calls_made + 1, request))
+        response = safe_json((yield ModelStep(request)))  # no lone surrogates
         state.calls_made += 1
         state.usage = state.usage.add(response.get("usage"))
         message, finish = response["message"], response.get("finish_reason")
-        s.hooks.emit("after_model_call", ModelResponseEvent(state.calls_made, message, finish))
+        event = ModelResponseEvent(state.calls_made, message, finish)
+        yield from _hook(s, "after_model_call", event)
         calls = [] if state.final else s.fmt.parse_calls(message)
         if calls:
             _took(s, state, response, drop_calls=False)
@@ -181,12 +221,14 @@ def resume_loop(
             why = _declined(pending.tool_name, verdict.reason)
             denial = ToolDeniedError(why, tool_name=pending.tool_name)
             paused.results[i] = _synthetic(paused.calls[i], denial)
-    ran: list[ToolResult] = (yield ("approved", [c for _, c in approved])) if approved else []
+    ran: list[ToolResult] = (
+        (yield ToolsStep([c for _, c in approved], approved=True)) if approved else []
+    )
     for (i, call), result in zip(approved, ran):
         edited = verdicts[call.call_id or ""].arguments
         paused.results[i] = result if edited is None else _edited(result, edited)
     for i in sorted(paused.pending):
-        s.hooks.emit("after_tool_call", ToolResultEvent(state.calls_made, paused.results[i]))
+        yield from _hook(s, "after_tool_call", ToolResultEvent(state.calls_made, paused.results[i]))
     state.paused = None
     results = [paused.results[i] for i in range(len(paused.calls))]
     reply = _after_tools(s, state, paused.calls, results)
@@ -233,11 +275,21 @@ def _request(s: LoopSettings, state: TurnState) -> dict[str, Any]:
         request[dialect.tools_key] = tools
         request[dialect.choice_key] = dialect.choice(_tool_choice(s, state))
     if s.output is not None:
-        for name, value in dialect.output_format(s.output.name, s.output.schema).items():
+        asked = dialect.output_format(s.output.name, s.output.sent, s.output.strict)
+        for name, value in asked.items():
             given = request.get(name)  # e.g. text={"verbosity": ...} keeps its other keys
             request[name] = {**given, **value} if isinstance(given, dict) else value
-    s.hooks.emit("before_model_call", ModelCallEvent(state.calls_made + 1, request))
     return request
+
+
+def _hook(s: LoopSettings, name: HookName, event: Any) -> Generator[Step, Any, Any]:
+    """What the hook `name` answers to `event` (None when there is no such hook): the
+    driver calls it, so that an async driver can await it."""
+    logger.debug("%s: %r", name, event)
+    hook = getattr(s.hooks, name)
+    if hook is None:
+        return None
+    return (yield HookStep(name, hook, event))
 
 
 def _tool_choice(s: LoopSettings, state: TurnState) -> str:
@@ -333,15 +385,15 @@ def _round(
 ) -> Generator[Step, Any, Reply | None]:
     """One round of calls: checks, the calls that can run now, then either the observations
     or, when some calls wait for approval, a paused turn."""
-    answered = _precheck(s, state, calls)
+    answered = yield from _precheck(s, state, calls)
     pending = _pending(s, state, calls, answered)
     for i, waiting in pending.items():
         calls[i] = ToolCall(calls[i].name, calls[i].arguments, waiting.call_id)
     to_run = [c for i, c in enumerate(calls) if i not in answered and i not in pending]
-    ran: list[ToolResult] = (yield ("tools", to_run)) if to_run else []
+    ran: list[ToolResult] = (yield ToolsStep(to_run)) if to_run else []
     done = _merge(calls, answered, ran, pending)
     for i in sorted(done):
-        s.hooks.emit("after_tool_call", ToolResultEvent(state.calls_made, done[i]))
+        yield from _hook(s, "after_tool_call", ToolResultEvent(state.calls_made, done[i]))
     if pending:
         state.paused = PausedRound(calls, done, pending)
         finished = [*state.results, *(done[i] for i in sorted(done))]
@@ -384,11 +436,13 @@ def _edited(result: ToolResult, arguments: dict[str, Any]) -> ToolResult:
     return dataclasses.replace(result, content=note + result.content)
 
 
-def _precheck(s: LoopSettings, state: TurnState, calls: list[ToolCall]) -> dict[int, ToolResult]:
+def _precheck(
+    s: LoopSettings, state: TurnState, calls: list[ToolCall]
+) -> Generator[Step, Any, dict[int, ToolResult]]:
     """Answers for calls that must not run: vetoed by a hook, or repeated for 3 rounds."""
     answered: dict[int, ToolResult] = {}
     for i, call in enumerate(calls):
-        verdict = s.hooks.emit("before_tool_call", ToolCallEvent(state.calls_made, call))
+        verdict = yield from _hook(s, "before_tool_call", ToolCallEvent(state.calls_made, call))
         if verdict is False or isinstance(verdict, str):
             why = verdict or f"Tool '{call.name}' was not run: the application blocked it."
             answered[i] = _synthetic(call, ToolDeniedError(why, tool_name=call.name))
@@ -454,7 +508,11 @@ def _after_tools(
 
 
 def _answer(s: LoopSettings, state: TurnState, text: str, finish: str | None) -> Reply | None:
-    reason = "max_rounds" if state.limit_reached else _STOP_REASONS.get(finish or "", "answer")
+    reason: StopReason = _FINISH_REASONS.get(finish or "", "answer")
+    if state.stop_requested:  # a repeated call was refused: tools were forbidden after it
+        reason = "repeated_calls"
+    elif state.limit_reached:
+        reason = "max_rounds"
     if s.output is None:
         return _reply(state, text, reason)
     value, problems = s.output.parse(text)
@@ -481,7 +539,7 @@ def _answer(s: LoopSettings, state: TurnState, text: str, finish: str | None) ->
 def _reply(
     state: TurnState,
     text: str,
-    reason: str,
+    reason: StopReason,
     output: Any = None,
     *,
     results: list[ToolResult] | None = None,

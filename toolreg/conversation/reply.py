@@ -2,27 +2,42 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, Generic, Literal, get_args
 
-from ..dispatch.calling import call_hook
+from typing_extensions import TypeVar
+
 from ..errors import ConversationError
 from ..result import ToolCall, ToolResult
 
 __all__ = [
+    "REPLY_FIELDS",
+    "STOP_REASONS",
     "Hooks",
     "ModelCallEvent",
     "ModelResponseEvent",
+    "OutputT",
     "PendingCall",
     "Reply",
+    "StopReason",
     "ToolCallEvent",
     "ToolResultEvent",
     "Usage",
 ]
 
-logger = logging.getLogger("toolreg")
+# Why a turn ended: every value `Reply.stop_reason` takes, declared here only (the README's
+# table of them is checked against this).
+StopReason = Literal[
+    "answer",  # the model answered (finish reason "stop", or none given)
+    "return_direct",  # every tool of the last round is return_direct: their output is the text
+    "max_rounds",  # max_rounds rounds of tool calls; the last call forbade tools
+    "repeated_calls",  # the same call was refused after max_repeats rounds; tools forbidden
+    "length",  # the answer was cut off at the token limit (finish reason "length")
+    "content_filter",  # the endpoint filtered the answer
+    "approval_required",  # confirm="defer": the calls in Reply.pending wait for a person
+]
+STOP_REASONS: tuple[StopReason, ...] = get_args(StopReason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,25 +95,33 @@ class PendingCall:
     `arguments` are the validated arguments, as JSON values: what will run if approved.
     `call_id` is the model's id for the call (or one the loop gave it, for dialects whose
     calls have none); `resume({call_id: ...})` answers it.
+
+    `digest` ("sha256:...") binds the call id, the tool's name, these arguments and the
+    tool's whole definition (description, schema, flags): `resume({digest: ...})` applies
+    a decision only to the very call that was shown, and refuses any other.
     """
 
     call_id: str
     tool_name: str
     arguments: dict[str, Any]
+    digest: str = field(default="", compare=False, repr=False)
+
+
+OutputT = TypeVar("OutputT", default=Any)
+"""The type of `Reply.output`: `T` for `send(..., output_type=T)`, None without one."""
 
 
 @dataclass(frozen=True, slots=True)
-class Reply:
+class Reply(Generic[OutputT]):
     """The outcome of a conversation turn.
 
     `messages` is the whole history (ready to send again), `tool_results` every dispatched
-    result in order, `rounds` the number of model calls, `stop_reason` one of "answer",
-    "return_direct", "max_rounds", "length", "content_filter", "approval_required";
-    `output` the converted value when an `output_type` was asked for.
+    result in order, `rounds` the number of model calls, `stop_reason` one of
+    `STOP_REASONS`; `output` the converted value when an `output_type` was asked for.
 
-    "max_rounds" also ends a loop stopped by a call repeated three rounds in a row (its
-    last call forbids tools, like the one after `max_rounds`). After "return_direct" the
-    history ends with the tool messages; `text` is their content.
+    "repeated_calls" ends a loop stopped by a call repeated `max_repeats` rounds in a row
+    (its last call forbids tools, like the one after `max_rounds`). After "return_direct"
+    the history ends with the tool messages; `text` is their content.
 
     "approval_required" (with `confirm="defer"`): the calls in `pending` wait for a
     person; the other calls of that round ran. `messages` then ends with calls that are
@@ -115,10 +138,13 @@ class Reply:
     tool_results: list[ToolResult]
     rounds: int
     usage: Usage
-    stop_reason: str
-    output: Any = None
+    stop_reason: StopReason
+    output: OutputT = None  # type: ignore[assignment]  # None when no output_type was given
     pending: list[PendingCall] = field(default_factory=list)
     over_history_limit: bool = False
+
+
+REPLY_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Reply))  # for docs and tests
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,14 +187,11 @@ class Hooks:
     A hook's exception is not caught: it ends the `send` / `run` (the conversation's
     history stays as it was), since a broken hook is a bug in the application.
     `before_tool_call` may veto a call by returning False or a message for the model.
+    `AsyncConversation` awaits a hook that is `async def` (or returns an awaitable), so
+    its veto holds too; `Conversation` refuses one with a `UsageError`, never ignores it.
     """
 
     before_model_call: Callable[[ModelCallEvent], Any] | None = None
     after_model_call: Callable[[ModelResponseEvent], Any] | None = None
     before_tool_call: Callable[[ToolCallEvent], Any] | None = None
     after_tool_call: Callable[[ToolResultEvent], Any] | None = None
-
-    def emit(self, name: str, event: Any) -> Any:
-        logger.debug("%s: %r", name, event)
-        hook = getattr(self, name)
-        return None if hook is None else call_hook(hook, event)

@@ -51,14 +51,17 @@ Definition = Callable[[Tool, dict[str, Any], bool], DefinitionT]
 parameters schema to advertise (already a copy, strict or not)."""
 
 
-OutputFormat = Callable[[str, dict[str, Any]], dict[str, Any]]
-"""`output_format(name, schema)`: the request keys that ask for JSON matching `schema`."""
+OutputFormat = Callable[[str, dict[str, Any], bool], dict[str, Any]]
+"""`output_format(name, schema, strict)`: the request keys that ask for JSON matching
+`schema` (a strict schema, to be enforced by the endpoint, when `strict`)."""
 
 
-def response_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+def response_format(name: str, schema: dict[str, Any], strict: bool) -> dict[str, Any]:
     """Structured output in chat completions: `response_format` with a `json_schema`."""
-    schema_format = {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
-    return {"response_format": schema_format}
+    json_schema: dict[str, Any] = {"name": name, "schema": schema}
+    if strict:
+        json_schema["strict"] = True
+    return {"response_format": {"type": "json_schema", "json_schema": json_schema}}
 
 
 @dataclass(frozen=True, slots=True)

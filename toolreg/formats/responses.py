@@ -75,9 +75,12 @@ def choice(choice: str) -> Any:
     return {"type": "function", "name": choice}
 
 
-def text_format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+def text_format(name: str, schema: dict[str, Any], strict: bool) -> dict[str, Any]:
     """Structured output in the Responses API: `text.format` with a `json_schema`."""
-    return {"text": {"format": {"type": "json_schema", "name": name, "schema": schema}}}
+    schema_format: dict[str, Any] = {"type": "json_schema", "name": name, "schema": schema}
+    if strict:
+        schema_format["strict"] = True
+    return {"text": {"format": schema_format}}
 
 
 FORMAT = Format(

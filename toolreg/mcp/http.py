@@ -18,6 +18,8 @@ fast path exists because the SDK's general machinery costs about 1 ms of CPU per
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import json
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
@@ -40,7 +42,7 @@ from ..errors import ToolregError, UsageError
 from ..registry import ToolRegistry
 from ..tool import Tool
 from .context import McpRequest
-from .server import ContextFactory, ToolService, sdk_server
+from .server import DEFAULT_MAX_THREADS, ContextFactory, ToolService, sdk_server
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -78,6 +80,7 @@ def asgi_app(
     allowed_origins: Iterable[str] | None = None,
     name: str = "toolreg",
     instructions: str | None = None,
+    max_threads: int = DEFAULT_MAX_THREADS,
 ) -> McpApp:
     """The registry as an ASGI app serving MCP (streamable HTTP) at `path`.
 
@@ -85,14 +88,16 @@ def asgi_app(
     processes behind any load balancer can serve it (`uvicorn app:app --workers 4`).
     `stateless=False` keeps SDK sessions (server-to-client requests on the 2025 protocol).
     `context=` builds each call's `ToolContext.deps` from the `McpRequest` (headers...).
-    `token=` requires `Authorization: Bearer <token>`. `allowed_hosts` / `allowed_origins`
+    `token=` requires `Authorization: Bearer <token>` (the scheme in any case, RFC 7235;
+    anything else is a 401 with `WWW-Authenticate: Bearer`). `allowed_hosts` / `allowed_origins`
     replace the loopback defaults of the DNS-rebinding protection (`"name:*"`: any port).
+    `max_threads` bounds the sync tool calls run at once (threads); more wait for a slot.
     """
     if not isinstance(path, str) or not path.startswith("/"):
         raise UsageError(f"path={path!r}: must start with '/', e.g. path='/mcp'")
     if token is not None and (not isinstance(token, str) or not token.strip()):
         raise UsageError("token= must be a non-empty string (or None for no token)")
-    service = ToolService(registry, context)
+    service = ToolService(registry, context, max_threads=max_threads)
     return McpApp(
         service,
         path=path,
@@ -136,7 +141,9 @@ class McpApp:
         self.service = service
         self.path = path
         self.stateless = stateless
-        self._token = None if token is None else f"Bearer {token}".encode()
+        self._token = (
+            None if token is None else token.encode()
+        )  # raw header bytes: a UTF-8 token matches as sent
         self._hosts = allowed_hosts
         self._origins = allowed_origins
         self.server = sdk_server(service, name=name, instructions=instructions)
@@ -174,8 +181,10 @@ class McpApp:
             if body is None:
                 await _respond(send, 413, b"Request body too large")
                 return
-            answer = None if unusual else await self._fast(headers, body)
-            if answer is not None:
+            answer = None if unusual else await _unless_gone(self._fast(headers, body), receive)
+            if answer is _GONE:
+                return  # the client disconnected: the call was cancelled, nobody to answer
+            if isinstance(answer, bytes):
                 await _respond(send, 200, answer, _JSON)
                 return
             receive = _replay(body, receive)
@@ -189,8 +198,8 @@ class McpApp:
         if origin and not _allowed(origin, self._origins):
             return 403, b"Invalid Origin header", []
         if self._token is not None:
-            given = headers.get("authorization", "").encode("latin-1")
-            if not hmac.compare_digest(given, self._token):
+            given = _bearer_token(headers.get("authorization", ""))
+            if given is None or not hmac.compare_digest(given, self._token):
                 return 401, b"Unauthorized", [(b"www-authenticate", b"Bearer")]
         return None
 
@@ -330,6 +339,17 @@ def _read_headers(raw: Iterable[tuple[bytes, bytes]]) -> tuple[dict[str, str], b
     return headers, unusual
 
 
+def _bearer_token(value: str) -> bytes | None:
+    """The token of `Authorization: Bearer <token>`, else None. The scheme is
+    case-insensitive and may be followed by several spaces (RFC 7235 `1*SP`); any other
+    scheme, a missing token, a tab instead of a space: None."""
+    scheme, space, token = value.partition(" ")
+    if not space or scheme.lower() != "bearer":
+        return None
+    token = token.lstrip(" ")
+    return token.encode("latin-1") if token else None
+
+
 def _accepts(headers: Mapping[str, str]) -> bool:
     """A JSON body, and a client that takes both JSON and SSE answers (the SDK's rule)."""
     content_type = headers.get("content-type", "").lower()
@@ -361,6 +381,34 @@ def _route_path(scope: Scope) -> str:
     path: str = scope["path"]
     root: str = scope.get("root_path", "")
     return path[len(root) :] if root and path.startswith(root) else path
+
+
+_GONE = object()
+
+
+async def _unless_gone(work: Awaitable[bytes | None], receive: Receive) -> bytes | object | None:
+    """`work`'s outcome, or `_GONE` once the client has disconnected (`work` is then
+    cancelled; an async tool gets `CancelledError`). The request body has been read, so
+    all `receive` can still say is `http.disconnect`."""
+    task = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(_disconnected(receive))
+    try:
+        await asyncio.wait((task, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:  # also when the server itself cancels us (shutdown)
+        if not task.done():
+            task.cancel()
+        if not gone.done():
+            gone.cancel()
+    if task.done() and not task.cancelled():
+        return task.result()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task  # the tool winds down (its finally blocks, its span ends)
+    return _GONE
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 async def _read_body(receive: Receive, limit: int) -> bytes | None:

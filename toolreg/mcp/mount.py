@@ -32,6 +32,7 @@ import json
 import logging
 import math
 import os
+import re
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -46,9 +47,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ..definition.names import NAME_RULES, check_name
 from ..errors import ToolDefinitionError, ToolError, ToolregError, UsageError, exception_text
 from ..registry import ToolRegistry
-from ..telemetry import inject
+from ..telemetry import inject, without_baggage
 from ..tool import Tool
 from .errors import McpConnectionError
 from .server import asked_about
@@ -100,7 +102,8 @@ class Mount:
     `timeout` bounds every call and `connect_timeout` starting, connecting and listing, in
     seconds; `headers` go with every HTTP request (e.g. `{"Authorization": "Bearer ..."}`);
     `errlog` is where a stdio server's stderr goes (a file with a descriptor; default: this
-    process's stderr).
+    process's stderr). When traced, each call sends the trace context; `baggage=True` also
+    sends the application's OpenTelemetry baggage (off by default: the server is not yours).
     """
 
     def __init__(
@@ -114,12 +117,21 @@ class Mount:
         connect_timeout: float = 30.0,
         env: Mapping[str, str] | None = None,
         headers: Mapping[str, str] | None = None,
+        trust_annotations: bool | Iterable[str] = False,
         errlog: TextIO | None = None,
+        baggage: bool = False,
     ) -> None:
+        if not isinstance(baggage, bool):
+            raise UsageError("baggage= must be True or False")
+        self.baggage = baggage
         if not isinstance(registry, ToolRegistry):
             raise UsageError(f"mount() needs a ToolRegistry, not {type(registry).__name__}")
-        if not isinstance(prefix, str):
-            raise UsageError("prefix= must be a string")
+        if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
+            raise UsageError(
+                f"prefix={_shown(prefix)}: must be a string of a-z A-Z 0-9 _ - (the characters "
+                "every provider accepts in a tool name), e.g. prefix='remote_'"
+            )
+        self.trust_annotations = _trust(trust_annotations)
         self.timeout = _seconds("timeout", timeout)
         self.connect_timeout = _seconds("connect_timeout", connect_timeout)
         self.registry = registry
@@ -139,6 +151,8 @@ class Mount:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._approved: dict[str, int] = {}  # remote name -> calls approved here, in flight
         self._state = "new"
+        self.refused: dict[str, str] = {}
+        """Remote tools not mounted, by name (control characters escaped): why."""
 
     def __repr__(self) -> str:
         return f"<Mount {self.server!r} {self._state}: {', '.join(self.names) or 'no tools'}>"
@@ -298,7 +312,7 @@ class Mount:
         self._unmount(list(self._mounted))
 
     def _label(self) -> str:
-        return self._url if self._url is not None else " ".join(self.server)
+        return _safe_url(self._url) if self._url is not None else " ".join(self.server)
 
     # -- the tools ----------------------------------------------------------------------------
     async def _refresh(self, initial: bool) -> None:
@@ -310,7 +324,8 @@ class Mount:
             remote = await _list_tools(client, refresh=not initial)
             wanted = self._selected(remote, strict=initial)
             built: dict[str, Tool] = {}
-            for item in wanted:
+            self.refused = {}
+            for item in self._portable(wanted, remote):
                 try:
                     tool = self._tool(item)
                 except ToolDefinitionError as exc:
@@ -328,6 +343,36 @@ class Mount:
             for tool in built.values():
                 self.registry.add(tool, replace=True)
             self._mounted = built
+
+    def _portable(self, wanted: list[types.Tool], remote: list[types.Tool]) -> list[types.Tool]:
+        """The remote tools whose local name every provider accepts, and that no other remote
+        tool shares; the others are refused (a warning names each), so that one tool cannot
+        make every export and every conversation of the registry fail."""
+        seen: dict[str, int] = {}
+        for item in remote:
+            seen[item.name] = seen.get(item.name, 0) + 1
+        kept: list[types.Tool] = []
+        for item in wanted:
+            local = self.prefix + item.name
+            if seen[item.name] > 1:
+                self._refuse(item.name, f"{seen[item.name]} remote tools have this name")
+            elif not _portable_name(local):
+                self._refuse(
+                    item.name,
+                    f"the name {_shown(local)} is not accepted by every provider "
+                    "(1-64 of a-z A-Z 0-9 _ -, a letter or _ first)",
+                )
+            else:
+                kept.append(item)
+        return kept
+
+    def _refuse(self, name: str, reason: str) -> None:
+        shown = _shown(name)
+        if shown not in self.refused:
+            self.refused[shown] = reason
+            _log.warning(
+                "refused the remote tool %s of %s: %s", shown, _shown(self._label()), reason
+            )
 
     def _selected(self, remote: list[types.Tool], strict: bool) -> list[types.Tool]:
         if self.include is None:
@@ -354,6 +399,9 @@ class Mount:
 
     def _tool(self, remote: types.Tool) -> Tool:
         hints = remote.annotations
+        trusted = self.trust_annotations is True or (
+            isinstance(self.trust_annotations, frozenset) and remote.name in self.trust_annotations
+        )
         read_only = bool(hints is not None and hints.read_only_hint)
         # MCP's defaults: a tool that says nothing may destroy (destructiveHint true)
         destructive = not read_only and (hints is None or hints.destructive_hint is not False)
@@ -368,6 +416,9 @@ class Mount:
             read_only=read_only,
             destructive=destructive,
             idempotent=idempotent,
+            # annotations are the server's claims: unless the application trusts them, a
+            # remote tool is confirmed before it runs, whatever it says about itself
+            requires_confirmation=not trusted,
             title=title if isinstance(title, str) and title.strip() else None,
             timeout=self.timeout,
             result_filter=_text_of,
@@ -386,8 +437,9 @@ class Mount:
         if self._client is None or loop is None or loop.is_closed():
             raise ToolError(f"Tool '{local}' failed: its MCP server is not connected.")
         meta: dict[str, Any] = {}
-        inject(meta)  # the calling span (this loop's), for the server to continue the trace
-        coro = self._remote_call(remote, local, arguments, meta or None)
+        inject(meta, baggage=self.baggage)  # the calling span, for the server to continue
+        call = self._remote_call(remote, local, arguments, meta or None)
+        coro = without_baggage(call, baggage=self.baggage)  # the SDK would inject it too
         if asyncio.get_running_loop() is loop:
             return await coro
         try:
@@ -481,6 +533,49 @@ class Mount:
 
 mount = Mount
 """`mount(registry, server, ...)`: the verb users write; see `Mount`."""
+
+
+def _safe_url(url: str) -> str:
+    """`url` for a message: no user info, and every query value hidden (tokens travel there)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        netloc = f"[{host}]" if ":" in host else host
+        if parts.port is not None:
+            netloc += f":{parts.port}"
+    except ValueError:
+        return "(a URL that does not parse)"
+    query = "&".join(f"{item.split('=', 1)[0]}=***" for item in parts.query.split("&") if item)
+    return _shown(urlunsplit((parts.scheme, netloc, parts.path, query, "")), 200)[1:-1]
+
+
+_PREFIX = re.compile(r"[a-zA-Z0-9_-]*")
+
+
+def _portable_name(name: str) -> bool:
+    return all(check_name(name, rule) is None for rule in NAME_RULES.values())
+
+
+def _shown(text: object, limit: int = 80) -> str:
+    """`text` quoted for a message or a log line: control and non-ASCII characters escaped,
+    at most `limit` characters."""
+    shown = ascii(text)
+    return shown if len(shown) <= limit else shown[: limit - 4] + "...'"
+
+
+def _trust(value: object) -> bool | frozenset[str]:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise UsageError(
+            f"trust_annotations={value!r}: pass True, False or a list of remote tool names"
+        )
+    names = frozenset(value)
+    if not all(isinstance(n, str) and n for n in names):
+        raise UsageError("trust_annotations= takes True, False or remote tool names")
+    return names
 
 
 def _seconds(name: str, value: object) -> float:

@@ -14,11 +14,23 @@ without `confirm=` gives: refused.
 
 `ToolService` holds what both the SDK's handlers and the HTTP fast path (`http`) do per
 call: build the context, dispatch, render.
+
+Sync tools run in threads (Python cannot stop one), so a server bounds them: at most
+`max_threads` calls of sync tools run at once (default `DEFAULT_MAX_THREADS`, 32); the
+next ones wait for a free slot, first come first served, and a client that gives up while
+waiting is dropped. A running sync call keeps its slot until the tool returns or its time
+limit ends the call, even when its client has gone (the thread would run on regardless);
+a call waiting for its confirmation gives its slot back meanwhile. Async tools take no slot.
 """
 
 from __future__ import annotations
 
+import asyncio
+import collections
+import dataclasses
+import inspect
 import json
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -35,12 +47,12 @@ from ..errors import ToolDeniedError, UsageError
 from ..params import ToolContext
 from ..registry import ToolRegistry
 from ..result import ToolResult
-from ..telemetry import extracted
+from ..telemetry import extracted, sanitize_meta
 from ..tool import Tool
 from .catalog import Catalog, call_result
 from .context import McpRequest, Note, Reporter
 
-__all__ = ["ContextFactory", "ToolService", "build_server"]
+__all__ = ["DEFAULT_MAX_THREADS", "ContextFactory", "ThreadSlots", "ToolService", "build_server"]
 
 ContextFactory = Callable[[McpRequest], Any]
 """`context=`: `McpRequest -> deps` (or an awaitable of them) for the tool's `ToolContext`."""
@@ -60,14 +72,100 @@ CONFIRM_SCHEMA: dict[str, Any] = {
     "required": ["confirm"],
 }
 _MAX_SHOWN = 2000  # characters of the arguments shown in a confirmation question
+DEFAULT_MAX_THREADS = 32
+"""Sync tool calls a server runs at once (`max_threads=`); more wait for a free slot."""
+
+
+class ThreadSlots:
+    """At most `size` sync tool calls of one server at once; the others wait in arrival
+    order. Safe across threads and event loops (each waiter is woken on its own loop).
+    `running` and `waiting` say how many calls hold a slot and how many wait for one."""
+
+    __slots__ = ("_lock", "_waiters", "running", "size")
+
+    def __init__(self, size: int = DEFAULT_MAX_THREADS) -> None:
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise UsageError(
+                f"max_threads={size!r}: must be a whole number >= 1 (the sync tool calls "
+                f"the server runs at once; default {DEFAULT_MAX_THREADS})"
+            )
+        self.size = size
+        self.running = 0
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._lock = threading.Lock()
+
+    @property
+    def waiting(self) -> int:
+        return len(self._waiters)
+
+    async def acquire(self) -> None:
+        """Take a slot, waiting for one if need be; cancelled while waiting, hold none."""
+        with self._lock:
+            if self.running < self.size and not self._waiters:
+                self.running += 1
+                return
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+        try:
+            await waiter
+        except BaseException:
+            with self._lock:
+                granted = waiter not in self._waiters
+                if not granted:
+                    self._waiters.remove(waiter)
+            if granted:  # handed a slot as the wait was cancelled: hand it on
+                self.release()
+            raise
+
+    def release(self) -> None:
+        """Give a slot back: to the first waiter whose loop still runs, else free it."""
+        with self._lock:
+            while self._waiters:
+                waiter = self._waiters.popleft()
+                try:
+                    waiter.get_loop().call_soon_threadsafe(_wake, waiter)
+                except RuntimeError:  # its loop has closed: nobody waits there any more
+                    continue
+                return
+            self.running -= 1
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+class _Slot:
+    """One call's claim on a `ThreadSlots` slot, given back at most once."""
+
+    __slots__ = ("held", "slots")
+
+    def __init__(self, slots: ThreadSlots) -> None:
+        self.slots = slots
+        self.held = False
+
+    async def take(self) -> None:
+        await self.slots.acquire()
+        self.held = True
+
+    def give_back(self, *_: object) -> None:
+        if self.held:
+            self.held = False
+            self.slots.release()
 
 
 class ToolService:
     """Runs MCP tool calls against a registry: context, dispatch and the wire result."""
 
-    __slots__ = ("catalog", "context", "registry")
+    __slots__ = ("catalog", "context", "registry", "threads")
 
-    def __init__(self, registry: ToolRegistry, context: ContextFactory | None = None) -> None:
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        context: ContextFactory | None = None,
+        *,
+        max_threads: int = DEFAULT_MAX_THREADS,
+    ) -> None:
         if context is not None and not callable(context):
             raise UsageError("context= must be a function of the MCP request, or None")
         if context is None:
@@ -79,6 +177,7 @@ class ToolService:
                     "pass context=lambda request: ... (the deps, from the MCP request; "
                     "toolreg serve: --context JSON)"
                 )
+        self.threads = ThreadSlots(max_threads)
         self.registry = registry
         self.catalog = Catalog(registry)
         self.context = context
@@ -111,14 +210,31 @@ class ToolService:
                 deps = await make_context(self.context, request(), tool.name)
             except ToolDeniedError as err:
                 return ToolResult(tool.name, call_id, False, err.message, error=err)
+        context = _tool_context(tool, deps, reporter)
         with extracted(meta):  # the caller's trace, when it sent one and toolreg is traced
-            return await self.registry.adispatch_tool(
-                tool.name,
-                arguments,
-                context=_tool_context(tool, deps, reporter),
-                call_id=call_id,
-                confirm=confirm,
-            )
+            if tool.is_async:  # cancelled with its caller (e.g. a client gone)
+                return await self.registry.adispatch_tool(
+                    tool.name, arguments, context=context, call_id=call_id, confirm=confirm
+                )
+            slot = _Slot(self.threads)
+            await slot.take()
+            try:
+                task = asyncio.ensure_future(
+                    self.registry.adispatch_tool(
+                        tool.name,
+                        arguments,
+                        context=context,
+                        call_id=call_id,
+                        confirm=_unheld(confirm, slot),
+                    )
+                )
+            except BaseException:
+                slot.give_back()
+                raise
+            task.add_done_callback(slot.give_back)
+            task.add_done_callback(_retrieve)
+            # A sync tool's thread runs on if its caller goes: it keeps its slot till then.
+            return await asyncio.shield(task)
 
     def result(self, tool: Tool, result: ToolResult) -> dict[str, Any]:
         """The `CallToolResult` (wire form) of a dispatched call."""
@@ -128,6 +244,30 @@ class ToolService:
         """The protocol error for a tool name the registry does not hold."""
         answer = await self.registry.adispatch_tool(name, {})
         return MCPError(code=types.INVALID_PARAMS, message=answer.content)
+
+
+def _unheld(confirm: ConfirmCallback | None, slot: _Slot) -> ConfirmCallback | None:
+    """`confirm`, giving the call's slot back while the person behind the client answers."""
+    if confirm is None:
+        return None
+
+    async def ask(tool: Tool, arguments: dict[str, Any]) -> bool:
+        slot.give_back()
+        try:
+            answer = confirm(tool, arguments)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        finally:
+            await slot.take()
+        return answer is True
+
+    return ask
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """Read the outcome of a call nobody awaits any more (its caller was cancelled)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _tool_context(tool: Tool, deps: Any, reporter: Reporter | None) -> Any:
@@ -146,12 +286,15 @@ def build_server(
     name: str = "toolreg",
     context: ContextFactory | None = None,
     instructions: str | None = None,
+    max_threads: int = DEFAULT_MAX_THREADS,
 ) -> Server[Any]:
     """The registry as the `mcp` SDK's low-level `Server` (run it on any SDK transport).
 
-    `context=` builds each call's `ToolContext.deps` from the `McpRequest`.
+    `context=` builds each call's `ToolContext.deps` from the `McpRequest`; `max_threads`
+    bounds the sync tool calls run at once (more wait for a free slot).
     """
-    return sdk_server(ToolService(registry, context), name=name, instructions=instructions)
+    service = ToolService(registry, context, max_threads=max_threads)
+    return sdk_server(service, name=name, instructions=instructions)
 
 
 def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> Server[Any]:
@@ -186,13 +329,31 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
             return confirmation.pending
         return types.CallToolResult.model_validate(service.result(tool, result))
 
-    return Server(
+    server: Server[Any] = Server(
         name,
         instructions=instructions,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         get_tool_input_schema=service.input_schema,
     )
+    server.middleware.insert(0, _client_meta)  # before the SDK's OpenTelemetry middleware
+    return server
+
+
+async def _client_meta(ctx: ServerRequestContext[Any], call_next: Any) -> Any:
+    """Every request's `_meta` as the server takes it from a client it does not control
+    (`telemetry.sanitize_meta`): the SDK's own OpenTelemetry middleware would otherwise
+    raise on `{"baggage": 5}`, continue a trace from a list or a line break, and take the
+    client's baggage. The fast path (`http`) reads the trace context the same way."""
+    meta = ctx.meta
+    if isinstance(meta, Mapping):
+        clean = sanitize_meta(meta)
+        if clean is not meta:
+            params = ctx.params
+            if params is not None and isinstance(params.get("_meta"), Mapping):
+                params = {**params, "_meta": clean}
+            ctx = dataclasses.replace(ctx, meta=clean, params=params)  # type: ignore[arg-type]
+    return await call_next(ctx)
 
 
 def _sender(ctx: ServerRequestContext[Any], tool: str) -> Callable[[Note], Any]:

@@ -25,7 +25,7 @@ from ..errors import UsageError
 from ..registry import ToolRegistry
 from .errors import McpConnectionError
 from .http import LOOPBACK_HOSTS, McpApp, asgi_app
-from .server import ContextFactory, build_server
+from .server import DEFAULT_MAX_THREADS, ContextFactory, build_server
 
 __all__ = [
     "HttpServer",
@@ -53,16 +53,17 @@ def serve(
     stateless: bool = True,
     allowed_hosts: Iterable[str] | None = None,
     name: str = "toolreg",
+    max_threads: int = DEFAULT_MAX_THREADS,
 ) -> None:
     """Serve the registry over MCP until interrupted (stdio: until the client closes it).
 
     HTTP binds `host` (127.0.0.1 unless told otherwise) and serves at `path`; `token=`
     requires `Authorization: Bearer <token>`; the Host header must name this server
     (`allowed_hosts_for(host)`, or `allowed_hosts=`). Port 0 picks a free port (printed on
-    stderr).
+    stderr). At most `max_threads` sync tool calls run at once; more wait for a slot.
     """
     if transport == "stdio":
-        serve_stdio(build_server(registry, name=name, context=context))
+        serve_stdio(build_server(registry, name=name, context=context, max_threads=max_threads))
     elif transport == "http":
         app = asgi_app(
             registry,
@@ -72,6 +73,7 @@ def serve(
             token=token,
             allowed_hosts=allowed_hosts_for(host) if allowed_hosts is None else allowed_hosts,
             name=name,
+            max_threads=max_threads,
         )
         run_http(app, host=host, port=port, path=path)
     else:

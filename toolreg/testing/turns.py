@@ -95,7 +95,21 @@ def call(
 
 
 def text(content: str, *, finish_reason: str = "stop", usage: Usage = None) -> Turn:
-    """The assistant answers ``content``."""
+    """The assistant answers ``content`` (a str: for JSON, ``text(json.dumps(value))``)."""
+    given: object = content  # checked: callers may not be type-checked
+    if not isinstance(given, str):
+        hint = (
+            "text(json.dumps(value)) sends it as JSON text"
+            if isinstance(given, (dict, list, int, float, bool))
+            else "pass the assistant's answer as a str"
+        )
+        raise UsageError(
+            f"text() takes the assistant's answer as a str, not {type(given).__name__}: "
+            f"{hint} (empty() is an answer with no text)"
+        )
+    reason: object = finish_reason
+    if not isinstance(reason, str):
+        raise UsageError(f"text(): finish_reason must be a str, not {type(reason).__name__}")
     return Turn(
         "message", content, (), None, finish_reason, _usage(usage), label=f"text({content!r})"
     )
