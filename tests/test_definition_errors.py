@@ -661,8 +661,9 @@ def test_explicit_schema_that_cannot_be_compiled_fails_at_registration() -> None
     schema = {"type": "object", "properties": {"code": {"$ref": "#/$defs/Missing"}}}
     with pytest.raises(ToolDefinitionError) as info:
         reg.register_schema("lookup", schema, lambda code: code)
-    assert info.value.problem.startswith("the parameters schema cannot be validated: ")
-    assert "Missing" in info.value.problem
+    problem = info.value.problem
+    assert problem.startswith("the parameters schema of tool 'lookup' cannot be validated: ")
+    assert "'#/$defs/Missing' at #/properties/code/$ref points to nothing" in problem
     assert "lookup" not in reg
 
 

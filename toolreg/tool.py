@@ -35,6 +35,7 @@ from .types import ANY_TYPES, Converter
 from .validation import Validator
 from .validation.keywords import Node
 from .validation.nulls import NullDropper
+from .validation.refs import RefError, check_refs
 
 __all__ = ["OPTIONS", "CallPlan", "Tool"]
 
@@ -145,7 +146,7 @@ class Tool:
         owner = qualified_name(function)
         _check_option_names(owner, options)
         _check_description(description, owner)
-        schema = _checked_schema(parameters, owner)
+        schema = _checked_schema(parameters, owner, name)
         return cls._checked(
             name=_check_name(name, owner),
             description=description,
@@ -297,7 +298,7 @@ def _extra_keys_schema(builder: SchemaBuilder, params: Iterable[ParamRecord]) ->
     return False
 
 
-def _checked_schema(parameters: Mapping[str, Any], owner: str) -> JsonSchema:
+def _checked_schema(parameters: Mapping[str, Any], owner: str, name: str) -> JsonSchema:
     if not isinstance(parameters, Mapping) or parameters.get("type") != "object":
         raise ToolDefinitionError(
             'the parameters schema must be a JSON object schema with "type": "object"',
@@ -316,6 +317,14 @@ def _checked_schema(parameters: Mapping[str, Any], owner: str) -> JsonSchema:
             fix="correct the schema (Draft 2020-12)",
         ) from None
     schema: JsonSchema = copy_json(parameters)  # the caller's dicts stay theirs
+    try:  # the compiled validator tolerates a cycle (a value deep enough fails); dispatch not
+        check_refs(schema)
+    except RefError as exc:
+        raise ToolDefinitionError(
+            f"the parameters schema of tool {name!r} cannot be validated: {exc}",
+            function=owner,
+            fix=exc.fix,
+        ) from None
     return schema
 
 
@@ -428,9 +437,9 @@ def _build_plan(
         validator = Validator(parameters, copy=False, nodes=nodes)
     except ValueError as exc:
         raise ToolDefinitionError(
-            f"the parameters schema cannot be validated: {exc}",
+            f"the parameters schema of tool {name!r} cannot be validated: {exc}",
             function=owner,
-            fix="correct the schema (e.g. a $ref to a definition that does not exist)",
+            fix=getattr(exc, "fix", None) or "correct the schema",
         ) from None
     properties = parameters.get("properties", {})
     converters: list[tuple[str, Converter]] = []

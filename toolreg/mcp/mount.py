@@ -328,10 +328,8 @@ class Mount:
             for item in self._portable(wanted, remote):
                 try:
                     tool = self._tool(item)
-                except ToolDefinitionError as exc:
-                    if initial:
-                        raise
-                    _log.warning("skipped the remote tool %r: %s", item.name, exc)
+                except ToolDefinitionError as exc:  # the server's definition: that tool only
+                    self._refuse(item.name, exc.problem)
                     continue
                 if self._taken(tool.name):
                     if initial:

@@ -49,6 +49,7 @@ from .keywords import (
     string_node,
     under,
 )
+from .refs import pointer_target
 
 __all__ = ["Node", "Problem", "Validator", "self_contained_node"]
 
@@ -149,20 +150,10 @@ class _Compiler:
     def resolve(self, ref: str) -> Any:
         if ref != "#" and not ref.startswith("#/"):
             raise _Fallback(ref)
-        target = self.root
-        for token in ref[2:].split("/") if ref != "#" else ():
-            if "%" in token:  # percent-encoded JSON Pointer (rare): decode it
-                from urllib.parse import unquote  # lazy: ~2 ms of import for a rare case
-
-                token = unquote(token)
-            step = token.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, list) and step.isdigit() and int(step) < len(target):
-                target = target[int(step)]
-            elif isinstance(target, dict) and step in target:
-                target = target[step]
-            else:
-                raise ValueError(f"$ref {ref!r} points to nothing")
-        return target
+        try:
+            return pointer_target(self.root, ref)
+        except LookupError:
+            raise ValueError(f"$ref {ref!r} points to nothing") from None
 
     def build(self) -> Node:
         node = self.compile(self.root)
