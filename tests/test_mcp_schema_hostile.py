@@ -106,3 +106,71 @@ def test_a_ref_cycle_is_refused_on_the_async_path_too(
             return handle.names, result.content
 
     assert asyncio.run(run()) == (["ok"], "hi")
+
+
+def nested(levels: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object"}
+    for _ in range(levels):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
+
+
+TOO_BIG = {
+    "wide": {  # 2 values a property: past 5,000 values
+        "type": "object",
+        "properties": {f"p{i}": {"type": "string"} for i in range(3_000)},
+    },
+    "deep": nested(20),  # an object and its properties: 2 levels each, past 32
+    "long": {"type": "object", "properties": {"text": {"description": "x" * 250_000}}},
+}
+
+
+@pytest.fixture
+def too_big_url() -> Iterator[str]:
+    with served(TOO_BIG) as http:
+        yield http.url + "/mcp"
+
+
+def test_schemas_past_the_documented_limits_refuse_that_tool_only(
+    registry: ToolRegistry, too_big_url: str
+) -> None:
+    from toolreg.validation.untrusted import (
+        MAX_SCHEMA_CHARS,
+        MAX_SCHEMA_DEPTH,
+        MAX_SCHEMA_VALUES,
+    )
+
+    with mount(registry, too_big_url) as handle:
+        assert handle.names == ["ok"]
+        assert list(handle.refused) == ["'wide'", "'deep'", "'long'"]
+        assert f"more than {MAX_SCHEMA_VALUES:,} values" in handle.refused["'wide'"]
+        assert f"deeper than {MAX_SCHEMA_DEPTH} levels" in handle.refused["'deep'"]
+        assert f"limit for an untrusted schema: {MAX_SCHEMA_CHARS:,}" in handle.refused["'long'"]
+        check_the_rest_works(registry)
+
+
+def test_remote_schemas_are_checked_off_the_callers_event_loop(
+    registry: ToolRegistry, too_big_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Under `async with`, the server's schemas are checked and compiled in a worker thread:
+    the warning about each refused one comes from there, not from the caller's loop."""
+    import asyncio
+    import threading
+
+    async def run() -> list[str]:
+        async with mount(registry, too_big_url) as handle:
+            return handle.names
+
+    with caplog.at_level(logging.WARNING, "toolreg.mcp"):
+        assert asyncio.run(run()) == ["ok"]
+    refusals = [r for r in caplog.records if r.getMessage().startswith("refused")]
+    assert len(refusals) == 3
+    assert {r.thread for r in refusals}.isdisjoint({threading.get_ident()})
+
+
+def test_register_schema_applies_the_same_limits_when_asked(registry: ToolRegistry) -> None:
+    from toolreg import ToolDefinitionError
+
+    with pytest.raises(ToolDefinitionError, match="tool 'deep' is refused: the schema nests"):
+        registry.register_schema("deep", TOO_BIG["deep"], print, untrusted=True)
+    registry.register_schema("deep", TOO_BIG["deep"], print)  # your own schema: yours to judge

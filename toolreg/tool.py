@@ -36,6 +36,7 @@ from .validation import Validator
 from .validation.keywords import Node
 from .validation.nulls import NullDropper
 from .validation.refs import RefError, check_refs
+from .validation.untrusted import UntrustedSchemaError, check_size
 
 __all__ = ["OPTIONS", "CallPlan", "Tool"]
 
@@ -137,15 +138,21 @@ class Tool:
         function: Callable[..., Any],
         *,
         description: str = "",
+        untrusted: bool = False,
         **options: Any,
     ) -> Tool:
         """A tool from an existing JSON Schema (checked against the metaschema) and a callable.
 
         The callable receives the validated arguments as keyword arguments, unconverted.
+        `untrusted=True`: the schema comes from someone else (a mounted server): it must
+        keep the bounds of `toolreg.validation.untrusted` (size, depth) before anything
+        compiles it.
         """
         owner = qualified_name(function)
         _check_option_names(owner, options)
         _check_description(description, owner)
+        if untrusted:
+            _check_untrusted(parameters, owner, name)
         schema = _checked_schema(parameters, owner, name)
         return cls._checked(
             name=_check_name(name, owner),
@@ -296,6 +303,17 @@ def _extra_keys_schema(builder: SchemaBuilder, params: Iterable[ParamRecord]) ->
             builder.parameter = None
             return value if value else True
     return False
+
+
+def _check_untrusted(parameters: Mapping[str, Any], owner: str, name: str) -> None:
+    try:
+        check_size(parameters)
+    except UntrustedSchemaError as exc:
+        raise ToolDefinitionError(
+            f"the parameters schema of tool {name!r} is refused: {exc}",
+            function=owner,
+            fix="a smaller schema; see toolreg.validation.untrusted for the limits",
+        ) from None
 
 
 def _checked_schema(parameters: Mapping[str, Any], owner: str, name: str) -> JsonSchema:

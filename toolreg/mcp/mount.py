@@ -325,12 +325,10 @@ class Mount:
             wanted = self._selected(remote, strict=initial)
             built: dict[str, Tool] = {}
             self.refused = {}
-            for item in self._portable(wanted, remote):
-                try:
-                    tool = self._tool(item)
-                except ToolDefinitionError as exc:  # the server's definition: that tool only
-                    self._refuse(item.name, exc.problem)
-                    continue
+            portable = self._portable(wanted, remote)
+            # The schemas are the server's: checked and compiled in a thread, so that a big
+            # one never stalls the event loop (the caller's own, under `async with`).
+            for item, tool in await asyncio.to_thread(self._tools, portable):
                 if self._taken(tool.name):
                     if initial:
                         self.registry.add(tool)  # raises DuplicateToolError, naming both
@@ -341,6 +339,17 @@ class Mount:
             for tool in built.values():
                 self.registry.add(tool, replace=True)
             self._mounted = built
+
+    def _tools(self, items: list[types.Tool]) -> list[tuple[types.Tool, Tool]]:
+        """Each remote tool as a local `Tool`; one whose definition is refused (its schema
+        too big, a `$ref` cycle...) is left out, with a warning that names it."""
+        made = []
+        for item in items:
+            try:
+                made.append((item, self._tool(item)))
+            except ToolDefinitionError as exc:  # the server's definition: that tool only
+                self._refuse(item.name, exc.problem)
+        return made
 
     def _portable(self, wanted: list[types.Tool], remote: list[types.Tool]) -> list[types.Tool]:
         """The remote tools whose local name every provider accepts, and that no other remote
@@ -420,6 +429,7 @@ class Mount:
             title=title if isinstance(title, str) and title.strip() else None,
             timeout=self.timeout,
             result_filter=_text_of,
+            untrusted=True,  # the server's schema: bounded in size before it is compiled
         )
 
     def _caller(self, remote: str, local: str) -> Callable[..., Awaitable[RemoteResult]]:
