@@ -67,9 +67,9 @@ def yes(tool: Any, arguments: dict[str, Any]) -> bool:
 
 
 def check_the_rest_works(registry: ToolRegistry) -> None:
-    """The local tool and the remote `ok` are offered and run; nothing else is offered."""
+    """Every tool left is offered in every format, and the local one and the remote `ok` run."""
     for fmt in ("openai", "anthropic", "gemini", "mcp", "responses"):
-        assert len(registry.get_tools(fmt)) == 2
+        assert len(registry.get_tools(fmt)) == len(registry)
     assert registry.dispatch_tool("local", {"a": 1}).content == "1"
     assert registry.dispatch_tool("ok", {"text": "hi"}, confirm=yes).content == "hi"
 
@@ -174,3 +174,173 @@ def test_register_schema_applies_the_same_limits_when_asked(registry: ToolRegist
     with pytest.raises(ToolDefinitionError, match="tool 'deep' is refused: the schema nests"):
         registry.register_schema("deep", TOO_BIG["deep"], print, untrusted=True)
     registry.register_schema("deep", TOO_BIG["deep"], print)  # your own schema: yours to judge
+
+
+def text_with(pattern: str) -> dict[str, Any]:
+    return {"type": "object", "properties": {"text": {"type": "string", "pattern": pattern}}}
+
+
+PATTERNS = {
+    "nested": text_with("^(a+)+$"),  # 80 s on 30 characters with re
+    "adjacent": text_with(r"\w*\w*\w*\w*!"),  # 30 s on 250 characters with re
+    "keys": {  # the same in a property name
+        "type": "object",
+        "patternProperties": {"^(a+)+$": {"type": "string"}},
+        "additionalProperties": False,
+    },
+    "lookahead": text_with("(?=a)b"),  # no linear-time engine runs it
+    "backreference": text_with(r"(a)\1"),
+    "plain": text_with(r"^[a-z]+\d$"),  # safe on either engine
+}
+
+
+@pytest.fixture
+def patterns_url() -> Iterator[str]:
+    with served(PATTERNS) as http:
+        yield http.url + "/mcp"
+
+
+def finishes(call: Any, *args: Any, **kwargs: Any) -> Any:
+    """`call(...)`'s result; the test fails (instead of hanging the run) if it takes minutes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(call, *args, **kwargs).result(timeout=120)
+
+
+def test_backtracking_patterns_run_on_re2_bounded(
+    registry: ToolRegistry, patterns_url: str
+) -> None:
+    pytest.importorskip("re2")
+    from toolreg.validation.untrusted import MAX_PATTERN_INPUT, MAX_PATTERN_TEXT
+
+    with mount(registry, patterns_url) as handle:
+        assert handle.names == ["ok", "nested", "adjacent", "keys", "plain"]
+        assert set(handle.refused) == {"'lookahead'", "'backreference'"}
+        assert "cannot run on RE2" in handle.refused["'lookahead'"]
+        check = registry.dispatch_tool
+        evil = finishes(check, "nested", {"text": "a" * 30 + "b"}, confirm=yes)
+        assert (
+            evil.content
+            == "Invalid arguments for tool 'nested': text: must match pattern '^(a+)+$'."
+        )
+        assert finishes(check, "nested", {"text": "a" * 30}, confirm=yes).content == "a" * 30
+        assert finishes(check, "adjacent", {"text": "a" * 250}, confirm=yes).error_kind == (
+            "invalid_arguments"
+        )
+        keyed = finishes(check, "keys", {"a" * 30 + "b": "x"}, confirm=yes)
+        assert "unexpected property" in keyed.content
+        keyed = finishes(check, "keys", {"a" * (MAX_PATTERN_INPUT + 1): "x"}, confirm=yes)
+        assert "cannot be checked against pattern '^(a+)+$': longer than" in keyed.content
+        long = finishes(check, "plain", {"text": "a" * (MAX_PATTERN_INPUT + 1)}, confirm=yes)
+        assert long.content == (
+            "Invalid arguments for tool 'plain': text: cannot be checked against pattern "
+            f"'^[a-z]+\\\\d$': longer than {MAX_PATTERN_INPUT:,} characters."
+        )
+        check_the_rest_works(registry)
+    # one call checks at most MAX_PATTERN_TEXT characters against such patterns
+    registry.register_schema(
+        "many",
+        {
+            "type": "object",
+            "properties": {
+                "texts": {"type": "array", "items": PATTERNS["plain"]["properties"]["text"]}
+            },
+        },
+        lambda texts: "ran",
+        untrusted=True,
+    )
+    texts = ["a" * 999 + "1"] * (MAX_PATTERN_TEXT // 1000 + 1)
+    many = registry.dispatch_tool("many", {"texts": texts})
+    assert many.error_kind == "invalid_arguments"
+    budget = f"the call already had {MAX_PATTERN_TEXT:,} characters checked against"
+    assert budget in many.content
+    assert registry.dispatch_tool("many", {"texts": texts[:-1]}).content == "ran"
+
+
+def test_without_re2_backtracking_patterns_are_refused_at_mount(
+    registry: ToolRegistry,
+    patterns_url: str,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "re2", None)  # as if google-re2 were not installed
+    with caplog.at_level(logging.WARNING, "toolreg.mcp"), mount(registry, patterns_url) as handle:
+        assert handle.names == ["ok", "plain"]
+        refused = handle.refused
+        assert set(refused) == {
+            "'nested'",
+            "'adjacent'",
+            "'keys'",
+            "'lookahead'",
+            "'backreference'",
+        }
+        assert "nested quantifiers" in refused["'nested'"]
+        assert "can match the same characters in a row" in refused["'adjacent'"]
+        assert "nested quantifiers" in refused["'keys'"]
+        assert "a lookaround" in refused["'lookahead'"]
+        assert "a backreference" in refused["'backreference'"]
+        assert "pip install 'toolreg[re2]'" in refused["'nested'"]
+        plain = finishes(registry.dispatch_tool, "plain", {"text": "a" * 999 + "1"}, confirm=yes)
+        assert plain.ok
+        check_the_rest_works(registry)
+    assert "refused the remote tool 'nested'" in caplog.text
+
+
+def test_local_schemas_keep_pythons_re(registry: ToolRegistry) -> None:
+    """Your own schema is yours: lookaround and backreferences work as `re` runs them."""
+    registry.register_schema("own", PATTERNS["lookahead"], lambda text: "ran")
+    assert registry.dispatch_tool("own", {"text": "b"}).error_kind == "invalid_arguments"
+    registry.register_schema("twice", PATTERNS["backreference"], lambda text: "ran")
+    assert registry.dispatch_tool("twice", {"text": "xaa"}).content == "ran"
+
+
+def test_an_untrusted_schema_jsonschema_would_check_may_not_have_patterns(
+    registry: ToolRegistry,
+) -> None:
+    """jsonschema runs patterns on `re`: a schema that needs it (`if`...) and has patterns
+    is refused when untrusted; without patterns it is checked by jsonschema as usual."""
+    from toolreg import ToolDefinitionError
+
+    needs_jsonschema = {**PATTERNS["plain"], "if": {"required": ["text"]}}
+    with pytest.raises(ToolDefinitionError, match="patterns are not bounded in time"):
+        registry.register_schema("iffy", needs_jsonschema, print, untrusted=True)
+    registry.register_schema("iffy", {"type": "object", "if": {}}, lambda: "ran", untrusted=True)
+    assert registry.dispatch_tool("iffy", {}).content == "ran"
+
+
+@pytest.mark.parametrize(
+    ("pattern", "good", "bad"),
+    [
+        (r"^\d{4}-\d{2}-\d{2}$", "2026-12-03", "2026-1-03"),
+        (r"^[a-z0-9_-]+$", "get_time-2", "Get time"),
+        (r"^(http|https)://", "https://x", "ftp://x"),
+        (r"^\d+-\d+$", "12-345", "12-"),
+        (r"[a-z]+\d", "ab1", "ab"),
+        (r"^[a-z]+[0-9]+$", "ab12", "12ab"),
+    ],
+)
+def test_without_re2_the_usual_patterns_still_run(
+    registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch, pattern: str, good: str, bad: str
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "re2", None)
+    registry.register_schema("own", text_with(pattern), lambda text: "ran", untrusted=True)
+    assert registry.dispatch_tool("own", {"text": good}).content == "ran"
+    assert registry.dispatch_tool("own", {"text": bad}).error_kind == "invalid_arguments"
+
+
+@pytest.mark.parametrize("pattern", [".*foo.*", "a?" * 20 + "a" * 20, "(a|ab)*c", r"^(\w+\s?)*$"])
+def test_without_re2_other_backtracking_shapes_are_refused(
+    registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch, pattern: str
+) -> None:
+    import sys
+
+    from toolreg import ToolDefinitionError
+
+    monkeypatch.setitem(sys.modules, "re2", None)
+    with pytest.raises(ToolDefinitionError, match="could backtrack for a long time"):
+        registry.register_schema("own", text_with(pattern), print, untrusted=True)

@@ -146,7 +146,8 @@ class Tool:
         The callable receives the validated arguments as keyword arguments, unconverted.
         `untrusted=True`: the schema comes from someone else (a mounted server): it must
         keep the bounds of `toolreg.validation.untrusted` (size, depth) before anything
-        compiles it.
+        compiles it, and its patterns run bounded (RE2, or `re` on patterns that cannot
+        backtrack badly; limited input per string and per call).
         """
         owner = qualified_name(function)
         _check_option_names(owner, options)
@@ -162,6 +163,7 @@ class Tool:
             is_async=inspect.iscoroutinefunction(function),
             description_source="argument" if description else "none",
             owner=owner,
+            untrusted=untrusted,
             **options,
         )
 
@@ -172,6 +174,7 @@ class Tool:
         owner: str,
         tags: Iterable[str] = (),
         nodes: Mapping[int, Node] | None = None,
+        untrusted: bool = False,
         **fields: Any,
     ) -> Tool:
         _check_options(owner, fields)
@@ -187,6 +190,7 @@ class Tool:
             owner,
             bool(fields.get("flatten")),
             nodes,
+            untrusted,
         )
         return cls(tags=frozenset(_check_tags(owner, tags)), **fields)
 
@@ -447,12 +451,13 @@ def _build_plan(
     owner: str,
     flatten: bool = False,
     nodes: Mapping[int, Node] | None = None,
+    untrusted: bool = False,
 ) -> CallPlan:
     try:
         # The tool's own copy of the schema (read-only from now on) is compiled in place, so
         # that the checks below reuse the nodes the validator compiled; `nodes` are the
         # checks of its parameters' fragments, compiled once per annotation.
-        validator = Validator(parameters, copy=False, nodes=nodes)
+        validator = Validator(parameters, copy=False, nodes=nodes, untrusted=untrusted)
     except ValueError as exc:
         raise ToolDefinitionError(
             f"the parameters schema of tool {name!r} cannot be validated: {exc}",
@@ -505,7 +510,8 @@ def _build_plan(
         binds=bool(context or absent or positional or any(p.fill for p in params) or record),
         record=record,
         needs_context=tuple(p.name for p in params if p.inject is not None and _needs_context(p)),
-        nulls=NullDropper(parameters),
+        # an untrusted schema's subschemas are checked by its own (bounded) validator
+        nulls=NullDropper(parameters, validator.accepts if untrusted else None),
         closed_keys=_closed_keys(params, open_keys, function, properties),
     )
 

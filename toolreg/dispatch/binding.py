@@ -24,6 +24,7 @@ from ..params import ToolContext
 from ..tool import CallPlan, Tool
 from ..types import ConversionError
 from ..validation import Problem
+from ..validation.untrusted import pattern_budget
 from .calling import convert, fill_default
 from .decode import check_limits
 from .redaction import ErrorMode, redact
@@ -54,10 +55,11 @@ def prepare(
         if args.get(key, _ABSENT) is None:
             args = {k: v for k, v in args.items() if v is not None or k not in nulls}
             break
-    found = plan.validator.check(args)  # arguments nest at most max_depth levels
-    problems: list[Problem] = []
-    if found is not None:
-        args, problems = _repair(plan, args, found, coerce, max_depth)
+    if plan.validator.untrusted:  # a remote schema's patterns: one budget for the call
+        with pattern_budget():
+            args, problems = _validate(plan, args, coerce, max_depth)
+    else:
+        args, problems = _validate(plan, args, coerce, max_depth)
     reserved: Collection[str] = plan.reserved.intersection(args) if plan.reserved else ()
     if plan.closed_keys is not None:  # an explicit schema in front of a closed signature
         reserved = {*reserved, *(args.keys() - plan.closed_keys)}
@@ -74,6 +76,15 @@ def prepare(
         if convert:
             args = converted
     return args
+
+
+def _validate(
+    plan: CallPlan, args: dict[str, Any], coerce: bool, max_depth: int
+) -> tuple[dict[str, Any], list[Problem]]:
+    found = plan.validator.check(args)  # arguments nest at most max_depth levels
+    if found is None:
+        return args, []
+    return _repair(plan, args, found, coerce, max_depth)
 
 
 def _build_record(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from .coercion import equal, is_type, kind
+from .untrusted import BoundedPattern, PatternRefused
 
 __all__ = [
     "BOUNDS",
@@ -195,7 +196,11 @@ def enum_node(s: dict[str, Any]) -> Node:
     return check
 
 
-def string_node(s: dict[str, Any]) -> Node:
+def string_node(
+    s: dict[str, Any], untrusted: Callable[[str], BoundedPattern] | None = None
+) -> Node:
+    """`untrusted`: for a schema from someone else, what compiles its `pattern` into a
+    bounded one (see `untrusted.BoundedPattern`); `re` otherwise."""
     lo, hi, pattern = (
         number_keyword(s, "minLength", 0),
         number_keyword(s, "maxLength"),
@@ -203,6 +208,8 @@ def string_node(s: dict[str, Any]) -> Node:
     )
     if not (lo or hi is not None or pattern is not None):
         return accept
+    if pattern is not None and untrusted is not None:
+        return _bounded_string_node(lo, hi, pattern, untrusted(pattern))
     regex = None if pattern is None else re.compile(pattern)
 
     def check(v: Any) -> Errors:
@@ -215,6 +222,26 @@ def string_node(s: dict[str, Any]) -> Node:
             errors = say(f"must have at most {count(hi, 'character')}")
         if regex is not None and regex.search(v) is None:
             errors = join(errors, say(f"must match pattern {render(pattern)}"))
+        return errors
+
+    return check
+
+
+def _bounded_string_node(lo: int, hi: int | None, pattern: str, bounded: BoundedPattern) -> Node:
+    def check(v: Any) -> Errors:
+        if not isinstance(v, str):
+            return None
+        errors: Errors = None
+        if len(v) < lo:
+            errors = say(f"must have at least {count(lo, 'character')}")
+        if hi is not None and len(v) > hi:
+            return say(f"must have at most {count(hi, 'character')}")  # not matched, then
+        try:
+            if not bounded.search(v):
+                errors = join(errors, say(f"must match pattern {render(pattern)}"))
+        except PatternRefused as refused:  # past the limits: not matched, and invalid
+            text = f"cannot be checked against pattern {render(pattern)}: {refused}"
+            errors = join(errors, say(text))
         return errors
 
     return check

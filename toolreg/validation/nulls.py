@@ -22,12 +22,17 @@ class NullDropper:
     Only used on the slow path (after validation failed), so it compiles subschemas lazily.
     """
 
-    __slots__ = ("_checks", "_defs", "_root")
+    __slots__ = ("_accepts_under", "_checks", "_defs", "_root")
 
-    def __init__(self, root: dict[str, Any]) -> None:
+    def __init__(
+        self, root: dict[str, Any], accepts: Callable[[Any, object], bool] | None = None
+    ) -> None:
+        """`accepts(subschema, value)`: how to check a value against a part of `root` (a
+        validator's `accepts`); by default each part is compiled on its own."""
         self._root = root
         self._defs = root.get("$defs", {})
         self._checks: dict[int, Callable[[object], bool]] = {}
+        self._accepts_under = accepts
 
     def drop(self, args: dict[str, Any]) -> dict[str, Any]:
         """`args` without those nulls (the same object when there were none)."""
@@ -42,6 +47,8 @@ class NullDropper:
         return {**args, **changed} if changed else args
 
     def _accepts(self, schema: Any, value: object) -> bool:
+        if self._accepts_under is not None:
+            return self._accepts_under(schema, value)
         check = self._checks.get(id(schema))
         if check is None:
             try:

@@ -50,6 +50,7 @@ from .keywords import (
     under,
 )
 from .refs import pointer_target
+from .untrusted import BoundedPattern, PatternRefused, pattern_budget
 
 __all__ = ["Node", "Problem", "Validator", "self_contained_node"]
 
@@ -139,8 +140,12 @@ and a model cannot make validation cost time proportional to a huge list of bad 
 
 
 class _Compiler:
-    def __init__(self, root: Any, given: Mapping[int, Node] | None = None) -> None:
+    def __init__(
+        self, root: Any, given: Mapping[int, Node] | None = None, untrusted: bool = False
+    ) -> None:
         self.root = root
+        # someone else's schema: its patterns are bounded (`untrusted.BoundedPattern`)
+        self.untrusted = untrusted
         self.memo: dict[int, Node] = {}
         self.boxes: dict[str, list[Node]] = {}
         # Checks compiled beforehand, by the `id` of their subschema: taken when `build` meets
@@ -182,7 +187,7 @@ class _Compiler:
         """A flat schema's node is shared by every validator (compiled from a private copy,
         so that no caller's later change reaches it); anything else is compiled here. The
         root (an object with properties, as a rule) is this validator's own."""
-        key = None if schema is self.root else _leaf_key(schema)
+        key = None if schema is self.root or self.untrusted else _leaf_key(schema)
         if key is None:
             return self._node(schema)
         node = _SHARED.get(key)
@@ -195,6 +200,11 @@ class _Compiler:
 
     def _node(self, s: dict[str, Any]) -> Node:
         if not _UNSUPPORTED.isdisjoint(s) or ("$id" in s and s is not self.root):
+            if self.untrusted and _has_patterns(self.root):
+                raise ValueError(
+                    "it uses keywords toolreg checks with jsonschema, whose patterns are not "
+                    "bounded in time: refused for a schema with patterns from elsewhere"
+                )
             raise _Fallback
         checks = self._checks(s)
         rest = accept if not checks else checks[0] if len(checks) == 1 else all_of(checks)
@@ -243,7 +253,7 @@ class _Compiler:
         if "const" in s or "enum" in s:
             checks.append(enum_node(s))
         if not _STRING_KEYS.isdisjoint(keys):
-            checks.append(string_node(s))
+            checks.append(string_node(s, BoundedPattern if self.untrusted else None))
         if not _NUMBER_KEYS.isdisjoint(keys):
             checks.append(numeric_node(s))
         if not _ARRAY_KEYS.isdisjoint(keys):
@@ -345,8 +355,10 @@ class _Compiler:
             if not (props or required or other is not accept):
                 return accept
             return _plain_object(props, required, closed, other)
+        matcher = BoundedPattern if self.untrusted else re.compile
         patterns = [
-            (re.compile(p), self.compile(sub)) for p, sub in s.get("patternProperties", {}).items()
+            (p, matcher(p).search, self.compile(sub))
+            for p, sub in s.get("patternProperties", {}).items()
         ]
         names = self.compile(s["propertyNames"]) if "propertyNames" in s else None
         lo, hi = number_keyword(s, "minProperties", 0), number_keyword(s, "maxProperties")
@@ -375,8 +387,14 @@ class _Compiler:
                     errors = join(errors, say(text))
                 sub = get(key)
                 found = None if sub is None else sub(item)
-                for regex, node in patterns:
-                    if isinstance(key, str) and regex.search(key):
+                for pattern, search, node in patterns:
+                    try:
+                        matched = isinstance(key, str) and search(key)
+                    except PatternRefused as refused:  # an untrusted pattern's limits
+                        text = f"cannot be checked against pattern {render(pattern)}: {refused}"
+                        errors = join(errors, say(f"property name {render(key)} {text}"))
+                        continue
+                    if matched:
                         sub = node
                         more = node(item)
                         found = found if more is None else join(found, more)
@@ -390,6 +408,20 @@ class _Compiler:
             return errors
 
         return check
+
+
+def _has_patterns(schema: Any) -> bool:
+    """Whether `pattern` or `patternProperties` occurs anywhere in `schema` (as any key)."""
+    todo = [schema]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, dict):
+            if "pattern" in value or "patternProperties" in value:
+                return True
+            todo.extend(value.values())
+        elif isinstance(value, list):
+            todo.extend(value)
+    return False
 
 
 def _unexpected(key: Any) -> Problem:
@@ -511,7 +543,7 @@ def self_contained_node(schema: dict[str, Any]) -> Node | None:
 class Validator:
     """A JSON Schema compiled once, then used to check and coerce many instances."""
 
-    __slots__ = ("_compiler", "_fallback", "_node", "_schema", "check")
+    __slots__ = ("_compiler", "_fallback", "_node", "_schema", "check", "untrusted")
 
     def __init__(
         self,
@@ -519,6 +551,7 @@ class Validator:
         *,
         copy: bool = True,
         nodes: Mapping[int, Node] | None = None,
+        untrusted: bool = False,
     ) -> None:
         """Compile `schema`. With `copy=False` the caller promises never to change it (the
         validator then works on it in place, and `accepts` reuses its compiled nodes).
@@ -527,11 +560,16 @@ class Validator:
         already compiled for them by `self_contained_node`: a function's parameters are
         built from schema fragments remembered per annotation, each with its check, so that
         only the object around them is compiled at registration.
+
+        `untrusted=True`: the schema is someone else's (a mounted server's): its patterns
+        run bounded (`untrusted.BoundedPattern`; a pattern that cannot is a `ValueError`),
+        each check within one `pattern_budget`.
         """
         if copy and nodes:
             raise ValueError("nodes= refers to the schema's own subschemas: pass copy=False")
+        self.untrusted = untrusted
         self._schema: Any = copy_json(schema) if copy else schema
-        self._compiler = _Compiler(self._schema, nodes)
+        self._compiler = _Compiler(self._schema, nodes, untrusted)
         self._fallback: _Jsonschema | None = None
         try:
             self._node = self._compiler.build()
@@ -540,6 +578,8 @@ class Validator:
             self._node = self._fallback.errors
         except (TypeError, AttributeError, KeyError, re.error) as error:
             raise ValueError(f"invalid JSON Schema: {error}") from error
+        if untrusted:
+            self._node = _within_budget(self._node)
         self.check = self._node
         """The compiled check itself: None when valid, else the problems. For instances
         whose nesting is already bounded (dispatch's arguments); `validate` otherwise."""
@@ -582,6 +622,19 @@ class Validator:
         try:
             if self._fallback is not None:
                 return self._fallback.is_valid_under(schema, value)
+            if self.untrusted:
+                with pattern_budget():
+                    return self._compiler.compile(schema)(value) is None
             return self._compiler.compile(schema)(value) is None
         except (_Fallback, ValueError, RecursionError):
             return False
+
+
+def _within_budget(node: Node) -> Node:
+    """`node`, checking within one `pattern_budget` (the caller's, if one is open)."""
+
+    def check(v: Any) -> Errors:
+        with pattern_budget():
+            return node(v)
+
+    return check
