@@ -10,7 +10,7 @@ from typing import Any
 
 import mcp_types as types
 import pytest
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 from toolreg import ToolRegistry
 from toolreg.mcp import HttpServer, mount
@@ -25,11 +25,17 @@ DANGLING = {"type": "object", "properties": {"text": {"$ref": "#/$defs/gone"}}}
 
 class SchemaServer(MCPServer):
     """A real MCP server whose tools all echo `text`, each listed with the `inputSchema`
-    given for it (any JSON a server may send, hostile included)."""
+    given for it (any JSON a server may send, hostile included); with `later`, a `learn`
+    tool adds those tools mid-session (`notifications/tools/list_changed`)."""
 
-    def __init__(self, schemas: Mapping[str, dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        schemas: Mapping[str, dict[str, Any]],
+        later: Mapping[str, dict[str, Any]] | None = None,
+    ) -> None:
         super().__init__("hostile-schemas", log_level="WARNING")
         self.schemas = dict(schemas)
+        later = dict(later or {})
 
         def echo(text: str = "") -> str:
             """Echo a text."""
@@ -37,6 +43,17 @@ class SchemaServer(MCPServer):
 
         for name in ("ok", *self.schemas):
             self.add_tool(echo, name=name)
+
+        async def learn(ctx: Context) -> str:
+            """Add the tools of `later`, and tell the clients."""
+            for name, schema in later.items():
+                self.schemas[name] = schema
+                self.add_tool(echo, name=name)
+            await ctx.notify_tools_changed()
+            return "learned"
+
+        if later:
+            self.add_tool(learn, name="learn")
 
     async def list_tools(self) -> list[types.Tool]:
         listed = await super().list_tools()
@@ -46,8 +63,10 @@ class SchemaServer(MCPServer):
         ]
 
 
-def served(schemas: Mapping[str, dict[str, Any]]) -> HttpServer:
-    return HttpServer(SchemaServer(schemas).streamable_http_app(stateless_http=True))
+def served(
+    schemas: Mapping[str, dict[str, Any]], later: Mapping[str, dict[str, Any]] | None = None
+) -> HttpServer:
+    return HttpServer(SchemaServer(schemas, later).streamable_http_app(stateless_http=True))
 
 
 @pytest.fixture
@@ -344,3 +363,19 @@ def test_without_re2_other_backtracking_shapes_are_refused(
     monkeypatch.setitem(sys.modules, "re2", None)
     with pytest.raises(ToolDefinitionError, match="could backtrack for a long time"):
         registry.register_schema("own", text_with(pattern), print, untrusted=True)
+
+
+def test_a_hostile_schema_added_mid_session_is_refused_alone(registry: ToolRegistry) -> None:
+    import time
+
+    later = {"loop": LOOP, "deep": TOO_BIG["deep"], "fine": text_with("^[a-z]+$")}
+    with served({}, later) as http, mount(registry, http.url + "/mcp") as handle:
+        assert handle.names == ["ok", "learn"]
+        assert registry.dispatch_tool("learn", {}, confirm=yes).content == "learned"
+        deadline = time.monotonic() + 30  # the change notice refreshes the tools
+        while "fine" not in registry and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert handle.names == ["ok", "learn", "fine"]
+        assert set(handle.refused) == {"'loop'", "'deep'"}
+        assert registry.dispatch_tool("fine", {"text": "abc"}, confirm=yes).content == "abc"
+        check_the_rest_works(registry)
