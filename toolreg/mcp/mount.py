@@ -53,6 +53,7 @@ from ..registry import ToolRegistry
 from ..telemetry import inject, without_baggage
 from ..tool import Tool
 from .errors import McpConnectionError
+from .results import result_problem
 from .server import asked_about
 
 __all__ = ["Mount", "RemoteResult", "mount"]
@@ -472,7 +473,12 @@ class Mount:
                     f"Tool '{local}' failed: the MCP server closed the connection."
                 ) from exc
             raise ToolError(f"Tool '{local}' failed: {exception_text(exc, 300)}") from exc
-        except Exception as exc:  # the transport broke: a dead process, a dropped connection
+        except Exception as exc:
+            problem = result_problem(exc)
+            if problem is not None:  # a result that breaks its schema: this call alone fails
+                _log.warning("the MCP server %s answered %r: %s", self._label(), remote, problem)
+                raise ToolError(f"Tool '{local}' failed: {problem}") from exc
+            # the transport broke: a dead process, a dropped connection
             self._client = None
             reason = type(exc).__name__
             raise ToolError(
