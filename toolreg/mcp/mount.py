@@ -10,9 +10,11 @@ Each remote tool becomes a `Tool.from_schema` tool: exported to every format, of
 server's `inputSchema` (compiled like any schema, coerced like any call) before anything
 is sent; its result is the server's text (`ToolResult.value` is a `RemoteResult` with the
 structured content too); a result with `isError` is an `execution_error` with the server's
-text; the call is bounded by `timeout`; a server that dies mid-call gives an error result at
-once. `readOnlyHint` and `destructiveHint` become `read_only` and `destructive` (MCP's
-default: a tool that says nothing may destroy, so it needs `confirm=` like any local one).
+text, which the model reads under the registry's `errors=` like a local exception's message
+(`results`); structured content against the tool's `outputSchema` fails that call alone;
+the call is bounded by `timeout`; a server that dies mid-call gives an error result at once.
+`readOnlyHint` and `destructiveHint` become `read_only` and `destructive` (MCP's default: a
+tool that says nothing may destroy, so it needs `confirm=` like any local one).
 When a server asks to confirm a call of a tool that needs confirmation here (so the local
 `confirm=` already approved every call of it that was sent), with toolreg's own question,
 while such a call is on its way, the mount answers yes; any other elicitation it declines.
@@ -53,7 +55,7 @@ from ..registry import ToolRegistry
 from ..telemetry import inject, without_baggage
 from ..tool import Tool
 from .errors import McpConnectionError
-from .results import result_problem
+from .results import remote_failure, result_problem
 from .server import asked_about
 
 __all__ = ["Mount", "RemoteResult", "mount"]
@@ -472,7 +474,9 @@ class Mount:
                 raise ToolError(
                     f"Tool '{local}' failed: the MCP server closed the connection."
                 ) from exc
-            raise ToolError(f"Tool '{local}' failed: {exception_text(exc, 300)}") from exc
+            # the server's words, like its isError texts: under the registry's errors= policy
+            failure = remote_failure(local, f"Tool '{local}' failed: {exception_text(exc, 300)}")
+            raise failure from exc
         except Exception as exc:
             problem = result_problem(exc)
             if problem is not None:  # a result that breaks its schema: this call alone fails
@@ -488,8 +492,8 @@ class Mount:
             if approved:
                 self._approved[remote] -= 1
         text = remote_text(result)
-        if result.is_error:
-            raise ToolError(text or f"Tool '{local}' failed.")
+        if result.is_error:  # the server's words: under the registry's errors= policy
+            raise remote_failure(local, text)
         blocks = tuple(
             block.model_dump(mode="json", by_alias=True, exclude_none=True)
             for block in result.content

@@ -8,9 +8,24 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["result_problem"]
+from ..dispatch.redaction import RemoteFailure
+
+__all__ = ["MAX_FAILURE_CHARS", "remote_failure", "result_problem"]
+
+MAX_FAILURE_CHARS = 2000
+"""A remote failure text is cut here (the model reads it as the call's error message)."""
 
 _MAX_SHOWN = 60  # characters of a schema value quoted in a result problem
+
+
+def remote_failure(local: str, text: str) -> RemoteFailure:
+    """The failure of the mounted tool `local` in the server's words `text` (an `isError`
+    result's text or a JSON-RPC error's message), at most `MAX_FAILURE_CHARS` characters."""
+    if not text.strip():
+        text = f"Tool '{local}' failed."
+    elif len(text) > MAX_FAILURE_CHARS:
+        text = f"{text[:MAX_FAILURE_CHARS]} [cut: {len(text) - MAX_FAILURE_CHARS} characters]"
+    return RemoteFailure(text)
 
 
 def result_problem(exc: BaseException) -> str | None:
