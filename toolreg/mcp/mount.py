@@ -55,6 +55,7 @@ from ..registry import ToolRegistry
 from ..telemetry import inject, without_baggage
 from ..tool import Tool
 from .errors import McpConnectionError
+from .pinning import PendingTool, PinFile, Pinning
 from .results import remote_failure, result_problem
 from .server import asked_about
 
@@ -107,6 +108,8 @@ class Mount:
     `errlog` is where a stdio server's stderr goes (a file with a descriptor; default: this
     process's stderr). When traced, each call sends the trace context; `baggage=True` also
     sends the application's OpenTelemetry baggage (off by default: the server is not yours).
+    `pin` is a pin file (see `pinning`): a tool new or changed since it was pinned is held
+    back (`pending`) until `approve`d; a pin file that does not exist yet pins every tool.
     """
 
     def __init__(
@@ -123,6 +126,7 @@ class Mount:
         trust_annotations: bool | Iterable[str] = False,
         errlog: TextIO | None = None,
         baggage: bool = False,
+        pin: str | os.PathLike[str] | None = None,
     ) -> None:
         if not isinstance(baggage, bool):
             raise UsageError("baggage= must be True or False")
@@ -154,6 +158,10 @@ class Mount:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._approved: dict[str, int] = {}  # remote name -> calls approved here, in flight
         self._state = "new"
+        if pin is not None and not isinstance(pin, (str, os.PathLike)):
+            raise UsageError(f"pin={pin!r}: pass the path of a pin file, e.g. pin='tools.lock'")
+        self._pinning = None if pin is None else Pinning(PinFile(pin), self._label)
+        self._order: list[str] = []  # the local names of the last listing, held ones too
         self.refused: dict[str, str] = {}
         """Remote tools not mounted, by name (control characters escaped): why."""
 
@@ -168,6 +176,49 @@ class Mount:
     @property
     def connected(self) -> bool:
         return self._client is not None
+
+    @property
+    def pending(self) -> dict[str, PendingTool]:
+        """The tools a pin file holds back (new, or changed since pinned), by the server's
+        name, each with what changed; empty without `pin=`."""
+        return {} if self._pinning is None else dict(self._pinning.pending)
+
+    def approve(self, *names: str) -> list[str]:
+        """Pin the pending tools `names` (the server's names, as in `pending`) as they are
+        now, updating the pin file, and offer them; `approve(*mount.pending)` approves every
+        one. Returns their local names."""
+        pinning = self._pinning
+        if pinning is None:
+            raise UsageError("approve() is for a mount with a pin file: mount(..., pin='x.lock')")
+        if self._state != "open":
+            raise UsageError(f"approve() needs an open mount (this one is {self._state})")
+        if not names:
+            raise UsageError("approve() needs the names of pending tools: approve(*mount.pending)")
+        chosen = list(dict.fromkeys(names))
+        loop = self._loop
+        if self._thread is None or loop is None:  # on the caller's loop: no refresh runs now
+            return self._approve(pinning, chosen)
+        # on the mount's own loop, so that no refresh changes the tools meanwhile
+        return asyncio.run_coroutine_threadsafe(self._aapprove(pinning, chosen), loop).result()
+
+    async def _aapprove(self, pinning: Pinning, names: list[str]) -> list[str]:
+        return self._approve(pinning, names)
+
+    def _approve(self, pinning: Pinning, names: list[str]) -> list[str]:
+        unknown = [n for n in names if not isinstance(n, str) or n not in pinning.pending]
+        if unknown:
+            have = ", ".join(map(repr, pinning.pending)) or "none"
+            shown = ", ".join(map(_shown, unknown))
+            raise UsageError(f"approve() got {shown}, not pending; the pending tools are: {have}")
+        taken = [pinning.pending[n].local for n in names if self._taken(pinning.pending[n].local)]
+        if taken:
+            raise UsageError(f"approve(): the registry has another tool named {taken[0]!r}")
+        tools = {tool.name: tool for tool in pinning.approve(names)}
+        for tool in tools.values():
+            self.registry.add(tool, replace=True)
+        order = [n for n in self._order if n in self._mounted or n in tools]
+        self._mounted = {n: self._mounted.get(n) or tools[n] for n in order}
+        return list(tools)
 
     # -- sync: a loop of its own in a background thread ------------------------------------
     def __enter__(self) -> Mount:
@@ -328,6 +379,7 @@ class Mount:
             wanted = self._selected(remote, strict=initial)
             built: dict[str, Tool] = {}
             self.refused = {}
+            listed: list[tuple[types.Tool, Tool]] = []
             for item in self._portable(wanted, remote):
                 try:
                     tool = self._tool(item)
@@ -342,6 +394,10 @@ class Mount:
                     _log.warning("skipped the remote tool %r: the name is taken", item.name)
                     continue
                 built[tool.name] = tool
+                listed.append((item, tool))
+            self._order = list(built)
+            if self._pinning is not None:  # held back: new, or changed since pinned
+                built = {tool.name: tool for tool in self._pinning.sort(listed)}
             self._unmount([name for name in self._mounted if name not in built])
             for tool in built.values():
                 self.registry.add(tool, replace=True)
