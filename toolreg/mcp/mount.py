@@ -49,6 +49,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ..definition.injection import instructions_to_model, schema_descriptions
 from ..definition.names import NAME_RULES, check_name
 from ..errors import ToolDefinitionError, ToolError, ToolregError, UsageError, exception_text
 from ..registry import ToolRegistry
@@ -162,6 +163,7 @@ class Mount:
             raise UsageError(f"pin={pin!r}: pass the path of a pin file, e.g. pin='tools.lock'")
         self._pinning = None if pin is None else Pinning(PinFile(pin), self._label)
         self._order: list[str] = []  # the local names of the last listing, held ones too
+        self._warned: set[tuple[str, str, str]] = set()  # (tool, parameter, text) reported
         self.refused: dict[str, str] = {}
         """Remote tools not mounted, by name (control characters escaped): why."""
 
@@ -396,6 +398,7 @@ class Mount:
                 built[tool.name] = tool
                 listed.append((item, tool))
             self._order = list(built)
+            self._warn_of_instructions(listed)
             if self._pinning is not None:  # held back: new, or changed since pinned
                 built = {tool.name: tool for tool in self._pinning.sort(listed)}
             self._unmount([name for name in self._mounted if name not in built])
@@ -432,6 +435,27 @@ class Mount:
             _log.warning(
                 "refused the remote tool %s of %s: %s", shown, _shown(self._label()), reason
             )
+
+    def _warn_of_instructions(self, listed: list[tuple[types.Tool, Tool]]) -> None:
+        """A WARNING for each remote description (the tool's, a parameter's) that reads as
+        instructions to the model (`definition.injection`), once per text."""
+        for item, _ in listed:
+            texts = [("", item.description or ""), *schema_descriptions(item.input_schema)]
+            for parameter, text in texts:
+                key = (item.name, parameter, text)
+                phrases = instructions_to_model(text)
+                if not phrases or key in self._warned:
+                    continue
+                self._warned.add(key)
+                where = f" (its parameter {_shown(parameter)})" if parameter else ""
+                _log.warning(
+                    "the remote tool %s of %s has a description%s that reads like instructions "
+                    "to the model, a prompt injection?: %s",
+                    _shown(item.name),
+                    _shown(self._label()),
+                    where,
+                    ", ".join(_shown(p) for p in phrases),
+                )
 
     def _selected(self, remote: list[types.Tool], strict: bool) -> list[types.Tool]:
         if self.include is None:
