@@ -298,7 +298,7 @@ def test_pin_cli_shows_a_new_server_and_writes_only_when_approved(
     assert not lock.exists()  # nothing trusted on first use
     declined = pin_cli(url, lock, answer="n")
     assert declined.returncode == 1
-    assert "Pin these 2 tools in" in declined.stderr
+    assert "Pin 2 tools as shown in" in declined.stderr
     assert not lock.exists()
     approved = pin_cli(url, lock, "--yes")
     assert (approved.returncode, approved.stdout.splitlines()[-1]) == (
@@ -328,7 +328,7 @@ def test_pin_cli_shows_what_changed_and_asks(shifty: tuple[Shifty, str], tmp_pat
     assert lock.read_text() == before
     approved = pin_cli(url, lock, answer="y")
     assert approved.returncode == 0, approved.stderr
-    assert approved.stdout.endswith(f"pinned 1 tools in {lock}\n")
+    assert approved.stdout.endswith(f"pinned 1 tool in {lock}\n")
     with mount(ToolRegistry(), url, pin=lock) as handle:
         assert (handle.names, handle.pending) == (["change", "get_time"], {})
 

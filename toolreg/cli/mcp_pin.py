@@ -81,18 +81,18 @@ def _pin(target: str, lock: Path, *, yes: bool, errlog: Any) -> int:
             pending = handle.pending
             if not pending:
                 approved = True
-                _print(f"{lock} is up to date: {len(handle.names)} tools pinned")
+                _print(f"{lock} is up to date: {_tools(len(handle.names))} pinned")
                 return 0
             for record in pending.values():
                 _print(str(record))
                 if record.new and record.definition.get("description"):
                     _print(f"    description: {_one_line(record.definition['description'])}")
-            if not (yes or _asked(f"Pin these {len(pending)} tools in {lock}?")):
+            if not (yes or _asked(f"Pin {_tools(len(pending))} as shown in {lock}?")):
                 print(f"toolreg: not approved; {lock} is unchanged", file=sys.stderr)
                 return 1
             handle.approve(*pending)
             approved = True
-            _print(f"pinned {len(pending)} tools in {lock}")
+            _print(f"pinned {_tools(len(pending))} in {lock}")
             return 0
     finally:
         if created and not approved:
@@ -107,6 +107,10 @@ def _asked(question: str) -> bool:
         return False
     print(f"{question} [y/N] ", end="", file=sys.stderr, flush=True)
     return sys.stdin.readline().strip().lower().startswith("y")
+
+
+def _tools(count: int) -> str:
+    return f"{count} tool" if count == 1 else f"{count} tools"
 
 
 def _one_line(text: str, limit: int = 300) -> str:
