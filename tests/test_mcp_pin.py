@@ -346,3 +346,33 @@ def test_pin_cli_fails_with_exit_status_2(shifty: tuple[Shifty, str], tmp_path: 
     assert gone.returncode == 2
     assert gone.stderr.startswith("toolreg: cannot mount the MCP server")
     assert not (tmp_path / "other.lock").exists()
+
+
+def test_an_oversized_pin_file_is_refused(shifty: tuple[Shifty, str], tmp_path: Path) -> None:
+    from toolreg.mcp.pinning import MAX_PIN_FILE_BYTES
+
+    _, url = shifty
+    lock = tmp_path / "tools.lock"
+    lock.write_bytes(b" " * (MAX_PIN_FILE_BYTES + 1))
+    with pytest.raises(PinFileError, match="is larger than 16 MiB"):
+        mount(ToolRegistry(), url, pin=lock).open()
+
+
+def test_approve_on_an_async_mount(shifty: tuple[Shifty, str], tmp_path: Path) -> None:
+    import asyncio
+
+    served, url = shifty
+    lock = tmp_path / "tools.lock"
+
+    async def main() -> None:
+        registry = ToolRegistry()
+        async with mount(registry, url, pin=lock):
+            pass
+        served.rug_pull()
+        async with mount(registry, url, pin=lock) as handle:
+            assert list(handle.pending) == ["get_time"]
+            assert handle.approve("get_time") == ["get_time"]
+            result = await registry.adispatch_tool("get_time", {"zone": "UTC"}, confirm=yes)
+            assert result.content == "12:00 in UTC"
+
+    asyncio.run(main())
