@@ -679,11 +679,11 @@ def test_version() -> None:
 def _parsers() -> list[tuple[str, argparse.ArgumentParser]]:
     from toolreg.cli.main import build_parser
 
-    top = build_parser()
-    found = [("toolreg", top)]
-    for action in top._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            found += [(f"toolreg {n}", p) for n, p in action.choices.items()]
+    found = [("toolreg", build_parser())]
+    for name, parser in found:  # grows as it goes: `toolreg mcp pin` too
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                found += [(f"{name} {n}", p) for n, p in action.choices.items()]
     return found
 
 
@@ -692,6 +692,8 @@ def test_every_option_and_argument_has_help_without_markdown() -> None:
     assert {name for name, _ in parsers} == {
         "toolreg",
         *(f"toolreg {c}" for c in ("list", "schema", "call", "lint", "chat", "demo", "serve")),
+        "toolreg mcp",
+        "toolreg mcp pin",
     }
     for name, parser in parsers:
         for action in parser._actions:

@@ -122,16 +122,20 @@ def command_lines() -> list[str]:
 def test_shell_examples_run(line: str) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "TOOLREG_MODEL")}
     args = shlex.split(line)[1:]
-    done = subprocess.run(
-        [sys.executable, "-m", "toolreg", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        env={**env, "PYTHONIOENCODING": "utf-8"},
-        timeout=60,
-        check=False,
-    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "toolreg", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            env={**env, "PYTHONIOENCODING": "utf-8"},
+            timeout=60,
+            check=False,
+        )
+    finally:
+        if "--lock" in args:  # `toolreg mcp pin` wrote its pin file: not into the checkout
+            (ROOT / args[args.index("--lock") + 1]).unlink(missing_ok=True)
     assert done.returncode == 0, done.stderr
 
 

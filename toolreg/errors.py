@@ -18,8 +18,10 @@ ToolregError
     │                          also a ValueError and a TypeError
     ├── ToolNotFoundError      a lookup by a name no tool has; also a KeyError
     ├── MissingContextError    a tool that needs `context=` was dispatched without one
-    └── ConversationStateError a saved conversation state cannot be resumed (already
-                               resumed, malformed, or a pending call's tool changed)
+    ├── ConversationStateError a saved conversation state cannot be resumed (already
+    │                          resumed, malformed, or a pending call's tool changed)
+    └── PinFileError           a mounted server's pin file is unreadable, malformed or
+                               tampered with
 
 ToolError                      raised by a tool author to send a chosen message to the model
 ```
@@ -45,6 +47,7 @@ __all__ = [
     "InvalidArgumentsError",
     "InvalidJSONError",
     "MissingContextError",
+    "PinFileError",
     "RepeatedCallError",
     "ToolCallError",
     "ToolDefinitionError",
@@ -281,3 +284,13 @@ class MissingContextError(UsageError):
 class ConversationStateError(UsageError):
     """A saved conversation state cannot be used: it was resumed already, it is malformed,
     or a tool that a pending call waits for is gone or has changed its parameters."""
+
+
+class PinFileError(UsageError):
+    """A pin file (`mount(..., pin=...)`, `toolreg mcp pin --lock`) cannot be used: it cannot
+    be read or written, it is not a pin file toolreg wrote, or a definition in it no longer
+    matches its fingerprint (edited by hand or tampered with). `path` is the file."""
+
+    def __init__(self, path: object, problem: str) -> None:
+        self.path = str(path)
+        super().__init__(f"the pin file {self.path}: {problem}")

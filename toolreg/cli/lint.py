@@ -18,6 +18,10 @@ Checks (code, severity):
 - `not-strict` (info): the parameters cannot be exported with strict=True, and why.
 - `unconfirmed-destructive` (warning): the name reads destructive (delete, remove, cancel,
   drop, ...) but the tool is not marked `destructive=True`, so it runs without confirmation.
+- `instructions-to-model` (warning): the description, or a parameter's, reads as orders to
+  the model rather than about the tool ("ignore previous instructions", "do not tell the
+  user", a `<system>` tag, "IMPORTANT:"; see `toolreg.definition.injection`): a prompt
+  injection, if the text came from someone else.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from dataclasses import asdict, dataclass
 from itertools import combinations
 from typing import Any
 
+from ..definition.injection import instructions_to_model, schema_descriptions
 from ..definition.names import NAME_RULES
 from ..definition.strict import strict_problem
 from ..registry import ToolRegistry
@@ -127,9 +132,25 @@ def _lint_tool(tool: Tool) -> list[Finding]:
                 "model is not told and dispatch does not enforce it; use Param/Field constraints"
             )
             out.append(Finding(tool.name, "ignored-metadata", "warning", message, p.name))
+    out.extend(_instructions(tool))
     if _DESTRUCTIVE.match(tool.name) and not tool.needs_confirmation:
         message = "the name reads destructive; mark it destructive=True to require confirmation"
         out.append(Finding(tool.name, "unconfirmed-destructive", "warning", message))
+    return out
+
+
+def _instructions(tool: Tool) -> list[Finding]:
+    texts = [(None, tool.description), *schema_descriptions(tool.parameters)]
+    out = []
+    for parameter, text in texts:
+        phrases = instructions_to_model(text)
+        if phrases:
+            message = (
+                f"reads like instructions to the model ({', '.join(map(repr, phrases))}); "
+                "say what the tool does and when to use it (from someone else, this is a "
+                "prompt injection)"
+            )
+            out.append(Finding(tool.name, "instructions-to-model", "warning", message, parameter))
     return out
 
 

@@ -1,4 +1,4 @@
-"""The toolreg command: list, schema, call, lint, chat, demo, serve.
+"""The toolreg command: list, schema, call, lint, chat, demo, serve, mcp pin.
 
 TARGET is a file (`samples/weather.py`), a module (`samples.weather`),
 `module:attribute` naming a `ToolRegistry`, or an MCP server (`mcp:URL`, `mcp:'command'`).
@@ -35,6 +35,8 @@ from .chat import chat_loop, endpoint_failed
 from .demo import Demo, run_demo, tool_demo
 from .failures import tool_failures
 from .lint import lint_registry
+from .mcp_pin import add_parser as add_mcp_parser
+from .mcp_pin import cmd_mcp
 from .serve import add_parser as add_serve_parser
 from .serve import cmd_serve
 from .target import (
@@ -468,6 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--trace", action="store_true", help="print OpenTelemetry spans to stderr")
 
     add_serve_parser(command, target_help)
+    add_mcp_parser(command, common)
     return parser
 
 
@@ -518,6 +521,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return cmd_demo(args)
             if args.command == "serve":
                 return cmd_serve(args)
+            if args.command == "mcp":
+                with _server_errlog() if not debug else contextlib.nullcontext() as errlog:
+                    return cmd_mcp(args, errlog)
             with contextlib.ExitStack() as resources:  # an mcp: target's connection
                 errlog = None if debug else resources.enter_context(_server_errlog())
                 registry = load_target(args.target, resources, server_errlog=errlog)

@@ -7,7 +7,9 @@ session token, a database URL: the application's, never the model's). `errors="m
 only that the tool failed; `errors="full"` sends the message as it is.
 
 `ToolError` messages and validation messages are the application's and toolreg's own words
-for the model: they are sent as written in every mode.
+for the model: they are sent as written in every mode. A `RemoteFailure` (a mounted MCP
+server's failure text) is not: it is another process's words, treated like a local
+exception's message (redacted, masked or as it is), without a type name in front.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any, Final, Literal
 
 from ..params import ToolContext
 
-__all__ = ["ERROR_MODES", "REDACTED", "ErrorMode", "failure_text", "redact"]
+__all__ = ["ERROR_MODES", "REDACTED", "ErrorMode", "RemoteFailure", "failure_text", "redact"]
 
 ErrorMode = Literal["redact", "mask", "full"]
 ERROR_MODES: Final = ("redact", "mask", "full")
@@ -34,6 +36,16 @@ _ABSOLUTE_PATH = re.compile(
 _TOKEN = re.compile(r"(?<![\w+/=-])(?=[\w+/=-]*\d)(?=[\w+/=-]*[A-Za-z])[\w+/=-]{24,}(?![\w+/=-])")
 _MIN_SECRET = 4  # shorter context strings ("en", "1") would redact ordinary words
 _MAX_WALK = 200  # context values looked at, at most
+
+
+class RemoteFailure(Exception):
+    """A tool's failure told by another process (a mounted MCP server's `isError` result or
+    error answer) in `text`: what the model reads of it follows `errors=` like a local
+    exception's message, never sent as written the way a `ToolError` is."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        super().__init__(text)
 
 
 def redact(text: str, context: Any = None) -> str:
@@ -51,6 +63,8 @@ def failure_text(tool: str, exc: BaseException, detail: str, mode: ErrorMode, co
     the message names the exception's type only)."""
     if mode == "mask":
         return f"Tool '{tool}' failed."
+    if isinstance(exc, RemoteFailure):  # the server's own message, kept whole
+        return redact(exc.text, context) if mode == "redact" else exc.text
     if detail and mode == "redact":
         detail = redact(detail, context)
     return f"Tool '{tool}' failed: {type(exc).__name__}" + (f": {detail}" if detail else "")

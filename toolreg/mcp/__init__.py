@@ -6,7 +6,8 @@ Needs the `mcp` extra (`pip install 'toolreg[mcp]'`); `import toolreg` never loa
   HTTP, for uvicorn, Starlette or FastAPI), `build_server(registry)` (the SDK's `Server`),
   `HttpServer(app)` (an app on a free port, in a background thread);
 - `mount(registry, url_or_command, ...)` -> `Mount`, a context manager (`with` or
-  `async with`) that keeps the server's tools in the registry while it is open.
+  `async with`) that keeps the server's tools in the registry while it is open; with
+  `pin="tools.lock"`, a tool that changed since it was pinned waits for `Mount.approve`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from .context import McpRequest
 from .errors import McpConnectionError
 from .http import McpApp, asgi_app
 from .mount import Mount, RemoteResult, mount
+from .pinning import PendingTool
 from .server import build_server
 from .serving import HttpServer, serve
 
@@ -24,6 +26,7 @@ __all__ = [
     "McpConnectionError",
     "McpRequest",
     "Mount",
+    "PendingTool",
     "RemoteResult",
     "asgi_app",
     "build_server",

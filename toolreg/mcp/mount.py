@@ -10,9 +10,11 @@ Each remote tool becomes a `Tool.from_schema` tool: exported to every format, of
 server's `inputSchema` (compiled like any schema, coerced like any call) before anything
 is sent; its result is the server's text (`ToolResult.value` is a `RemoteResult` with the
 structured content too); a result with `isError` is an `execution_error` with the server's
-text; the call is bounded by `timeout`; a server that dies mid-call gives an error result at
-once. `readOnlyHint` and `destructiveHint` become `read_only` and `destructive` (MCP's
-default: a tool that says nothing may destroy, so it needs `confirm=` like any local one).
+text, which the model reads under the registry's `errors=` like a local exception's message
+(`results`); structured content against the tool's `outputSchema` fails that call alone;
+the call is bounded by `timeout`; a server that dies mid-call gives an error result at once.
+`readOnlyHint` and `destructiveHint` become `read_only` and `destructive` (MCP's default: a
+tool that says nothing may destroy, so it needs `confirm=` like any local one).
 When a server asks to confirm a call of a tool that needs confirmation here (so the local
 `confirm=` already approved every call of it that was sent), with toolreg's own question,
 while such a call is on its way, the mount answers yes; any other elicitation it declines.
@@ -47,12 +49,15 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ..definition.injection import instructions_to_model, schema_descriptions
 from ..definition.names import NAME_RULES, check_name
 from ..errors import ToolDefinitionError, ToolError, ToolregError, UsageError, exception_text
 from ..registry import ToolRegistry
 from ..telemetry import inject, without_baggage
 from ..tool import Tool
 from .errors import McpConnectionError
+from .pinning import PendingTool, PinFile, Pinning
+from .results import remote_failure, result_problem
 from .server import asked_about
 
 __all__ = ["Mount", "RemoteResult", "mount"]
@@ -104,6 +109,8 @@ class Mount:
     `errlog` is where a stdio server's stderr goes (a file with a descriptor; default: this
     process's stderr). When traced, each call sends the trace context; `baggage=True` also
     sends the application's OpenTelemetry baggage (off by default: the server is not yours).
+    `pin` is a pin file (see `pinning`): a tool new or changed since it was pinned is held
+    back (`pending`) until `approve`d; a pin file that does not exist yet pins every tool.
     """
 
     def __init__(
@@ -120,6 +127,7 @@ class Mount:
         trust_annotations: bool | Iterable[str] = False,
         errlog: TextIO | None = None,
         baggage: bool = False,
+        pin: str | os.PathLike[str] | None = None,
     ) -> None:
         if not isinstance(baggage, bool):
             raise UsageError("baggage= must be True or False")
@@ -151,6 +159,11 @@ class Mount:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._approved: dict[str, int] = {}  # remote name -> calls approved here, in flight
         self._state = "new"
+        if pin is not None and not isinstance(pin, (str, os.PathLike)):
+            raise UsageError(f"pin={pin!r}: pass the path of a pin file, e.g. pin='tools.lock'")
+        self._pinning = None if pin is None else Pinning(PinFile(pin), self._label)
+        self._order: list[str] = []  # the local names of the last listing, held ones too
+        self._warned: set[tuple[str, str, str]] = set()  # (tool, parameter, text) reported
         self.refused: dict[str, str] = {}
         """Remote tools not mounted, by name (control characters escaped): why."""
 
@@ -165,6 +178,49 @@ class Mount:
     @property
     def connected(self) -> bool:
         return self._client is not None
+
+    @property
+    def pending(self) -> dict[str, PendingTool]:
+        """The tools a pin file holds back (new, or changed since pinned), by the server's
+        name, each with what changed; empty without `pin=`."""
+        return {} if self._pinning is None else dict(self._pinning.pending)
+
+    def approve(self, *names: str) -> list[str]:
+        """Pin the pending tools `names` (the server's names, as in `pending`) as they are
+        now, updating the pin file, and offer them; `approve(*mount.pending)` approves every
+        one. Returns their local names."""
+        pinning = self._pinning
+        if pinning is None:
+            raise UsageError("approve() is for a mount with a pin file: mount(..., pin='x.lock')")
+        if self._state != "open":
+            raise UsageError(f"approve() needs an open mount (this one is {self._state})")
+        if not names:
+            raise UsageError("approve() needs the names of pending tools: approve(*mount.pending)")
+        chosen = list(dict.fromkeys(names))
+        loop = self._loop
+        if self._thread is None or loop is None:  # on the caller's loop: no refresh runs now
+            return self._approve(pinning, chosen)
+        # on the mount's own loop, so that no refresh changes the tools meanwhile
+        return asyncio.run_coroutine_threadsafe(self._aapprove(pinning, chosen), loop).result()
+
+    async def _aapprove(self, pinning: Pinning, names: list[str]) -> list[str]:
+        return self._approve(pinning, names)
+
+    def _approve(self, pinning: Pinning, names: list[str]) -> list[str]:
+        unknown = [n for n in names if not isinstance(n, str) or n not in pinning.pending]
+        if unknown:
+            have = ", ".join(map(repr, pinning.pending)) or "none"
+            shown = ", ".join(map(_shown, unknown))
+            raise UsageError(f"approve() got {shown}, not pending; the pending tools are: {have}")
+        taken = [pinning.pending[n].local for n in names if self._taken(pinning.pending[n].local)]
+        if taken:
+            raise UsageError(f"approve(): the registry has another tool named {taken[0]!r}")
+        tools = {tool.name: tool for tool in pinning.approve(names)}
+        for tool in tools.values():
+            self.registry.add(tool, replace=True)
+        order = [n for n in self._order if n in self._mounted or n in tools]
+        self._mounted = {n: self._mounted.get(n) or tools[n] for n in order}
+        return list(tools)
 
     # -- sync: a loop of its own in a background thread ------------------------------------
     def __enter__(self) -> Mount:
@@ -325,6 +381,7 @@ class Mount:
             wanted = self._selected(remote, strict=initial)
             built: dict[str, Tool] = {}
             self.refused = {}
+            listed: list[tuple[types.Tool, Tool]] = []
             portable = self._portable(wanted, remote)
             # The schemas are the server's: checked and compiled in a thread, so that a big
             # one never stalls the event loop (the caller's own, under `async with`).
@@ -335,6 +392,11 @@ class Mount:
                     _log.warning("skipped the remote tool %r: the name is taken", item.name)
                     continue
                 built[tool.name] = tool
+                listed.append((item, tool))
+            self._order = list(built)
+            self._warn_of_instructions(listed)
+            if self._pinning is not None:  # held back: new, or changed since pinned
+                built = {tool.name: tool for tool in self._pinning.sort(listed)}
             self._unmount([name for name in self._mounted if name not in built])
             for tool in built.values():
                 self.registry.add(tool, replace=True)
@@ -380,6 +442,27 @@ class Mount:
             _log.warning(
                 "refused the remote tool %s of %s: %s", shown, _shown(self._label()), reason
             )
+
+    def _warn_of_instructions(self, listed: list[tuple[types.Tool, Tool]]) -> None:
+        """A WARNING for each remote description (the tool's, a parameter's) that reads as
+        instructions to the model (`definition.injection`), once per text."""
+        for item, _ in listed:
+            texts = [("", item.description or ""), *schema_descriptions(item.input_schema)]
+            for parameter, text in texts:
+                key = (item.name, parameter, text)
+                phrases = instructions_to_model(text)
+                if not phrases or key in self._warned:
+                    continue
+                self._warned.add(key)
+                where = f" (its parameter {_shown(parameter)})" if parameter else ""
+                _log.warning(
+                    "the remote tool %s of %s has a description%s that reads like instructions "
+                    "to the model, a prompt injection?: %s",
+                    _shown(item.name),
+                    _shown(self._label()),
+                    where,
+                    ", ".join(_shown(p) for p in phrases),
+                )
 
     def _selected(self, remote: list[types.Tool], strict: bool) -> list[types.Tool]:
         if self.include is None:
@@ -479,8 +562,15 @@ class Mount:
                 raise ToolError(
                     f"Tool '{local}' failed: the MCP server closed the connection."
                 ) from exc
-            raise ToolError(f"Tool '{local}' failed: {exception_text(exc, 300)}") from exc
-        except Exception as exc:  # the transport broke: a dead process, a dropped connection
+            # the server's words, like its isError texts: under the registry's errors= policy
+            failure = remote_failure(local, f"Tool '{local}' failed: {exception_text(exc, 300)}")
+            raise failure from exc
+        except Exception as exc:
+            problem = result_problem(exc)
+            if problem is not None:  # a result that breaks its schema: this call alone fails
+                _log.warning("the MCP server %s answered %r: %s", self._label(), remote, problem)
+                raise ToolError(f"Tool '{local}' failed: {problem}") from exc
+            # the transport broke: a dead process, a dropped connection
             self._client = None
             reason = type(exc).__name__
             raise ToolError(
@@ -490,8 +580,8 @@ class Mount:
             if approved:
                 self._approved[remote] -= 1
         text = remote_text(result)
-        if result.is_error:
-            raise ToolError(text or f"Tool '{local}' failed.")
+        if result.is_error:  # the server's words: under the registry's errors= policy
+            raise remote_failure(local, text)
         blocks = tuple(
             block.model_dump(mode="json", by_alias=True, exclude_none=True)
             for block in result.content
