@@ -19,7 +19,9 @@ ToolregError
     ├── ToolNotFoundError      a lookup by a name no tool has; also a KeyError
     ├── MissingContextError    a tool that needs `context=` was dispatched without one
     └── ConversationStateError a saved conversation state cannot be resumed (already
-                               resumed, malformed, or a pending call's tool changed)
+        │                      resumed, malformed, or a pending call's tool changed)
+        └── StateConflictError another writer got to a stored state first (a save's
+                               expected version, a claimed approval)
 
 ToolError                      raised by a tool author to send a chosen message to the model
 ```
@@ -46,6 +48,7 @@ __all__ = [
     "InvalidJSONError",
     "MissingContextError",
     "RepeatedCallError",
+    "StateConflictError",
     "ToolCallError",
     "ToolDefinitionError",
     "ToolDeniedError",
@@ -281,3 +284,26 @@ class MissingContextError(UsageError):
 class ConversationStateError(UsageError):
     """A saved conversation state cannot be used: it was resumed already, it is malformed,
     or a tool that a pending call waits for is gone or has changed its parameters."""
+
+
+class StateConflictError(ConversationStateError):
+    """Another writer got to a stored conversation state first: a `save` expected a
+    version the store no longer holds, or another process claimed (is resuming, or
+    resumed) the same pending approval. Nothing of this call was stored; load again.
+
+    `id` is the state's id in its store; `expected` the version the writer expected
+    (None: that the id was free); `found` the version the store holds (None: none).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        id: str,
+        expected: int | None = None,
+        found: int | None = None,
+    ) -> None:
+        self.id = id
+        self.expected = expected
+        self.found = found
+        super().__init__(message)
