@@ -8,6 +8,8 @@ replaced by what is not JSON.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import sqlite3
 import threading
 import time
@@ -18,9 +20,13 @@ from typing import Any
 import pytest
 from _store_support import redis_url  # noqa: F401 - the session fixture
 
+import toolreg
 from toolreg import (
+    AsyncConversation,
+    Conversation,
     ConversationStateError,
     StateConflictError,
+    ToolRegistry,
     UsageError,
 )
 from toolreg.stores import (
@@ -31,6 +37,7 @@ from toolreg.stores import (
     StateStore,
     StoredState,
 )
+from toolreg.testing import ScriptedServer, error, text, tool_call
 
 STORES = ["memory", "sqlite", "redis"]
 KEY = b"s" * 32
@@ -332,3 +339,291 @@ def test_the_package_exports_the_conflict_error() -> None:
     assert toolreg.StateConflictError is toolreg.errors.StateConflictError
     assert toolreg.stores.StateConflictError is toolreg.errors.StateConflictError
     assert issubclass(StateConflictError, ConversationStateError)
+
+
+# -- conversations kept in a store -----------------------------------------------------------
+
+
+class Shop:
+    """A registry whose `refund` needs approval; `ran` records every refund that ran."""
+
+    def __init__(self) -> None:
+        self.ran: list[tuple[str, int]] = []
+        self.registry = reg = ToolRegistry()
+
+        @reg.register_tool(destructive=True)
+        def refund(order_id: str, amount: int) -> str:
+            """Refund an order."""
+            self.ran.append((order_id, amount))
+            return f"refunded {amount} on {order_id}"
+
+
+def stored_chat(server: ScriptedServer, store: Any, shop: Shop, **options: Any) -> Conversation:
+    options.setdefault("conversation_id", "c1")
+    return Conversation(
+        server.client(),
+        MODEL,
+        registry=shop.registry,
+        confirm="defer",
+        state_store=store,
+        **options,
+    )
+
+
+REFUND = tool_call("refund", order_id="A1", amount=20)
+
+
+def test_a_stored_conversation_goes_on_where_it_stopped(store: Any) -> None:
+    with ScriptedServer([text("Hello."), text("Still here.")]) as server:
+        first = Conversation(
+            server.client(), MODEL, system="Be brief.", state_store=store, conversation_id="c1"
+        )
+        assert first.send("Hi").text == "Hello."
+        # another request, another object (another process would do the same)
+        again = Conversation(
+            server.client(), MODEL, system="Be brief.", state_store=store, conversation_id="c1"
+        )
+        assert again.send("Are you there?").text == "Still here."
+        seen = [(m["role"], m["content"]) for m in server.history(1)]
+    assert seen == [
+        ("system", "Be brief."),
+        ("user", "Hi"),
+        ("assistant", "Hello."),
+        ("user", "Are you there?"),
+    ]
+    assert store.load("c1").version == 2
+
+
+def test_a_pending_approval_resumes_once_from_another_object(store: Any) -> None:
+    shop = Shop()
+    with ScriptedServer([REFUND, text("Done.")]) as server:
+        reply = stored_chat(server, store, shop, key=KEY).send("Refund A1")
+        assert reply.stop_reason == "approval_required"
+        assert store.load("c1").state["status"] == "approval_required"
+        assert "signature" in store.load("c1").state
+        later = stored_chat(server, store, shop, key=KEY)
+        assert later.resume({reply.pending[0].digest: True}).text == "Done."
+        with pytest.raises(StateConflictError, match="no call waiting for approval"):
+            stored_chat(server, store, shop, key=KEY).resume({"call_1": True})
+        with pytest.raises(StateConflictError, match="no call waiting for approval"):
+            later.resume({"call_1": True})  # the same object again: it loads first
+        server.assert_all_consumed()
+    assert shop.ran == [("A1", 20)]
+    kept = store.load("c1")
+    assert kept.state["status"] == "ready"
+    assert kept.version == 3  # paused, claimed ("resumed"), done
+
+
+def test_the_loser_of_a_claim_runs_nothing(store: Any) -> None:
+    shop = Shop()
+    with ScriptedServer([REFUND]) as server:
+        stored_chat(server, store, shop).send("Refund A1")
+        first = stored_chat(server, store, shop)
+        # another process claims the paused state first (the name a resume claims)
+        sid = store.load("c1").state["id"]
+        name = "resume:" + hashlib.sha256(sid.encode()).hexdigest()[:40]
+        assert store.claim(name, "someone-else", 60)
+        with pytest.raises(StateConflictError, match="another process is resuming"):
+            first.resume({"call_1": True})
+    assert shop.ran == []
+    assert store.load("c1").state["status"] == "approval_required"  # untouched
+
+
+def test_concurrent_sends_the_second_save_conflicts(store: Any) -> None:
+    inner: list[Any] = []
+
+    def meanwhile(event: Any) -> None:
+        if not inner:  # while the first turn waits for the model, another request runs
+            other = Conversation(server.client(), MODEL, state_store=store, conversation_id="c1")
+            inner.append(other.send("second").text)
+
+    with ScriptedServer([text("one"), text("two"), text("three")]) as server:
+        Conversation(server.client(), MODEL, state_store=store, conversation_id="c1").send("zero")
+        chat = Conversation(
+            server.client(),
+            MODEL,
+            state_store=store,
+            conversation_id="c1",
+            hooks=toolreg.Hooks(before_model_call=meanwhile),
+        )
+        with pytest.raises(StateConflictError) as caught:
+            chat.send("first")
+    assert inner == ["two"]
+    assert (caught.value.expected, caught.value.found) == (1, 2)
+    kept = [m["content"] for m in store.load("c1").state["messages"]]
+    assert kept == ["zero", "one", "second", "two"]  # the winner's turn, whole
+
+
+def test_a_tampered_row_is_refused(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "states.db")
+    shop = Shop()
+    with ScriptedServer([REFUND]) as server:
+        stored_chat(server, store, shop, key=KEY).send("Refund A1")
+        with sqlite3.connect(store.path) as db:
+            (row,) = db.execute("SELECT state FROM toolreg_states WHERE id = 'c1'").fetchone()
+            forged = json.loads(row)
+            forged["pending"][0]["arguments"]["amount"] = 2000
+            db.execute("UPDATE toolreg_states SET state = ? WHERE id = 'c1'", (json.dumps(forged),))
+        with pytest.raises(ConversationStateError, match="signature does not match"):
+            stored_chat(server, store, shop, key=KEY).resume({"call_1": True})
+        unsigned = {k: v for k, v in forged.items() if k != "signature"}
+        with sqlite3.connect(store.path) as db:
+            db.execute(
+                "UPDATE toolreg_states SET state = ? WHERE id = 'c1'", (json.dumps(unsigned),)
+            )
+        with pytest.raises(ConversationStateError, match="not signed"):
+            stored_chat(server, store, shop, key=KEY).resume({"call_1": True})
+        with pytest.raises(ConversationStateError, match="not signed"):
+            stored_chat(server, store, shop, key=KEY).send("hello")  # send loads it too
+    assert shop.ran == []
+    store.close()
+
+
+def test_a_stored_state_with_another_key_is_refused(store: Any) -> None:
+    shop = Shop()
+    with ScriptedServer([REFUND]) as server:
+        stored_chat(server, store, shop, key=KEY).send("Refund A1")
+        with pytest.raises(ConversationStateError, match="signature does not match"):
+            stored_chat(server, store, shop, key=b"another key, 32 bytes long......").resume(
+                {"call_1": True}
+            )
+        with pytest.raises(ConversationStateError, match="is signed"):
+            stored_chat(server, store, shop).resume({"call_1": True})
+    assert shop.ran == []
+
+
+def test_a_resume_that_fails_after_the_calls_ran_keeps_their_answers(store: Any) -> None:
+    shop = Shop()
+    with ScriptedServer([REFUND, error(500, "down"), text("Refunded earlier.")]) as server:
+        stored_chat(server, store, shop, key=KEY).send("Refund A1")
+        client = server.client(max_retries=0)
+        chat = Conversation(
+            client,
+            MODEL,
+            registry=shop.registry,
+            confirm="defer",
+            state_store=store,
+            conversation_id="c1",
+            key=KEY,
+        )
+        with pytest.raises(toolreg.ConversationError):
+            chat.resume({"call_1": True})
+        kept = store.load("c1").state
+        assert kept["status"] == "ready"
+        assert kept["messages"][-1]["role"] == "tool"  # the refund's answer is kept
+        again = stored_chat(server, store, shop, key=KEY)
+        assert again.send("Did it work?").text == "Refunded earlier."
+    assert shop.ran == [("A1", 20)]
+
+
+def test_a_resume_that_did_not_finish_is_not_run_again(store: Any) -> None:
+    """What a process that died mid-resume leaves: the "resumed" marker (saved before
+    anything ran). Made here by claiming and marking as the driver does, then stopping."""
+    shop = Shop()
+    with ScriptedServer([REFUND]) as server:
+        stored_chat(server, store, shop).send("Refund A1")
+        stored = store.load("c1")
+        marker = {**stored.state, "status": "resumed"}
+        store.save("c1", marker, stored.version)
+        for attempt in (
+            lambda: stored_chat(server, store, shop).resume({"call_1": True}),
+            lambda: stored_chat(server, store, shop).send("hello?"),
+        ):
+            with pytest.raises(StateConflictError, match="a resume of it did not finish"):
+                attempt()
+    assert shop.ran == []
+
+
+def test_send_while_approval_waits_in_the_store(store: Any) -> None:
+    shop = Shop()
+    with ScriptedServer([REFUND]) as server:
+        stored_chat(server, store, shop).send("Refund A1")
+        with pytest.raises(UsageError, match="resume"):
+            stored_chat(server, store, shop).send("something else")
+
+
+def test_a_deleted_conversation_starts_again(store: Any) -> None:
+    with ScriptedServer([text("one"), text("two")]) as server:
+        chat = Conversation(
+            server.client(), MODEL, system="S", state_store=store, conversation_id="c1"
+        )
+        chat.send("first")
+        store.delete("c1")
+        chat.send("second")
+        assert [m["content"] for m in server.history(1)] == ["S", "second"]
+    assert store.load("c1").version == 1
+
+
+def test_the_async_conversation_over_a_store(store: Any) -> None:
+    shop = Shop()
+
+    async def main(server: ScriptedServer) -> None:
+        def achat() -> AsyncConversation:
+            return AsyncConversation(
+                server.async_client(),
+                MODEL,
+                registry=shop.registry,
+                confirm="defer",
+                state_store=store,
+                conversation_id="a1",
+                key=KEY,
+            )
+
+        reply = await achat().send("Refund A1")
+        assert reply.stop_reason == "approval_required"
+        assert (await achat().resume({"call_1": True})).text == "Done."
+        with pytest.raises(StateConflictError):
+            await achat().resume({"call_1": True})
+        if isinstance(store, RedisStore):
+            await store.aclose()
+
+    with ScriptedServer([REFUND, text("Done.")]) as server:
+        asyncio.run(main(server))
+    assert shop.ran == [("A1", 20)]
+    assert store.load("a1").state["status"] == "ready"
+
+
+class SyncOnly:
+    def load(self, id: str) -> Any: ...
+    def save(self, id: str, state: Any, expected_version: Any) -> int: ...
+    def claim(self, id: str, token: str, ttl: float) -> bool: ...
+    def delete(self, id: str) -> bool: ...
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"state_store": MemoryStore()}, "needs conversation_id="),
+        ({"conversation_id": "c1"}, "go with state_store="),
+        ({"key": KEY}, "go with state_store="),
+        ({"state_store": MemoryStore(), "conversation_id": "a b"}, "conversation_id 'a b' is not"),
+        ({"state_store": MemoryStore(), "conversation_id": 7}, "conversation_id int is not"),
+        ({"state_store": {}, "conversation_id": "c1"}, "is not a StateStore"),
+        ({"state_store": MemoryStore(), "conversation_id": "c", "key": b"short"}, "16"),
+    ],
+)
+def test_store_options_are_checked(options: dict[str, Any], problem: str) -> None:
+    with ScriptedServer([]) as server, pytest.raises(UsageError, match=problem):
+        Conversation(server.client(), MODEL, **options)
+
+
+def test_the_async_driver_needs_async_methods() -> None:
+    with ScriptedServer([]) as server, pytest.raises(UsageError, match="not a AsyncStateStore"):
+        AsyncConversation(
+            server.async_client(), MODEL, state_store=SyncOnly(), conversation_id="c1"
+        )
+
+
+def test_from_state_refuses_a_store() -> None:
+    shop = Shop()
+    with ScriptedServer([REFUND]) as server:
+        chat = Conversation(server.client(), MODEL, registry=shop.registry, confirm="defer")
+        chat.send("Refund A1")
+        with pytest.raises(UsageError, match="loads its own"):
+            Conversation.from_state(
+                chat.export_state(),
+                server.client(),
+                registry=shop.registry,
+                state_store=MemoryStore(),
+                conversation_id="c1",
+            )

@@ -15,7 +15,6 @@ Tables (created when missing): `toolreg_states(id, version, state, updated)` and
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sqlite3
 import threading
@@ -154,17 +153,26 @@ class SQLiteStore:
         with self._write() as db:
             return db.execute("DELETE FROM toolreg_states WHERE id = ?", (id,)).rowcount > 0
 
-    # SQLite blocks: in async code it runs in a worker thread (with that thread's connection)
+    # SQLite blocks: in async code it runs in a worker thread (with that thread's
+    # connection). asyncio is imported where it runs (loaded by then), not with the store.
     async def aload(self, id: str) -> StoredState | None:
+        import asyncio
+
         return await asyncio.to_thread(self.load, id)
 
     async def asave(self, id: str, state: dict[str, Any], expected_version: int | None) -> int:
+        import asyncio
+
         return await asyncio.to_thread(self.save, id, state, expected_version)
 
     async def aclaim(self, id: str, token: str, ttl: float) -> bool:
+        import asyncio
+
         return await asyncio.to_thread(self.claim, id, token, ttl)
 
     async def adelete(self, id: str) -> bool:
+        import asyncio
+
         return await asyncio.to_thread(self.delete, id)
 
 
