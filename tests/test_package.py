@@ -186,7 +186,7 @@ LAYERS: list[set[str]] = [
     {"dispatch"},
     {"formats"},
     {"registry"},
-    {"conversation", "telemetry", "compat", "mcp"},
+    {"conversation", "stores", "telemetry", "compat", "mcp"},
     {"testing"},
     {"cli", "__main__"},
     {"__init__"},  # the package: re-exports only

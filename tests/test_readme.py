@@ -105,6 +105,8 @@ def test_python_examples_run_in_order(
     assert "Forecast(city='Beijing', temperature=18.0)" in printed
     assert "3 mugs left." in printed  # the Responses API section
     assert "Done. refunded 20.00 on A1" in printed  # the approvals section
+    assert "Refunded." in printed  # the state stores section
+    assert any("'chat-42' has no call waiting for approval" in line for line in printed)
 
 
 def command_lines() -> list[str]:

@@ -19,7 +19,9 @@ ToolregError
     ├── ToolNotFoundError      a lookup by a name no tool has; also a KeyError
     ├── MissingContextError    a tool that needs `context=` was dispatched without one
     ├── ConversationStateError a saved conversation state cannot be resumed (already
-    │                          resumed, malformed, or a pending call's tool changed)
+    │   │                      resumed, malformed, or a pending call's tool changed)
+    │   └── StateConflictError another writer got to a stored state first (a save's
+    │                          expected version, a claimed approval)
     └── PinFileError           a mounted server's pin file is unreadable, malformed or
                                tampered with
 
@@ -49,6 +51,7 @@ __all__ = [
     "MissingContextError",
     "PinFileError",
     "RepeatedCallError",
+    "StateConflictError",
     "ToolCallError",
     "ToolDefinitionError",
     "ToolDeniedError",
@@ -294,3 +297,26 @@ class PinFileError(UsageError):
     def __init__(self, path: object, problem: str) -> None:
         self.path = str(path)
         super().__init__(f"the pin file {self.path}: {problem}")
+
+
+class StateConflictError(ConversationStateError):
+    """Another writer got to a stored conversation state first: a `save` expected a
+    version the store no longer holds, or another process claimed (is resuming, or
+    resumed) the same pending approval. Nothing of this call was stored; load again.
+
+    `id` is the state's id in its store; `expected` the version the writer expected
+    (None: that the id was free); `found` the version the store holds (None: none).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        id: str,
+        expected: int | None = None,
+        found: int | None = None,
+    ) -> None:
+        self.id = id
+        self.expected = expected
+        self.found = found
+        super().__init__(message)

@@ -18,6 +18,7 @@ module level: `import toolreg` stays light.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import functools
 import inspect
@@ -52,6 +53,7 @@ from .loop import (
 from .output import OutputSpec
 from .reply import Hooks, PendingCall, Reply
 from .state import (
+    Loaded,
     check_round,
     dump_state,
     load_state,
@@ -62,6 +64,7 @@ from .state import (
     verdicts,
     with_digests,
 )
+from .stored import RESUME_TTL, Stored
 from .tracing import model_call, turn
 
 if TYPE_CHECKING:
@@ -105,6 +108,9 @@ class _Base:
         force_tools: bool = False,
         max_repeats: int | None = 3,
         output_strict: bool = True,
+        state_store: Any = None,
+        conversation_id: str | None = None,
+        key: Any = None,
         **request_options: Any,
     ) -> None:
         _check_options(dialect, max_rounds, output_retries, final_call, assistant_content)
@@ -163,6 +169,16 @@ class _Base:
         self._endpoint = ENDPOINTS[self._settings.dialect.api]
         self._previous: tuple[str, int] | None = None  # the server's copy of the history
         self._paused: _Paused | None = None  # a turn that waits for approvals
+        self._stored: Stored | None = None  # where send/resume load and save (state_store=)
+        if state_store is not None:
+            self._stored = Stored(
+                state_store, conversation_id, key, self.messages, asynchronous=self._awaits_hooks
+            )
+        elif conversation_id is not None or key is not None:
+            raise UsageError(
+                "conversation_id= and key= go with state_store= (the store the conversation "
+                "is kept in); to sign a state you save yourself, use export_state(key=...)"
+            )
 
     # -- turns -----------------------------------------------------------------------------
 
@@ -359,6 +375,12 @@ class _Base:
         saved limits (`max_rounds`, `max_repeats`, `output_retries`) only narrow the ones
         given here. A state that is malformed, was resumed already, or whose pending call's
         tool changed its definition, is refused with a `ConversationStateError`."""
+        if "state_store" in options:
+            raise UsageError(
+                "from_state() rebuilds a conversation from a state you hold; one with "
+                "state_store= loads its own (construct it with state_store= and "
+                "conversation_id=)"
+            )
         loaded = load_state(state, signing_keys(key))
         model, saved, saved_request = saved_options(loaded.options)
         tools = registry if registry is not None else default_registry
@@ -383,22 +405,36 @@ class _Base:
                 f"not a usable conversation state: its request options {', '.join(unknown)} "
                 "are not parameters of the client's create method"
             )
-        chat.messages = loaded.messages
-        chat._previous = loaded.previous
+        chat._restore(loaded, state)
+        return chat
+
+    def _restore(self, loaded: Loaded, state: dict[str, Any]) -> None:
+        """Take a loaded state's history and paused turn, checked against this registry."""
+        self.messages = loaded.messages
+        self._previous = loaded.previous
+        self._paused = None
         if loaded.turn is not None:
-            paused = _Paused(chat._settings, loaded.turn, loaded.schemas, shape=loaded.output)
+            paused = _Paused(self._settings, loaded.turn, loaded.schemas, shape=loaded.output)
             paused.states.append(state)
-            chat._check_schemas(paused)
+            self._check_schemas(paused)
             if loaded.turn.paused is not None:
                 check_round(
                     loaded.turn.paused,
                     loaded.messages,
                     loaded.turn.calls_made,
-                    chat._settings.fmt,
-                    chat._checked,
+                    self._settings.fmt,
+                    self._checked,
                 )
-            chat._paused = paused
-        return chat
+            self._paused = paused
+
+    def _take(self, found: tuple[Loaded, dict[str, Any]] | None) -> None:
+        """What a store held for this conversation (None: nothing, a new conversation)."""
+        if found is not None:
+            self._restore(*found)
+        elif self._stored is not None:
+            self.messages = copy.deepcopy(self._stored.fresh)
+            self._previous = None
+            self._paused = None
 
     def offered_names(self) -> list[str]:
         """The tools offered to the model: `tools=` entries are tool names or tags."""
@@ -651,10 +687,14 @@ class Conversation(_Base):
     def send(self, text: str, *, output_type: dict[str, Any]) -> Reply[Any]: ...
 
     def send(self, text: str, *, output_type: Any = None) -> Reply[Any]:
-        """Add a user message and run the loop; the history is kept only if it succeeds."""
+        """Add a user message and run the loop; the history is kept only if it succeeds
+        (with `state_store=`: loaded before, saved after)."""
+        self._load()
         messages = [*self.messages, {"role": "user", "content": text}]
         settings, turn = self._begin(messages, output_type, keep=True)
-        return self._end(self._drive(run_loop(settings, turn)), settings, turn, keep=True)
+        reply = self._end(self._drive(run_loop(settings, turn)), settings, turn, keep=True)
+        self._save()
+        return reply
 
     @overload
     def run(self, messages: Iterable[Message], *, output_type: None = None) -> Reply[None]: ...
@@ -685,14 +725,48 @@ class Conversation(_Base):
         """Carry on the turn that stopped for approvals: `decisions` maps each pending call
         id to True (run it), False or a reason (do not), or {"arguments": {...}} (run it
         with these, checked like a model's). The approved calls run once; the reply may
-        stop for approvals again."""
+        stop for approvals again. With `state_store=`, the paused turn is loaded and
+        claimed first: two processes resuming it run the calls once (the second gets a
+        `StateConflictError`)."""
+        self._load(resuming=True)
         settings, turn, found = self._resuming(decisions, output_type)
+        self._claim()
         try:
             reply = self._drive(resume_loop(settings, turn, found))
         except BaseException:
             self._interrupted(settings, turn)
+            self._save(failed=True)
             raise
-        return self._end(reply, settings, turn, keep=True)
+        reply = self._end(reply, settings, turn, keep=True)
+        self._save()
+        return reply
+
+    def _load(self, resuming: bool = False) -> None:
+        stored = self._stored
+        if stored is not None:
+            self._take(stored.loaded(stored.store.load(stored.id)))
+            if resuming:
+                stored.resumable()
+
+    def _claim(self) -> None:
+        stored = self._stored
+        if stored is not None:
+            marker = stored.claimed(stored.store.claim(stored.claim, stored.token, RESUME_TTL))
+            stored.saved(stored.store.save(stored.id, marker, stored.version))
+
+    def _save(self, failed: bool = False) -> None:
+        stored = self._stored
+        if stored is None:
+            return
+        try:
+            saved = stored.store.save(stored.id, stored.state(self), stored.version)
+        except Exception:
+            if not failed:
+                raise
+            # the turn's own failure is what the caller sees; the store keeps the
+            # "resumed" marker, and the next load says that the resume did not finish
+            return
+        stored.saved(saved)
 
     def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
         with turn(self.name, self.model), self._naming_endpoint():  # one span per turn
@@ -758,10 +832,13 @@ class AsyncConversation(_Base):
     async def send(self, text: str, *, output_type: dict[str, Any]) -> Reply[Any]: ...
 
     async def send(self, text: str, *, output_type: Any = None) -> Reply[Any]:
+        await self._load()
         messages = [*self.messages, {"role": "user", "content": text}]
         settings, turn = self._begin(messages, output_type, keep=True)
         reply = await self._drive(run_loop(settings, turn))
-        return self._end(reply, settings, turn, keep=True)
+        reply = self._end(reply, settings, turn, keep=True)
+        await self._save()
+        return reply
 
     @overload
     async def run(
@@ -796,13 +873,44 @@ class AsyncConversation(_Base):
 
     async def resume(self, decisions: Mapping[str, Any], *, output_type: Any = None) -> Reply[Any]:
         """`Conversation.resume` for async code."""
+        await self._load(resuming=True)
         settings, turn, found = self._resuming(decisions, output_type)
+        await self._claim()
         try:
             reply = await self._drive(resume_loop(settings, turn, found))
         except BaseException:
             self._interrupted(settings, turn)
+            await self._save(failed=True)
             raise
-        return self._end(reply, settings, turn, keep=True)
+        reply = self._end(reply, settings, turn, keep=True)
+        await self._save()
+        return reply
+
+    async def _load(self, resuming: bool = False) -> None:
+        stored = self._stored
+        if stored is not None:
+            self._take(stored.loaded(await stored.store.aload(stored.id)))
+            if resuming:
+                stored.resumable()
+
+    async def _claim(self) -> None:
+        stored = self._stored
+        if stored is not None:
+            taken = await stored.store.aclaim(stored.claim, stored.token, RESUME_TTL)
+            marker = stored.claimed(taken)
+            stored.saved(await stored.store.asave(stored.id, marker, stored.version))
+
+    async def _save(self, failed: bool = False) -> None:
+        stored = self._stored
+        if stored is None:
+            return
+        try:
+            saved = await stored.store.asave(stored.id, stored.state(self), stored.version)
+        except Exception:
+            if not failed:
+                raise
+            return  # as in Conversation._save: the turn's failure is what the caller sees
+        stored.saved(saved)
 
     async def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
         with turn(self.name, self.model), self._naming_endpoint():  # one span per turn

@@ -676,7 +676,11 @@ SAVED_OPTIONS: dict[str, Callable[[Any], bool]] = {
 checked again by the constructor)."""
 
 CONSTRUCTOR_OPTIONS = frozenset(
-    {*SAVED_OPTIONS, "client", "model", "registry", "system", "context", "hooks", "on_text", "key"}
+    {
+        *SAVED_OPTIONS,
+        *("client", "model", "registry", "system", "context", "hooks", "on_text", "key"),
+        *("state_store", "conversation_id"),
+    }
 )
 # request keys the loop writes itself: a saved request option may not set them
 _LOOP_KEYS = frozenset(

@@ -1,0 +1,168 @@
+"""`RedisStore`: states in Redis, the store for many app servers behind a load balancer.
+
+Needs the `redis` package (`pip install 'toolreg[redis]'`), imported when a `RedisStore`
+is made. A state is a hash `<prefix>state:<id>` with its version `v` and JSON text `s`;
+`load` and `save` are Lua scripts, so each is one atomic step on the server: `save`
+compares the version and writes in the same step (no other client's write can come
+between), `load` measures the text before it sends it (an oversized value is refused
+without being transferred). A claim is `SET <prefix>claim:<id> <token> NX PX <ttl>`: only
+the first `SET` takes the name, and Redis forgets it after `ttl`.
+
+Sync methods use a `redis.Redis`, the async ones a `redis.asyncio.Redis`, both made from
+`url` (or give your own `client=` / `async_client=`, e.g. with TLS or a Sentinel).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import UsageError
+from .base import (
+    DEFAULT_MAX_BYTES,
+    StoredState,
+    check_claim,
+    check_expected,
+    check_id,
+    check_max_bytes,
+    conflict,
+    decode_state,
+    encode_state,
+)
+
+__all__ = ["RedisStore"]
+
+# KEYS[1]: the state's hash. ARGV: the expected version ("" for none), the JSON text.
+# Returns {1, new version} or {0, the version found ("" for none)}.
+_SAVE = """
+local found = redis.call('HGET', KEYS[1], 'v')
+if (found or '') ~= ARGV[1] then return {0, found or ''} end
+local version = (tonumber(found) or 0) + 1
+redis.call('HSET', KEYS[1], 'v', version, 's', ARGV[2])
+return {1, version}
+"""
+# KEYS[1]: the state's hash. ARGV[1]: the largest text sent back.
+# Returns {} (no state), {version, text} or {version, false, its length} (too large).
+_LOAD = """
+local version = redis.call('HGET', KEYS[1], 'v')
+if not version then return {} end
+local size = redis.call('HSTRLEN', KEYS[1], 's')
+if size > tonumber(ARGV[1]) then return {version, false, size} end
+return {version, redis.call('HGET', KEYS[1], 's')}
+"""
+
+
+class RedisStore:
+    """A `StateStore` (and `AsyncStateStore`) in Redis at `url`; keys start with `prefix`."""
+
+    def __init__(
+        self,
+        url: str = "redis://127.0.0.1:6379/0",
+        *,
+        prefix: str = "toolreg:",
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        client: Any = None,
+        async_client: Any = None,
+    ) -> None:
+        try:
+            import redis
+            import redis.asyncio
+        except ImportError:
+            raise UsageError(
+                "RedisStore needs the redis package: pip install 'toolreg[redis]'"
+            ) from None
+        if not isinstance(prefix, str) or len(prefix) > 100:
+            raise UsageError(f"prefix={prefix!r}: text of at most 100 characters")
+        self.prefix = prefix
+        self.max_bytes = check_max_bytes(max_bytes)
+        self.client = client if client is not None else redis.Redis.from_url(url)
+        self.async_client = (
+            async_client if async_client is not None else redis.asyncio.Redis.from_url(url)
+        )
+        self._save = self.client.register_script(_SAVE)
+        self._load = self.client.register_script(_LOAD)
+        self._asave = self.async_client.register_script(_SAVE)
+        self._aload = self.async_client.register_script(_LOAD)
+
+    def _key(self, kind: str, id: str) -> str:
+        return f"{self.prefix}{kind}:{id}"
+
+    def _loaded(self, id: str, answer: Any) -> StoredState | None:
+        if not answer:
+            return None
+        version, text, *size = [*answer, None][:3]
+        measured = size[0] if size and isinstance(size[0], int) else None
+        return decode_state(id, text, version, self.max_bytes, size=measured)
+
+    def _saved(self, id: str, expected: int | None, answer: Any) -> int:
+        done, version = answer
+        if done != 1:
+            found = _version(version)
+            raise conflict(id, expected, found)
+        return int(version)
+
+    # -- sync ------------------------------------------------------------------------------
+
+    def load(self, id: str) -> StoredState | None:
+        key = self._key("state", check_id(id))
+        return self._loaded(id, self._load(keys=[key], args=[self.max_bytes]))
+
+    def save(self, id: str, state: dict[str, Any], expected_version: int | None) -> int:
+        key = self._key("state", check_id(id))
+        text = encode_state(id, state, self.max_bytes)
+        expected = _expected(expected_version)
+        return self._saved(id, expected_version, self._save(keys=[key], args=[expected, text]))
+
+    def claim(self, id: str, token: str, ttl: float) -> bool:
+        key = self._key("claim", id)
+        millis = max(1, round(check_claim(id, token, ttl) * 1000))
+        if self.client.set(key, token, nx=True, px=millis):
+            return True
+        return _text(self.client.get(key)) == token
+
+    def delete(self, id: str) -> bool:
+        return bool(self.client.delete(self._key("state", check_id(id))))
+
+    def close(self) -> None:
+        """Close the sync client's connections (the async client: `await aclose()`)."""
+        self.client.close()
+
+    # -- async -----------------------------------------------------------------------------
+
+    async def aload(self, id: str) -> StoredState | None:
+        key = self._key("state", check_id(id))
+        return self._loaded(id, await self._aload(keys=[key], args=[self.max_bytes]))
+
+    async def asave(self, id: str, state: dict[str, Any], expected_version: int | None) -> int:
+        key = self._key("state", check_id(id))
+        text = encode_state(id, state, self.max_bytes)
+        expected = _expected(expected_version)
+        answer = await self._asave(keys=[key], args=[expected, text])
+        return self._saved(id, expected_version, answer)
+
+    async def aclaim(self, id: str, token: str, ttl: float) -> bool:
+        key = self._key("claim", id)
+        millis = max(1, round(check_claim(id, token, ttl) * 1000))
+        if await self.async_client.set(key, token, nx=True, px=millis):
+            return True
+        return _text(await self.async_client.get(key)) == token
+
+    async def adelete(self, id: str) -> bool:
+        return bool(await self.async_client.delete(self._key("state", check_id(id))))
+
+    async def aclose(self) -> None:
+        await self.async_client.aclose()
+
+
+def _expected(version: int | None) -> str:
+    return "" if check_expected(version) is None else str(version)
+
+
+def _version(value: Any) -> int | None:
+    text = _text(value)
+    return int(text) if text is not None and text.isdigit() and len(text) < 19 else None
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value if isinstance(value, str) else None
