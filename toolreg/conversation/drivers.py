@@ -35,6 +35,7 @@ from ..formats import DIALECTS, Dialect
 from ..jsonvalues import safe_json
 from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
+from ..search.selection import ToolSearch
 from ..tool import Tool
 from .endpoints import ENDPOINTS, endpoint_errors, endpoint_url
 from .history import answered_prefix
@@ -49,6 +50,7 @@ from .loop import (
     resume_loop,
     run_loop,
 )
+from .offer import check_always, select
 from .output import OutputSpec
 from .reply import Hooks, PendingCall, Reply
 from .state import (
@@ -105,6 +107,7 @@ class _Base:
         force_tools: bool = False,
         max_repeats: int | None = 3,
         output_strict: bool = True,
+        tool_search: int | ToolSearch | None = None,
         **request_options: Any,
     ) -> None:
         _check_options(dialect, max_rounds, output_retries, final_call, assistant_content)
@@ -126,6 +129,8 @@ class _Base:
         self.advertise_required = advertise_required
         self.registry = registry if registry is not None else default_registry
         self.tool_filter = None if tools is None else _tool_filter(self.registry, tools)
+        self.tool_search = ToolSearch.of(tool_search)
+        check_always(self.registry, self.tool_search)
         self.parallel = parallel
         self.strict = strict
         self.output_strict = output_strict
@@ -323,6 +328,7 @@ class _Base:
                 "force_tools": settings.force_tools,
                 "max_repeats": settings.max_repeats,
                 "output_strict": self.output_strict,
+                "tool_search": None if self.tool_search is None else self.tool_search.to_json(),
                 "request_options": settings.request_options,
             },
             messages=self.messages,
@@ -407,8 +413,10 @@ class _Base:
         wanted = set(self.tool_filter)
         return [t.name for t in self.registry.tools() if t.name in wanted or t.tags & wanted]
 
-    def _tool_definitions(self) -> list[dict[str, Any]]:
+    def _tool_definitions(self, history: list[Message]) -> list[dict[str, Any]]:
         names = self.offered_names()
+        if self.tool_search is not None:
+            names = select(self.registry, self.tool_search, names, history)
         if not names:
             return []
         fmt = self._settings.fmt.name

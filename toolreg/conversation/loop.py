@@ -99,7 +99,8 @@ _FINISH_REASONS: dict[str, StopReason] = {"length": "length", "content_filter": 
 class LoopSettings:
     model: str
     fmt: Format  # one with a dialect: see `dialect`
-    tools: Callable[[], list[dict[str, Any]]]  # the definitions to offer, freshly exported
+    # the definitions to offer to the next model call, given the history so far
+    tools: Callable[[list[Message]], list[dict[str, Any]]]
     tool_choice: str = "auto"
     max_rounds: int = 8
     final_call: Literal["tool_choice_none", "drop_tools"] = "tool_choice_none"
@@ -270,7 +271,7 @@ def _request(s: LoopSettings, state: TurnState) -> dict[str, Any]:
             if not fits:
                 state.over_history_limit = True
         request[dialect.history_key] = sent
-    tools = s.tools()
+    tools = s.tools(state.history)
     if tools and not (state.final and s.final_call == "drop_tools"):
         request[dialect.tools_key] = tools
         request[dialect.choice_key] = dialect.choice(_tool_choice(s, state))

@@ -54,6 +54,7 @@ from ..formats import Format
 from ..jsonvalues import copy_json, strict_decoder
 from ..registry import ToolRegistry
 from ..result import ToolCall, ToolResult
+from ..search.selection import ToolSearch
 from ..tool import Tool
 from .loop import PausedRound, TurnState, Verdict
 from .reply import PendingCall, Usage
@@ -671,6 +672,7 @@ SAVED_OPTIONS: dict[str, Callable[[Any], bool]] = {
     "force_tools": _flag,
     "max_repeats": _count_or_none,
     "output_strict": _flag,
+    "tool_search": lambda value: value is None or isinstance(value, dict),
 }
 """The options a state saves, each with the type check its value passes (the values are
 checked again by the constructor)."""
@@ -683,13 +685,14 @@ _LOOP_KEYS = frozenset(
     {"messages", "input", "functions", "function_call", "previous_response_id", "stream"}
 )
 _LIMITS = ("max_rounds", "max_repeats", "output_retries")  # a saved limit only narrows
+_ADDED = {"tool_search": None}  # options added since version 2: what an older state means
 
 
 def saved_options(options: Json) -> tuple[str, Json, Json]:
     """The model, the constructor options and the request options of a state, each checked;
     `ConversationStateError` for anything else. A saved request option never names a
     constructor option, nor a request key the loop writes itself."""
-    given = dict(options)
+    given = {**_ADDED, **options}
     model = given.pop("model", None)
     request = given.pop("request_options", None)
     if (
@@ -704,6 +707,10 @@ def saved_options(options: Json) -> tuple[str, Json, Json]:
     clash = sorted(set(request) & (CONSTRUCTOR_OPTIONS | _LOOP_KEYS))
     if clash:
         raise _bad(f"its request options set {', '.join(clash)}, which no request option may set")
+    try:
+        given["tool_search"] = ToolSearch.from_json(given["tool_search"])
+    except UsageError as err:
+        raise _bad(str(err)) from None
     return model, given, request
 
 
