@@ -102,6 +102,7 @@ class ToolRegistry:
         flatten: bool = False,
         title: str | None = None,
         idempotent: bool = False,
+        defer_loading: bool = False,
         replace: bool = False,
     ) -> Callable[[F], F]: ...
 

@@ -69,6 +69,8 @@ class Tool:
     flatten: bool = False
     title: str | None = None
     idempotent: bool = False
+    defer_loading: bool = False
+    """Not offered to the model until its search (`search_tools`) finds it."""
     is_async: bool = False
     params: tuple[ParamRecord, ...] = ()
     description_source: str = "none"
@@ -210,6 +212,7 @@ OPTIONS = frozenset(
         "flatten",
         "title",
         "idempotent",
+        "defer_loading",
     }
 )
 """Options `register_tool` / `register_schema` accept besides `name` and `description`."""
@@ -331,6 +334,7 @@ _FLAGS = (
     "return_direct",
     "flatten",
     "idempotent",
+    "defer_loading",
 )
 
 

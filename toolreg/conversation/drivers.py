@@ -31,7 +31,7 @@ from typing_extensions import Self
 from ..dispatch import ConfirmCallback
 from ..dispatch.calling import call_hook
 from ..errors import ConversationError, ConversationStateError, ToolCallError, UsageError
-from ..formats import DIALECTS, Dialect
+from ..formats import DIALECTS, Dialect, export_tools
 from ..jsonvalues import safe_json
 from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
@@ -50,7 +50,7 @@ from .loop import (
     resume_loop,
     run_loop,
 )
-from .offer import check_always, select
+from .offer import SEARCH_TOOL, answer_search, check_always, not_loaded, search_tool, select
 from .output import OutputSpec
 from .reply import Hooks, PendingCall, Reply
 from .state import (
@@ -131,6 +131,9 @@ class _Base:
         self.tool_filter = None if tools is None else _tool_filter(self.registry, tools)
         self.tool_search = ToolSearch.of(tool_search)
         check_always(self.registry, self.tool_search)
+        self.discovered: list[str] = []
+        """Deferred tools (`defer_loading=True`) the model found with `search_tools`: they
+        are offered from then on (saved by `export_state`)."""
         self.parallel = parallel
         self.strict = strict
         self.output_strict = output_strict
@@ -161,6 +164,7 @@ class _Base:
             server_state=state == "server",
             force_tools=force_tools,
             max_repeats=max_repeats,
+            answer=self._answer,
         )
         self._settings.dialect.choice(tool_choice)  # one the dialect cannot express fails now
         if force_tools:
@@ -337,6 +341,7 @@ class _Base:
             output=None if paused is None else paused.shape,
             schemas={} if paused is None else paused.schemas,
             keys=keys,
+            discovered=self.discovered,
         )
         if paused is not None:
             paused.states.append(state)
@@ -391,6 +396,7 @@ class _Base:
             )
         chat.messages = loaded.messages
         chat._previous = loaded.previous
+        chat.discovered = loaded.discovered
         if loaded.turn is not None:
             paused = _Paused(chat._settings, loaded.turn, loaded.schemas, shape=loaded.output)
             paused.states.append(state)
@@ -407,25 +413,56 @@ class _Base:
         return chat
 
     def offered_names(self) -> list[str]:
-        """The tools offered to the model: `tools=` entries are tool names or tags."""
+        """The tools offered to the model: `tools=` entries are tool names or tags; a
+        deferred tool (`defer_loading=True`) once `search_tools` found it."""
+        found = set(self.discovered)
+        return [t.name for t in self._allowed() if not t.defer_loading or t.name in found]
+
+    def _allowed(self) -> list[Tool]:
+        """The tools `tools=` allows, deferred or not."""
         if self.tool_filter is None:
-            return self.registry.names()
+            return self.registry.tools()
         wanted = set(self.tool_filter)
-        return [t.name for t in self.registry.tools() if t.name in wanted or t.tags & wanted]
+        return [t for t in self.registry.tools() if t.name in wanted or t.tags & wanted]
 
     def _tool_definitions(self, history: list[Message]) -> list[dict[str, Any]]:
-        names = self.offered_names()
+        allowed = self._allowed()
+        found = set(self.discovered)
+        names = [t.name for t in allowed if not t.defer_loading or t.name in found]
         if self.tool_search is not None:
-            names = select(self.registry, self.tool_search, names, history)
-        if not names:
-            return []
-        fmt = self._settings.fmt.name
-        return self.registry.get_tools(
-            fmt,
-            strict=self.strict or None,
-            names=names,
-            advertise_required=self.advertise_required,
-        )
+            chosen = set(select(self.registry, self.tool_search, names, history)) | found
+            names = [name for name in names if name in chosen]
+        fmt, strict = self._settings.fmt.name, self.strict or None
+        required = self.advertise_required
+        offered: list[dict[str, Any]] = []
+        if names:
+            offered = self.registry.get_tools(
+                fmt, strict=strict, names=names, advertise_required=required
+            )
+        if any(t.defer_loading and t.name not in found for t in allowed):
+            if SEARCH_TOOL in self.registry:
+                raise UsageError(
+                    f"the registry has a tool named {SEARCH_TOOL!r}, the name of the search "
+                    "tool its deferred tools (defer_loading=True) need: rename that tool"
+                )
+            search = export_tools([search_tool()], fmt, strict=strict, advertise_required=required)
+            offered = [*offered, *search]
+        return offered
+
+    def _answer(self, call: ToolCall) -> ToolResult | None:
+        """The conversation's own answer to a `search_tools` call (while some allowed tool
+        is deferred), and to a call of a deferred tool not found yet; None for every other
+        call (dispatch runs it)."""
+        if call.name == SEARCH_TOOL and SEARCH_TOOL not in self.registry:
+            allowed = self._allowed()
+            if any(t.defer_loading for t in allowed):
+                among = [t.name for t in allowed]
+                return answer_search(self.registry, call, among, self.discovered)
+            return None
+        tool = self.registry.get(call.name) if isinstance(call.name, str) else None
+        if tool is not None and tool.defer_loading and call.name not in self.discovered:
+            return not_loaded(call) if call.name in {t.name for t in self._allowed()} else None
+        return None
 
     def _settings_for(self, output_type: Any) -> LoopSettings:
         if output_type is None:

@@ -117,6 +117,9 @@ class LoopSettings:
     server_state: bool = False  # the endpoint keeps the history (`previous_response_id`)
     force_tools: bool = False  # tool_choice "required" on every round but the final one
     max_repeats: int | None = 3  # the same call in this many rounds in a row is refused
+    # the conversation's own answer to a call that dispatch does not run (a tool search),
+    # or None for a call that goes to dispatch
+    answer: Callable[[ToolCall], ToolResult | None] | None = None
 
     @property
     def dialect(self) -> Dialect:
@@ -440,7 +443,8 @@ def _edited(result: ToolResult, arguments: dict[str, Any]) -> ToolResult:
 def _precheck(
     s: LoopSettings, state: TurnState, calls: list[ToolCall]
 ) -> Generator[Step, Any, dict[int, ToolResult]]:
-    """Answers for calls that must not run: vetoed by a hook, or repeated for 3 rounds."""
+    """Answers for calls that must not run: vetoed by a hook, or repeated for 3 rounds; and
+    the conversation's own answers (`answer`) to the calls it answers itself."""
     answered: dict[int, ToolResult] = {}
     for i, call in enumerate(calls):
         verdict = yield from _hook(s, "before_tool_call", ToolCallEvent(state.calls_made, call))
@@ -448,16 +452,28 @@ def _precheck(
             why = verdict or f"Tool '{call.name}' was not run: the application blocked it."
             answered[i] = _synthetic(call, ToolDeniedError(why, tool_name=call.name))
             continue
-        if s.max_repeats is None:
-            continue  # the guard is off (polling tools)
-        previous = state.recent[-(s.max_repeats - 1) :]
-        if len(previous) < s.max_repeats - 1:
-            continue  # not enough rounds yet to repeat anything
-        key = _call_key(call)
-        if all(key in r for r in previous):
-            answered[i] = _synthetic(call, _repeated(call, previous[-1][key], s.max_repeats))
+        repeated = _repeats(s, state, call)
+        if repeated is not None:
+            answered[i] = _synthetic(call, repeated)
             state.stop_requested = True
+            continue
+        own = None if s.answer is None else s.answer(call)  # e.g. a tool search
+        if own is not None:
+            answered[i] = own
     return answered
+
+
+def _repeats(s: LoopSettings, state: TurnState, call: ToolCall) -> RepeatedCallError | None:
+    """The refusal of a call made with the same arguments in each of the last rounds."""
+    if s.max_repeats is None:
+        return None  # the guard is off (polling tools)
+    previous = state.recent[-(s.max_repeats - 1) :]
+    if len(previous) < s.max_repeats - 1:
+        return None  # not enough rounds yet to repeat anything
+    key = _call_key(call)
+    if all(key in r for r in previous):
+        return _repeated(call, previous[-1][key], s.max_repeats)
+    return None
 
 
 def _repeated(call: ToolCall, earlier: str, refused_in: int) -> RepeatedCallError:

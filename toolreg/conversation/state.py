@@ -13,6 +13,8 @@ anything runs. The layout, version 2:
  "server": null | {"previous_response_id": "...", "known": N},
  "pending": [{"call_id", "tool_name", "arguments", "tool", "digest"}],
  "turn": null | {...},              a paused turn: rounds, usage, results, the round
+ "discovered": ["name", ...],       deferred tools the model found (optional: an older
+                                    state without it found none)
  "signature": "hmac-sha256:<hex>"}  only when signed: over everything else, `canonical`
 ```
 
@@ -62,6 +64,7 @@ from .reply import PendingCall, Usage
 __all__ = [
     "CONSTRUCTOR_OPTIONS",
     "MARK",
+    "MAX_DISCOVERED",
     "MAX_STATE_DEPTH",
     "MAX_STATE_SIZE",
     "SAVED_OPTIONS",
@@ -85,6 +88,8 @@ MAX_STATE_DEPTH = 100
 """Containers nested in a state at most (tool arguments nest at most 64 by default)."""
 MAX_STATE_SIZE = 32 << 20
 """Characters of text plus values in a state at most (about 32 MB of JSON)."""
+MAX_DISCOVERED = 10_000
+"""Deferred tools a state may say the model found, at most."""
 MIN_KEY_BYTES = 16
 SIGNATURE = "signature"
 _SCHEME = "hmac-sha256:"
@@ -250,6 +255,7 @@ class Loaded:
     turn: TurnState | None
     output: tuple[str, Json] | None  # the name and schema of the paused turn's output type
     schemas: dict[str, str]  # call id -> fingerprint of its tool's definition
+    discovered: list[str] = dataclasses.field(default_factory=list)  # deferred tools found
 
 
 def dump_state(
@@ -261,6 +267,7 @@ def dump_state(
     output: tuple[str, Json] | None,
     schemas: Mapping[str, str],
     keys: list[bytes] | None = None,
+    discovered: list[str] | None = None,
 ) -> Json:
     """The plain-JSON state (copies: the conversation goes on changing its own), signed
     with the first of `keys` when there are any."""
@@ -283,6 +290,7 @@ def dump_state(
         for p in (paused.pending.values() if paused is not None else ())
     ]
     state["turn"] = None if turn is None or paused is None else _turn_json(turn, paused, output)
+    state["discovered"] = list(discovered or ())
     if keys:
         _check_shape(state)  # what from_state would refuse is not signed either
         state[SIGNATURE] = _signature(keys[0], state)
@@ -396,7 +404,14 @@ def load_state(state: Any, keys: list[bytes] | None = None) -> Loaded:
             p.call_id: _get(e, "tool", str, "a pending call")
             for p, e in zip(turn.paused.pending.values(), pending)
         }
-    return Loaded(sid, options, messages, previous, turn, output, schemas)
+    discovered = state.get("discovered", [])
+    if (
+        not isinstance(discovered, list)
+        or len(discovered) > MAX_DISCOVERED
+        or not all(isinstance(n, str) for n in discovered)
+    ):
+        raise _bad(f"its 'discovered' is not a list of at most {MAX_DISCOVERED} tool names")
+    return Loaded(sid, options, messages, previous, turn, output, schemas, list(discovered))
 
 
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function", "observation"})
