@@ -116,7 +116,8 @@ def test_names_are_split_on_separators_and_camel_case() -> None:
 
 
 def test_text_is_normalised_and_stemmed_lightly() -> None:
-    assert terms("Ｆｉｌｅｓ LISTING Created boxes") == ["file", "list", "create", "box"]
+    assert terms("Ｆｉｌｅｓ LISTING Created boxes") == ["file", "listing", "created", "box"]
+    assert terms("repositories addresses") == ["repository", "address"]
     assert terms("status analysis") == ["status", "analysis"]  # not plurals
     assert terms("ß") == terms("ss")  # casefold, not lower
 

@@ -6,9 +6,10 @@ in a document is the weighted sum of its frequencies in the fields (`WEIGHTS`, m
 `benchmarks/search.py`'s corpus), and so is the document's length; the score is Okapi BM25
 over those (BM25F with one length normalisation).
 
-Adding or removing a tool touches only its own postings. A query reads the postings of
-its terms only; the score of a term in a document is cached per term until the index next
-changes (the collection statistics it depends on change then).
+Adding or removing a tool only notes it (registration stays as cheap as without an
+index); the next query indexes what was noted, touching only those tools' postings. A
+query reads the postings of its terms only; the score of a term in a document is cached
+per term until the index next changes (the collection statistics it depends on change).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ WEIGHTS: Mapping[str, float] = {
     "parameter_descriptions": 0.3,
 }
 """Field weights (see `benchmarks/search.py`, which measures alternatives)."""
-K1 = 1.2
-B = 0.75
+K1 = 0.9  # measured with WEIGHTS (k1 1.2 / b 0.75, Okapi's usual, ranked GitHub's tools worse)
+B = 0.4
 MAX_QUERY_TERMS = 64  # a longer question is cut: its first terms say what it is about
 
 
@@ -91,16 +92,36 @@ class SearchIndex:
         self._total = 0.0
         # term -> (tool name -> its score for the term, the best of them); until a change
         self._scores: dict[str, tuple[dict[str, float], float]] = {}
+        self._pending: dict[str, Tool | None] = {}  # noted changes: a tool, or None: removed
 
     def __len__(self) -> int:
+        self._apply()
         return len(self._lengths)
 
     def __contains__(self, name: object) -> bool:
+        self._apply()
         return name in self._lengths
 
     def add(self, tool: Tool) -> None:
-        """Index `tool` (replacing a tool of the same name)."""
-        self.remove(tool.name)
+        """Index `tool` (replacing a tool of the same name) before the next query."""
+        self._pending[tool.name] = tool
+
+    def remove(self, name: str) -> None:
+        """Forget the tool `name` before the next query (nothing if it is not indexed)."""
+        self._pending[name] = None
+
+    def _apply(self) -> None:
+        """Index the tools noted since the last query, forget the removed ones."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, {}
+        for name, tool in pending.items():
+            self._forget(name)
+            if tool is not None:
+                self._index(tool)
+        self._scores = {}
+
+    def _index(self, tool: Tool) -> None:
         frequencies: dict[str, float] = {}
         length = 0.0
         for field, words in tool_fields(tool).items():
@@ -116,10 +137,8 @@ class SearchIndex:
         self._lengths[name] = length
         self._terms[name] = tuple(frequencies)
         self._total += length
-        self._scores = {}
 
-    def remove(self, name: str) -> None:
-        """Forget the tool `name` (nothing happens if it is not indexed)."""
+    def _forget(self, name: str) -> None:
         length = self._lengths.pop(name, None)
         if length is None:
             return
@@ -129,7 +148,6 @@ class SearchIndex:
             if not posting:
                 del self._postings[word]
         self._total -= length
-        self._scores = {}
 
     def update(self, tools: Iterable[Tool]) -> None:
         for tool in tools:
@@ -142,9 +160,7 @@ class SearchIndex:
         that `accept`, if given, accepts)."""
         total: dict[str, float] = {}
         for scored, _ in self._query_terms(query):
-            get = total.get
-            for name, score in scored.items():
-                total[name] = get(name, 0.0) + score
+            total = _merged(total, scored)
         if accept is not None:
             total = {name: s for name, s in total.items() if accept(name)}
         return total
@@ -172,16 +188,12 @@ class SearchIndex:
                 kth = heapq.nlargest(limit, total.values())[-1]
                 if left[i] < kth:  # no tool outside `total` can make the best `limit`
                     return _finish(total, entries[i:], kth - left[i], limit)
-            if not total:
-                total = dict(scored)
-                continue
-            get = total.get
-            for name, score in scored.items():
-                total[name] = get(name, 0.0) + score
+            total = _merged(total, scored)
         return [name for name, _ in heapq.nsmallest(limit, total.items(), key=_rank)]
 
     def _query_terms(self, query: str) -> list[tuple[dict[str, float], float]]:
         """Each distinct term of `query` the index has: its scores by tool, and the best."""
+        self._apply()
         out = []
         for word in dict.fromkeys(terms(query)[:MAX_QUERY_TERMS]):  # repeats count once
             entry = self._scores.get(word)
@@ -213,6 +225,21 @@ class SearchIndex:
 
 
 _PRUNE_AT = 4096  # candidates at most for which the pruning test is worth its cost
+
+
+def _merged(total: dict[str, float], scored: dict[str, float]) -> dict[str, float]:
+    """`total` plus `scored` (a cached term's scores, never changed): the larger of the two
+    is copied (in C) and the smaller added to it, one by one."""
+    if len(scored) > len(total):
+        merged = dict(scored)
+        get = merged.get
+        for name, score in total.items():
+            merged[name] = get(name, 0.0) + score
+        return merged
+    get = total.get
+    for name, score in scored.items():
+        total[name] = get(name, 0.0) + score
+    return total
 
 
 def _finish(

@@ -56,8 +56,9 @@ def normalize(text: str) -> str:
 
 
 def stem(word: str) -> str:
-    """A light English stemmer: plural `-s` / `-es` / `-ies`, `-ing`, `-ed` (never below
-    three letters, never on a word with a digit)."""
+    """A light English stemmer: plurals only (`files` -> `file`, `boxes` -> `box`,
+    `repositories` -> `repository`); never on a word of three letters or fewer, or with a
+    digit. Stripping `-ing` / `-ed` too measured worse (`finding` is not `find`)."""
     if len(word) <= 3 or not word.isalpha() or not word.isascii():
         return word
     if word.endswith("ies") and len(word) > 4:
@@ -66,14 +67,6 @@ def stem(word: str) -> str:
         return word[:-2]
     if word.endswith("s") and not word.endswith(("ss", "us", "is")):
         return word[:-1]
-    for ending in ("ing", "ed"):
-        if word.endswith(ending) and len(word) - len(ending) >= 3:
-            base = word[: -len(ending)]
-            if len(base) > 3 and base[-1] == base[-2] and base[-1] not in "lsz":
-                base = base[:-1]  # running -> run, mapped -> map
-            elif base.endswith(("at", "iz", "bl")):
-                base += "e"  # created -> create
-            return base
     return word
 
 
