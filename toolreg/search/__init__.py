@@ -7,6 +7,15 @@ the tools each model call is offered with it, and answers a model's `search_tool
 from __future__ import annotations
 
 from .index import WEIGHTS, SearchIndex, tool_fields
+from .selection import ToolSearch
 from .text import identifier_terms, normalize, terms
 
-__all__ = ["WEIGHTS", "SearchIndex", "identifier_terms", "normalize", "terms", "tool_fields"]
+__all__ = [
+    "WEIGHTS",
+    "SearchIndex",
+    "ToolSearch",
+    "identifier_terms",
+    "normalize",
+    "terms",
+    "tool_fields",
+]
