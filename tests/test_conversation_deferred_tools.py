@@ -190,11 +190,17 @@ def test_a_tampered_discovered_list_is_refused() -> None:
             Conversation.from_state(state, None, registry=registry)
 
 
-def test_a_state_without_the_field_found_nothing() -> None:
+def test_a_version_2_state_found_nothing_and_version_3_must_say() -> None:
     registry = catalog()
     state = Conversation(None, MODEL, registry=registry).export_state()
-    del state["discovered"]
+    state["discovered"] = ["create_github_issue"]
+    del state["options"]["tool_search"]
+    state["version"] = 2  # before tool search: whatever it says, it found nothing
     assert Conversation.from_state(state, None, registry=registry).discovered == []
+    state = Conversation(None, MODEL, registry=registry).export_state()
+    del state["discovered"]
+    with pytest.raises(ConversationStateError, match="discovered"):
+        Conversation.from_state(state, None, registry=registry)
 
 
 def test_without_deferred_tools_nothing_changes() -> None:
@@ -232,3 +238,29 @@ def test_selection_and_deferred_tools_work_together() -> None:
         chat(server, registry, tool_search=1).send("weather in Rome")
     assert sent(server, 0) == ["get_weather", "search_tools"]
     assert sent(server, 1) == ["create_github_issue", "get_weather", "search_tools"]
+
+
+def test_the_async_conversation_searches_and_loads_the_same_way() -> None:
+    import asyncio
+
+    from toolreg import AsyncConversation
+
+    ran: list[str] = []
+    script = [
+        tool_call("search_tools", query="github issue", limit=1),
+        tool_call("create_github_issue", repository="a/b", title="Bug"),
+        text("Opened."),
+    ]
+
+    async def main(server: ScriptedServer) -> Any:
+        async with server.async_client() as client:
+            conversation = AsyncConversation(client, MODEL, registry=catalog(ran))
+            await conversation.send("file a bug")
+            return conversation
+
+    with ScriptedServer(script) as server:
+        conversation = asyncio.run(main(server))
+    assert conversation.discovered == ["create_github_issue"]
+    assert ran == ["create_github_issue"]
+    assert "create_github_issue" not in sent(server, 0)
+    assert "create_github_issue" in sent(server, 1)

@@ -165,11 +165,16 @@ def test_the_option_is_saved_and_restored_with_the_state() -> None:
     assert sorted(sent(server, 1)) == ["help_desk", "send_email"]
 
 
-def test_a_state_from_before_the_option_still_loads() -> None:
+def test_a_version_2_state_from_before_the_option_still_loads() -> None:
     registry = catalog()
     state = Conversation(None, MODEL, registry=registry).export_state()
-    del state["options"]["tool_search"]
+    assert state["version"] == 3
+    del state["options"]["tool_search"], state["discovered"]
+    state["version"] = 2
     assert Conversation.from_state(state, None, registry=registry).tool_search is None
+    state["version"], state["discovered"] = 3, []  # a version 3 state must have the option
+    with pytest.raises(ConversationStateError, match="options"):
+        Conversation.from_state(state, None, registry=registry)
 
 
 @pytest.mark.parametrize(

@@ -3,20 +3,22 @@
 `dump_state` writes what `Conversation.export_state()` returns, `load_state` reads it back
 (every field checked: a state is data from storage), `check_round` holds a paused round
 against the history it claims to come from, `verdicts` checks a person's decisions before
-anything runs. The layout, version 2:
+anything runs. The layout, version 3:
 
 ```
-{"toolreg": "conversation-state", "version": 2, "id": "<hex>",
+{"toolreg": "conversation-state", "version": 3, "id": "<hex>",
  "status": "ready" | "approval_required" | "resumed",
  "options": {...},                  the conversation's options (model, dialect, ...)
  "messages": [...],                 the history
  "server": null | {"previous_response_id": "...", "known": N},
  "pending": [{"call_id", "tool_name", "arguments", "tool", "digest"}],
  "turn": null | {...},              a paused turn: rounds, usage, results, the round
- "discovered": ["name", ...],       deferred tools the model found (optional: an older
-                                    state without it found none)
+ "discovered": ["name", ...],       deferred tools the model found with search_tools
  "signature": "hmac-sha256:<hex>"}  only when signed: over everything else, `canonical`
 ```
+
+Version 2 (before tool search) is read too: its conversation searched no tools and
+found none (no `tool_search` option, no `discovered`).
 
 `tool` is a fingerprint of the tool's whole definition when the call was paused (a state
 whose tool has changed since is refused); `digest` binds the call to it (`call_digest`), and
@@ -83,7 +85,8 @@ __all__ = [
 ]
 
 MARK = "conversation-state"
-VERSION = 2
+VERSION = 3
+_READS = (2, 3)  # 2: before tool search (upgraded as it is read)
 MAX_STATE_DEPTH = 100
 """Containers nested in a state at most (tool arguments nest at most 64 by default)."""
 MAX_STATE_SIZE = 32 << 20
@@ -366,11 +369,11 @@ def load_state(state: Any, keys: list[bytes] | None = None) -> Loaded:
         raise _bad("it was not made by Conversation.export_state()")
     _check_shape(state)
     version = state.get("version")
-    if type(version) is not int or version != VERSION:
+    if type(version) is not int or version not in _READS:
         if type(version) is int and version in _OLD_VERSIONS:
             raise _bad(_OLD_VERSIONS[version])
         shown = repr(version)[:40]
-        raise _bad(f"version {shown}; this toolreg reads version {VERSION}")
+        raise _bad(f"version {shown}; this toolreg reads version {VERSION} (and 2)")
     sid = _get(state, "id", str)
     status = _get(state, "status", str)
     if status == "resumed":
@@ -379,6 +382,8 @@ def load_state(state: Any, keys: list[bytes] | None = None) -> Loaded:
     if status not in ("ready", "approval_required"):
         raise _bad(f"unknown status {status!r}")
     options = copy_json(_get(state, "options", dict))
+    if version == 2:  # before tool search: none was asked for, nothing was found
+        options.setdefault("tool_search", None)
     messages = copy_json(_get(state, "messages", list))
     for message in messages:
         _check_message(message)
@@ -404,7 +409,7 @@ def load_state(state: Any, keys: list[bytes] | None = None) -> Loaded:
             p.call_id: _get(e, "tool", str, "a pending call")
             for p, e in zip(turn.paused.pending.values(), pending)
         }
-    discovered = state.get("discovered", [])
+    discovered = state.get("discovered") if version >= 3 else []
     if (
         not isinstance(discovered, list)
         or len(discovered) > MAX_DISCOVERED
@@ -700,14 +705,13 @@ _LOOP_KEYS = frozenset(
     {"messages", "input", "functions", "function_call", "previous_response_id", "stream"}
 )
 _LIMITS = ("max_rounds", "max_repeats", "output_retries")  # a saved limit only narrows
-_ADDED = {"tool_search": None}  # options added since version 2: what an older state means
 
 
 def saved_options(options: Json) -> tuple[str, Json, Json]:
     """The model, the constructor options and the request options of a state, each checked;
     `ConversationStateError` for anything else. A saved request option never names a
     constructor option, nor a request key the loop writes itself."""
-    given = {**_ADDED, **options}
+    given = dict(options)
     model = given.pop("model", None)
     request = given.pop("request_options", None)
     if (
