@@ -103,6 +103,7 @@ class ToolRegistry:
         title: str | None = None,
         idempotent: bool = False,
         defer_loading: bool = False,
+        examples: Iterable[Mapping[str, Any]] = (),
         replace: bool = False,
     ) -> Callable[[F], F]: ...
 

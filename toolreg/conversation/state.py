@@ -229,6 +229,8 @@ def tool_fingerprint(tool: Tool) -> str:
         "flatten": tool.flatten,
         "title": tool.title,
     }
+    if tool.examples:  # shown to the model: part of what was approved (none: as before)
+        definition["examples"] = list(tool.examples)
     return "sha256:" + hashlib.sha256(canonical(definition)).hexdigest()
 
 
