@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from . import formats
 from .dispatch import CallLike, ConfirmCallback, Dispatcher, DispatchSettings, ErrorMode
@@ -16,8 +16,10 @@ from .dispatch.calling import rank
 from .errors import DuplicateToolError, ToolDefinitionError, ToolNotFoundError, UsageError
 from .formats import export_tools
 from .result import ToolResult
-from .search import SearchIndex
 from .tool import ResultFilter, Tool
+
+if TYPE_CHECKING:  # the index loads on the first search (its patterns take ~6 ms to compile)
+    from .search import SearchIndex
 
 __all__ = ["Ranker", "ToolRegistry", "default_registry"]
 
@@ -242,6 +244,8 @@ class ToolRegistry:
         with self._lock:
             index = self._index
             if index is None:
+                from .search import SearchIndex  # lazily: `import toolreg` stays light
+
                 index = self._index = SearchIndex()
                 index.update(self._tools.values())
             found = [self._tools[name] for name in index.search(query, wanted, accept=accept)]
