@@ -417,7 +417,7 @@ def saved_state() -> str:
     [
         (lambda state: [state], "not made by Conversation.export_state"),
         (mangled(toolreg="something"), "not made by Conversation.export_state"),
-        (mangled(version=3), "version 3; this toolreg reads version 2"),
+        (mangled(version=4), "version 4; this toolreg reads version 3"),
         (mangled(version=1), "version 1 .*cannot be resumed safely"),
         (mangled(version=True), "version True"),
         (mangled(version=2.0), "version 2.0"),

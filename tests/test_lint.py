@@ -109,3 +109,40 @@ def test_a_function_with_kwargs_is_still_named_for_them() -> None:
 
 def codes_and_messages(reg: ToolRegistry) -> list[tuple[str, str]]:
     return [(f.code, f.message) for f in lint_registry(reg)]
+
+
+def _catalog(*tools: tuple[str, str]) -> ToolRegistry:
+    reg = ToolRegistry()
+    for name, description in tools:
+        reg.register_schema(name, {"type": "object"}, lambda: "ok", description=description)
+    return reg
+
+
+def test_tools_a_search_cannot_tell_apart_are_flagged_in_any_language() -> None:
+    reg = _catalog(
+        ("fetch_page", "Download a web page and return its text."),
+        ("get_page", "Download a web page and return its text, with links."),
+        ("send_mail", "Send an email message to a person."),
+        ("天气", "查询城市的天气预报和气温。"),
+        ("天气预报", "查询城市的天气预报和气温，以及降雨。"),
+        ("予約", "レストランの予約を取ります。"),
+        ("予約確認", "レストランの予約を取ります。確認も。"),
+    )
+    flagged = {f.tool: f.message for f in lint_registry(reg) if f.code == "indistinct"}
+    assert set(flagged) == {"fetch_page", "天气", "予約"}
+    assert "'天气预报' first" in flagged["天气"]
+    assert flagged["fetch_page"] == (
+        "a search for its description finds 'get_page' almost as well; say what makes each "
+        "tool different"
+    )
+
+
+def test_distinct_tools_and_a_lone_tool_are_not_flagged() -> None:
+    reg = _catalog(
+        ("fetch_page", "Download a web page and return its text."),
+        ("send_mail", "Send an email message to a person."),
+        ("天气", "查询城市的天气预报和气温。"),
+    )
+    assert not [f for f in lint_registry(reg) if f.code == "indistinct"]
+    lone = _catalog(("fetch_page", "Download a web page."))
+    assert not [f for f in lint_registry(lone) if f.code == "indistinct"]

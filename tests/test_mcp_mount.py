@@ -249,6 +249,19 @@ def test_mount_an_sdk_high_level_server(peer_url: str) -> None:
         assert registry.dispatch_tool("shout", {"text": "hi"}, confirm=yes).content == "HI"
 
 
+def test_search_follows_a_mount_its_refresh_and_its_end(peer_url: str) -> None:
+    registry = ToolRegistry()
+    with mount(registry, peer_url):
+        assert [t.name for t in registry.search_tools("greet someone")] == ["greet"]
+        assert [t.name for t in registry.search_tools("shout a text")] == ["learn"]  # not yet
+        assert registry.dispatch_tool("learn", {}, confirm=yes).ok
+        deadline = time.monotonic() + 10  # the change notice refreshes the tools
+        while "shout" not in registry and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert registry.search_tools("shout a text")[0].name == "shout"
+    assert registry.search_tools("greet someone") == []  # unmounted: gone from the index
+
+
 def test_list_changed_refresh_respects_include_and_prefix(peer_url: str) -> None:
     registry = ToolRegistry()
     with mount(registry, peer_url, include=["learn"], prefix="peer_") as handle:

@@ -185,6 +185,7 @@ LAYERS: list[set[str]] = [
     {"tool", "observe"},
     {"dispatch"},
     {"formats"},
+    {"search"},
     {"registry"},
     {"conversation", "stores", "telemetry", "compat", "mcp"},
     {"testing"},

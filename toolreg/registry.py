@@ -8,18 +8,26 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from . import formats
 from .dispatch import CallLike, ConfirmCallback, Dispatcher, DispatchSettings, ErrorMode
-from .errors import DuplicateToolError, ToolDefinitionError, ToolNotFoundError
+from .dispatch.calling import rank
+from .errors import DuplicateToolError, ToolDefinitionError, ToolNotFoundError, UsageError
 from .formats import export_tools
 from .result import ToolResult
 from .tool import ResultFilter, Tool
 
-__all__ = ["ToolRegistry", "default_registry"]
+if TYPE_CHECKING:  # the index loads on the first search (its patterns take ~6 ms to compile)
+    from .search import SearchIndex
+
+__all__ = ["Ranker", "ToolRegistry", "default_registry"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+Ranker = Callable[[str, list[Tool]], Iterable[Tool]]
+"""`ranker(query, candidates)`: the candidates (the index's best, best first) in the
+application's order; it may drop some (e.g. below an embedding similarity)."""
+_CANDIDATES = 32  # tools a ranker sees at least (4 x limit when that is more)
 _MAX_EXPORTS = 256  # cached exports per registry before the cache starts over
 
 
@@ -43,10 +51,18 @@ class ToolRegistry:
         max_depth: int = 64,
         max_concurrency: int = 8,
         max_result_chars: int | None = None,
+        ranker: Ranker | None = None,
     ) -> None:
+        if ranker is not None and not callable(ranker):
+            raise UsageError(
+                f"ranker={ranker!r} is not callable; pass a function (query, candidates) -> "
+                "tools, best first"
+            )
         self._tools: dict[str, Tool] = {}
         self._lock = threading.RLock()
         self._exports: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        self._index: SearchIndex | None = None  # built by the first search
+        self.ranker = ranker
         self.dispatcher = Dispatcher(
             self._tools,
             DispatchSettings(
@@ -88,6 +104,8 @@ class ToolRegistry:
         flatten: bool = False,
         title: str | None = None,
         idempotent: bool = False,
+        defer_loading: bool = False,
+        examples: Iterable[Mapping[str, Any]] = (),
         replace: bool = False,
     ) -> Callable[[F], F]: ...
 
@@ -138,6 +156,8 @@ class ToolRegistry:
                 )
             self._tools[tool.name] = tool
             self._exports = {}
+            if self._index is not None:
+                self._index.add(tool)
         return tool
 
     def unregister(self, name: str) -> Tool:
@@ -147,6 +167,8 @@ class ToolRegistry:
             if tool is None:
                 raise self._not_found([name])
             self._exports = {}
+            if self._index is not None:
+                self._index.remove(name)
         return tool
 
     # -- lookup ---------------------------------------------------------------------------
@@ -201,6 +223,35 @@ class ToolRegistry:
 
     def __repr__(self) -> str:
         return f"<ToolRegistry {len(self._tools)} tools: {', '.join(self._tools)}>"
+
+    # -- search ---------------------------------------------------------------------------
+    def search_tools(
+        self, query: str, *, limit: int = 5, among: Iterable[str] | None = None
+    ) -> list[Tool]:
+        """The `limit` tools whose definitions best match `query`, best first (none when no
+        word matches). Names (split on `_ . -` and camelCase), descriptions, parameter names
+        and descriptions are searched, in any language (see `toolreg.search`); `among`
+        keeps only those tool names. With a `ranker`, it orders the index's candidates."""
+        if not isinstance(query, str):
+            raise UsageError(f"search_tools() takes a query string, not {type(query).__name__}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise UsageError(f"search_tools(limit={limit!r}): a whole number >= 0")
+        accept = None
+        if among is not None:
+            accept = frozenset(_name_list(among) if isinstance(among, str) else among).__contains__
+        ranker = self.ranker
+        wanted = limit if ranker is None else max(4 * limit, _CANDIDATES)
+        with self._lock:
+            index = self._index
+            if index is None:
+                from .search import SearchIndex  # lazily: `import toolreg` stays light
+
+                index = self._index = SearchIndex()
+                index.update(self._tools.values())
+            found = [self._tools[name] for name in index.search(query, wanted, accept=accept)]
+        if ranker is None or not found or limit == 0:
+            return found
+        return _ranked(rank(ranker, query, found), found, limit)
 
     # -- dispatch (the registry's Dispatcher does the work) --------------------------------
     def dispatch_tool(
@@ -389,6 +440,28 @@ def _tag_set(tags: Iterable[str] | None) -> frozenset[str] | None:
     if tags is None:
         return None
     return frozenset([tags] if isinstance(tags, str) else tags)
+
+
+def _ranked(answer: Any, candidates: list[Tool], limit: int) -> list[Tool]:
+    """A ranker's answer: the candidates it returned, in its order, once each."""
+    if isinstance(answer, (str, bytes, Mapping)) or not isinstance(answer, Iterable):
+        raise UsageError(
+            f"the search ranker returned {type(answer).__name__}; it must return the "
+            "candidate tools it keeps, best first"
+        )
+    allowed = {id(tool) for tool in candidates}
+    out: list[Tool] = []
+    for tool in answer:
+        if not isinstance(tool, Tool) or id(tool) not in allowed:
+            raise UsageError(
+                f"the search ranker returned {tool!r}, which is not one of its candidates; "
+                "return the candidate Tool objects it was given"
+            )
+        if all(tool is not kept for kept in out):
+            out.append(tool)
+        if len(out) == limit:
+            break
+    return out
 
 
 def _owner(tool: Tool) -> str:

@@ -71,6 +71,11 @@ class Tool:
     flatten: bool = False
     title: str | None = None
     idempotent: bool = False
+    defer_loading: bool = False
+    """Not offered to the model until its search (`search_tools`) finds it."""
+    examples: tuple[dict[str, Any], ...] = ()
+    """Example arguments, each valid for `parameters` (checked at registration); exported
+    as Anthropic's `input_examples`, appended to the description for other providers."""
     is_async: bool = False
     params: tuple[ParamRecord, ...] = ()
     description_source: str = "none"
@@ -175,6 +180,7 @@ class Tool:
         tags: Iterable[str] = (),
         nodes: Mapping[int, Node] | None = None,
         untrusted: bool = False,
+        examples: Any = (),
         **fields: Any,
     ) -> Tool:
         _check_options(owner, fields)
@@ -192,7 +198,17 @@ class Tool:
             nodes,
             untrusted,
         )
+        fields["examples"] = _check_examples(owner, examples, fields["plan"].validator)
         return cls(tags=frozenset(_check_tags(owner, tags)), **fields)
+
+    @property
+    def described_with_examples(self) -> str:
+        """The description with the examples appended, for a provider without a field for
+        them (the description alone when there are none)."""
+        if not self.examples:
+            return self.description
+        shown = "; ".join(json.dumps(e, ensure_ascii=False) for e in self.examples)
+        return f"{self.description}\n\nExample arguments: {shown}".lstrip()
 
 
 def _default_name(fn: Callable[..., Any]) -> str:
@@ -222,6 +238,8 @@ OPTIONS = frozenset(
         "flatten",
         "title",
         "idempotent",
+        "defer_loading",
+        "examples",
     }
 )
 """Options `register_tool` / `register_schema` accept besides `name` and `description`."""
@@ -362,6 +380,7 @@ _FLAGS = (
     "return_direct",
     "flatten",
     "idempotent",
+    "defer_loading",
 )
 
 
@@ -395,6 +414,48 @@ def _check_options(owner: str, fields: dict[str, Any]) -> None:
             raise ToolDefinitionError(
                 f"{key} must be callable", function=owner, fix=f"pass a function as {key}="
             )
+
+
+MAX_EXAMPLES = 10
+MAX_EXAMPLE_CHARS = 2000  # of one example, as JSON
+
+
+def _check_examples(owner: str, examples: Any, validator: Validator) -> tuple[dict[str, Any], ...]:
+    """`examples=`: a list of argument objects, each valid for the tool's schema."""
+    fix = "pass examples=[{'city': 'Paris'}], each a dict of arguments the schema accepts"
+    if isinstance(examples, (str, bytes, Mapping)) or not isinstance(examples, Iterable):
+        raise ToolDefinitionError(
+            "examples must be a list of argument dicts", function=owner, fix=fix
+        )
+    given = list(examples)
+    if len(given) > MAX_EXAMPLES:
+        raise ToolDefinitionError(
+            f"{len(given)} examples; at most {MAX_EXAMPLES}", function=owner, fix=fix
+        )
+    out = []
+    for number, example in enumerate(given, 1):
+        try:
+            text = json.dumps(example, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError):
+            text = ""
+        if not isinstance(example, dict) or not text:
+            raise ToolDefinitionError(
+                f"example {number} is not a JSON object of arguments", function=owner, fix=fix
+            )
+        if len(text) > MAX_EXAMPLE_CHARS:
+            raise ToolDefinitionError(
+                f"example {number} is {len(text)} characters of JSON; at most {MAX_EXAMPLE_CHARS}",
+                function=owner,
+                fix="keep examples short",
+            )
+        problems = validator.validate(example)
+        if problems:
+            why = "; ".join(f"{p.location()}: {p.message}" for p in problems[:3])
+            raise ToolDefinitionError(
+                f"example {number} does not fit the parameters: {why}", function=owner, fix=fix
+            )
+        out.append(json.loads(text))  # a copy the caller cannot change
+    return tuple(out)
 
 
 def _check_tags(owner: str, tags: Iterable[str]) -> Iterable[str]:

@@ -11,6 +11,9 @@ Checks (code, severity):
 - `overlap` (warning): two tools' descriptions share most of their words (Jaccard
   similarity of their word sets above 0.6; Chinese and Japanese text is read as pairs of
   characters, since it has no spaces), so a model must guess between them.
+- `indistinct` (warning): a search for the tool's own description (toolreg's search index,
+  in any language) finds another tool first, or scores it at least 90% as high, so neither
+  `tool_search=` nor a model's `search_tools` can tell the two apart.
 - `ignored-metadata` (warning): `Annotated` metadata toolreg does not understand (a
   validator, an option of another library) was ignored: the model is not told about it and
   dispatch does not enforce it.
@@ -35,6 +38,7 @@ from ..definition.injection import instructions_to_model, schema_descriptions
 from ..definition.names import NAME_RULES
 from ..definition.strict import strict_problem
 from ..registry import ToolRegistry
+from ..search import SearchIndex
 from ..tool import Tool
 
 __all__ = ["Finding", "lint_registry"]
@@ -80,6 +84,7 @@ _STOP = frozenset(
 )
 MIN_DESCRIPTION = 40
 OVERLAP = 0.6
+CLOSE = 0.9  # `indistinct`: another tool scores at least this share of the tool's own score
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +108,7 @@ def lint_registry(registry: ToolRegistry) -> list[Finding]:
     tools = registry.tools()
     findings = [f for tool in tools for f in _lint_tool(tool)]
     findings.extend(_overlaps(tools))
+    findings.extend(_indistinct(tools))
     return findings
 
 
@@ -180,6 +186,29 @@ def _overlaps(tools: list[Tool]) -> list[Finding]:
                     "say what makes each tool different"
                 )
                 out.append(Finding(a.name, "overlap", "warning", message))
+    return out
+
+
+def _indistinct(tools: list[Tool]) -> list[Finding]:
+    """Tools whose own description does not find them clearly first."""
+    if len(tools) < 2:
+        return []
+    index = SearchIndex()
+    index.update(tools)
+    out = []
+    for tool in tools:
+        if not tool.description.strip():
+            continue  # no-description says it already
+        scored = index.scores(tool.description)
+        own = scored.get(tool.name, 0.0)
+        rival = max(((s, n) for n, s in scored.items() if n != tool.name), default=None)
+        if rival is not None and rival[0] >= CLOSE * own:
+            found = "first" if rival[0] > own else "almost as well"
+            message = (
+                f"a search for its description finds '{rival[1]}' {found}; say what makes "
+                "each tool different"
+            )
+            out.append(Finding(tool.name, "indistinct", "warning", message))
     return out
 
 

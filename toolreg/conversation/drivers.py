@@ -32,10 +32,11 @@ from typing_extensions import Self
 from ..dispatch import ConfirmCallback
 from ..dispatch.calling import call_hook
 from ..errors import ConversationError, ConversationStateError, ToolCallError, UsageError
-from ..formats import DIALECTS, Dialect
+from ..formats import DIALECTS, Dialect, export_tools
 from ..jsonvalues import safe_json
 from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
+from ..search.selection import ToolSearch
 from ..tool import Tool
 from .endpoints import ENDPOINTS, endpoint_errors, endpoint_url
 from .history import answered_prefix
@@ -50,6 +51,7 @@ from .loop import (
     resume_loop,
     run_loop,
 )
+from .offer import SEARCH_TOOL, answer_search, check_always, not_loaded, search_tool, select
 from .output import OutputSpec
 from .reply import Hooks, PendingCall, Reply
 from .state import (
@@ -111,6 +113,7 @@ class _Base:
         state_store: Any = None,
         conversation_id: str | None = None,
         key: Any = None,
+        tool_search: int | ToolSearch | None = None,
         **request_options: Any,
     ) -> None:
         _check_options(dialect, max_rounds, output_retries, final_call, assistant_content)
@@ -132,6 +135,11 @@ class _Base:
         self.advertise_required = advertise_required
         self.registry = registry if registry is not None else default_registry
         self.tool_filter = None if tools is None else _tool_filter(self.registry, tools)
+        self.tool_search = ToolSearch.of(tool_search)
+        check_always(self.registry, self.tool_search)
+        self.discovered: list[str] = []
+        """Deferred tools (`defer_loading=True`) the model found with `search_tools`: they
+        are offered from then on (saved by `export_state`)."""
         self.parallel = parallel
         self.strict = strict
         self.output_strict = output_strict
@@ -162,6 +170,7 @@ class _Base:
             server_state=state == "server",
             force_tools=force_tools,
             max_repeats=max_repeats,
+            answer=self._answer,
         )
         self._settings.dialect.choice(tool_choice)  # one the dialect cannot express fails now
         if force_tools:
@@ -339,6 +348,7 @@ class _Base:
                 "force_tools": settings.force_tools,
                 "max_repeats": settings.max_repeats,
                 "output_strict": self.output_strict,
+                "tool_search": None if self.tool_search is None else self.tool_search.to_json(),
                 "request_options": settings.request_options,
             },
             messages=self.messages,
@@ -347,6 +357,7 @@ class _Base:
             output=None if paused is None else paused.shape,
             schemas={} if paused is None else paused.schemas,
             keys=keys,
+            discovered=self.discovered,
         )
         if paused is not None:
             paused.states.append(state)
@@ -413,6 +424,7 @@ class _Base:
         self.messages = loaded.messages
         self._previous = loaded.previous
         self._paused = None
+        self.discovered = loaded.discovered
         if loaded.turn is not None:
             paused = _Paused(self._settings, loaded.turn, loaded.schemas, shape=loaded.output)
             paused.states.append(state)
@@ -435,25 +447,59 @@ class _Base:
             self.messages = copy.deepcopy(self._stored.fresh)
             self._previous = None
             self._paused = None
+            self.discovered = []
 
     def offered_names(self) -> list[str]:
-        """The tools offered to the model: `tools=` entries are tool names or tags."""
-        if self.tool_filter is None:
-            return self.registry.names()
-        wanted = set(self.tool_filter)
-        return [t.name for t in self.registry.tools() if t.name in wanted or t.tags & wanted]
+        """The tools offered to the model: `tools=` entries are tool names or tags; a
+        deferred tool (`defer_loading=True`) once `search_tools` found it."""
+        found = set(self.discovered)
+        return [t.name for t in self._allowed() if not t.defer_loading or t.name in found]
 
-    def _tool_definitions(self) -> list[dict[str, Any]]:
-        names = self.offered_names()
-        if not names:
-            return []
-        fmt = self._settings.fmt.name
-        return self.registry.get_tools(
-            fmt,
-            strict=self.strict or None,
-            names=names,
-            advertise_required=self.advertise_required,
-        )
+    def _allowed(self) -> list[Tool]:
+        """The tools `tools=` allows, deferred or not."""
+        if self.tool_filter is None:
+            return self.registry.tools()
+        wanted = set(self.tool_filter)
+        return [t for t in self.registry.tools() if t.name in wanted or t.tags & wanted]
+
+    def _tool_definitions(self, history: list[Message]) -> list[dict[str, Any]]:
+        allowed = self._allowed()
+        found = set(self.discovered)
+        names = [t.name for t in allowed if not t.defer_loading or t.name in found]
+        if self.tool_search is not None:
+            chosen = set(select(self.registry, self.tool_search, names, history)) | found
+            names = [name for name in names if name in chosen]
+        fmt, strict = self._settings.fmt.name, self.strict or None
+        required = self.advertise_required
+        offered: list[dict[str, Any]] = []
+        if names:
+            offered = self.registry.get_tools(
+                fmt, strict=strict, names=names, advertise_required=required
+            )
+        if any(t.defer_loading and t.name not in found for t in allowed):
+            if SEARCH_TOOL in self.registry:
+                raise UsageError(
+                    f"the registry has a tool named {SEARCH_TOOL!r}, the name of the search "
+                    "tool its deferred tools (defer_loading=True) need: rename that tool"
+                )
+            search = export_tools([search_tool()], fmt, strict=strict, advertise_required=required)
+            offered = [*offered, *search]
+        return offered
+
+    def _answer(self, call: ToolCall) -> ToolResult | None:
+        """The conversation's own answer to a `search_tools` call (while some allowed tool
+        is deferred), and to a call of a deferred tool not found yet; None for every other
+        call (dispatch runs it)."""
+        if call.name == SEARCH_TOOL and SEARCH_TOOL not in self.registry:
+            allowed = self._allowed()
+            if any(t.defer_loading for t in allowed):
+                among = [t.name for t in allowed]
+                return answer_search(self.registry, call, among, self.discovered)
+            return None
+        tool = self.registry.get(call.name) if isinstance(call.name, str) else None
+        if tool is not None and tool.defer_loading and call.name not in self.discovered:
+            return not_loaded(call) if call.name in {t.name for t in self._allowed()} else None
+        return None
 
     def _settings_for(self, output_type: Any) -> LoopSettings:
         if output_type is None:

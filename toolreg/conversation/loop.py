@@ -99,7 +99,8 @@ _FINISH_REASONS: dict[str, StopReason] = {"length": "length", "content_filter": 
 class LoopSettings:
     model: str
     fmt: Format  # one with a dialect: see `dialect`
-    tools: Callable[[], list[dict[str, Any]]]  # the definitions to offer, freshly exported
+    # the definitions to offer to the next model call, given the history so far
+    tools: Callable[[list[Message]], list[dict[str, Any]]]
     tool_choice: str = "auto"
     max_rounds: int = 8
     final_call: Literal["tool_choice_none", "drop_tools"] = "tool_choice_none"
@@ -116,6 +117,9 @@ class LoopSettings:
     server_state: bool = False  # the endpoint keeps the history (`previous_response_id`)
     force_tools: bool = False  # tool_choice "required" on every round but the final one
     max_repeats: int | None = 3  # the same call in this many rounds in a row is refused
+    # the conversation's own answer to a call that dispatch does not run (a tool search),
+    # or None for a call that goes to dispatch
+    answer: Callable[[ToolCall], ToolResult | None] | None = None
 
     @property
     def dialect(self) -> Dialect:
@@ -270,7 +274,7 @@ def _request(s: LoopSettings, state: TurnState) -> dict[str, Any]:
             if not fits:
                 state.over_history_limit = True
         request[dialect.history_key] = sent
-    tools = s.tools()
+    tools = s.tools(state.history)
     if tools and not (state.final and s.final_call == "drop_tools"):
         request[dialect.tools_key] = tools
         request[dialect.choice_key] = dialect.choice(_tool_choice(s, state))
@@ -439,7 +443,8 @@ def _edited(result: ToolResult, arguments: dict[str, Any]) -> ToolResult:
 def _precheck(
     s: LoopSettings, state: TurnState, calls: list[ToolCall]
 ) -> Generator[Step, Any, dict[int, ToolResult]]:
-    """Answers for calls that must not run: vetoed by a hook, or repeated for 3 rounds."""
+    """Answers for calls that must not run: vetoed by a hook, or repeated for 3 rounds; and
+    the conversation's own answers (`answer`) to the calls it answers itself."""
     answered: dict[int, ToolResult] = {}
     for i, call in enumerate(calls):
         verdict = yield from _hook(s, "before_tool_call", ToolCallEvent(state.calls_made, call))
@@ -447,16 +452,28 @@ def _precheck(
             why = verdict or f"Tool '{call.name}' was not run: the application blocked it."
             answered[i] = _synthetic(call, ToolDeniedError(why, tool_name=call.name))
             continue
-        if s.max_repeats is None:
-            continue  # the guard is off (polling tools)
-        previous = state.recent[-(s.max_repeats - 1) :]
-        if len(previous) < s.max_repeats - 1:
-            continue  # not enough rounds yet to repeat anything
-        key = _call_key(call)
-        if all(key in r for r in previous):
-            answered[i] = _synthetic(call, _repeated(call, previous[-1][key], s.max_repeats))
+        repeated = _repeats(s, state, call)
+        if repeated is not None:
+            answered[i] = _synthetic(call, repeated)
             state.stop_requested = True
+            continue
+        own = None if s.answer is None else s.answer(call)  # e.g. a tool search
+        if own is not None:
+            answered[i] = own
     return answered
+
+
+def _repeats(s: LoopSettings, state: TurnState, call: ToolCall) -> RepeatedCallError | None:
+    """The refusal of a call made with the same arguments in each of the last rounds."""
+    if s.max_repeats is None:
+        return None  # the guard is off (polling tools)
+    previous = state.recent[-(s.max_repeats - 1) :]
+    if len(previous) < s.max_repeats - 1:
+        return None  # not enough rounds yet to repeat anything
+    key = _call_key(call)
+    if all(key in r for r in previous):
+        return _repeated(call, previous[-1][key], s.max_repeats)
+    return None
 
 
 def _repeated(call: ToolCall, earlier: str, refused_in: int) -> RepeatedCallError:

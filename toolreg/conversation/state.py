@@ -3,18 +3,22 @@
 `dump_state` writes what `Conversation.export_state()` returns, `load_state` reads it back
 (every field checked: a state is data from storage), `check_round` holds a paused round
 against the history it claims to come from, `verdicts` checks a person's decisions before
-anything runs. The layout, version 2:
+anything runs. The layout, version 3:
 
 ```
-{"toolreg": "conversation-state", "version": 2, "id": "<hex>",
+{"toolreg": "conversation-state", "version": 3, "id": "<hex>",
  "status": "ready" | "approval_required" | "resumed",
  "options": {...},                  the conversation's options (model, dialect, ...)
  "messages": [...],                 the history
  "server": null | {"previous_response_id": "...", "known": N},
  "pending": [{"call_id", "tool_name", "arguments", "tool", "digest"}],
  "turn": null | {...},              a paused turn: rounds, usage, results, the round
+ "discovered": ["name", ...],       deferred tools the model found with search_tools
  "signature": "hmac-sha256:<hex>"}  only when signed: over everything else, `canonical`
 ```
+
+Version 2 (before tool search) is read too: its conversation searched no tools and
+found none (no `tool_search` option, no `discovered`).
 
 `tool` is a fingerprint of the tool's whole definition when the call was paused (a state
 whose tool has changed since is refused); `digest` binds the call to it (`call_digest`), and
@@ -54,6 +58,7 @@ from ..formats import Format
 from ..jsonvalues import copy_json, strict_decoder
 from ..registry import ToolRegistry
 from ..result import ToolCall, ToolResult
+from ..search.selection import ToolSearch
 from ..tool import Tool
 from .loop import PausedRound, TurnState, Verdict
 from .reply import PendingCall, Usage
@@ -61,6 +66,7 @@ from .reply import PendingCall, Usage
 __all__ = [
     "CONSTRUCTOR_OPTIONS",
     "MARK",
+    "MAX_DISCOVERED",
     "MAX_STATE_DEPTH",
     "MAX_STATE_SIZE",
     "SAVED_OPTIONS",
@@ -79,11 +85,14 @@ __all__ = [
 ]
 
 MARK = "conversation-state"
-VERSION = 2
+VERSION = 3
+_READS = (2, 3)  # 2: before tool search (upgraded as it is read)
 MAX_STATE_DEPTH = 100
 """Containers nested in a state at most (tool arguments nest at most 64 by default)."""
 MAX_STATE_SIZE = 32 << 20
 """Characters of text plus values in a state at most (about 32 MB of JSON)."""
+MAX_DISCOVERED = 10_000
+"""Deferred tools a state may say the model found, at most."""
 MIN_KEY_BYTES = 16
 SIGNATURE = "signature"
 _SCHEME = "hmac-sha256:"
@@ -220,6 +229,8 @@ def tool_fingerprint(tool: Tool) -> str:
         "flatten": tool.flatten,
         "title": tool.title,
     }
+    if tool.examples:  # shown to the model: part of what was approved (none: as before)
+        definition["examples"] = list(tool.examples)
     return "sha256:" + hashlib.sha256(canonical(definition)).hexdigest()
 
 
@@ -249,6 +260,7 @@ class Loaded:
     turn: TurnState | None
     output: tuple[str, Json] | None  # the name and schema of the paused turn's output type
     schemas: dict[str, str]  # call id -> fingerprint of its tool's definition
+    discovered: list[str] = dataclasses.field(default_factory=list)  # deferred tools found
 
 
 def dump_state(
@@ -260,6 +272,7 @@ def dump_state(
     output: tuple[str, Json] | None,
     schemas: Mapping[str, str],
     keys: list[bytes] | None = None,
+    discovered: list[str] | None = None,
 ) -> Json:
     """The plain-JSON state (copies: the conversation goes on changing its own), signed
     with the first of `keys` when there are any."""
@@ -282,6 +295,7 @@ def dump_state(
         for p in (paused.pending.values() if paused is not None else ())
     ]
     state["turn"] = None if turn is None or paused is None else _turn_json(turn, paused, output)
+    state["discovered"] = list(discovered or ())
     if keys:
         _check_shape(state)  # what from_state would refuse is not signed either
         state[SIGNATURE] = _signature(keys[0], state)
@@ -357,11 +371,11 @@ def load_state(state: Any, keys: list[bytes] | None = None) -> Loaded:
         raise _bad("it was not made by Conversation.export_state()")
     _check_shape(state)
     version = state.get("version")
-    if type(version) is not int or version != VERSION:
+    if type(version) is not int or version not in _READS:
         if type(version) is int and version in _OLD_VERSIONS:
             raise _bad(_OLD_VERSIONS[version])
         shown = repr(version)[:40]
-        raise _bad(f"version {shown}; this toolreg reads version {VERSION}")
+        raise _bad(f"version {shown}; this toolreg reads version {VERSION} (and 2)")
     sid = _get(state, "id", str)
     status = _get(state, "status", str)
     if status == "resumed":
@@ -370,6 +384,8 @@ def load_state(state: Any, keys: list[bytes] | None = None) -> Loaded:
     if status not in ("ready", "approval_required"):
         raise _bad(f"unknown status {status!r}")
     options = copy_json(_get(state, "options", dict))
+    if version == 2:  # before tool search: none was asked for, nothing was found
+        options.setdefault("tool_search", None)
     messages = copy_json(_get(state, "messages", list))
     for message in messages:
         _check_message(message)
@@ -395,7 +411,14 @@ def load_state(state: Any, keys: list[bytes] | None = None) -> Loaded:
             p.call_id: _get(e, "tool", str, "a pending call")
             for p, e in zip(turn.paused.pending.values(), pending)
         }
-    return Loaded(sid, options, messages, previous, turn, output, schemas)
+    discovered = state.get("discovered") if version >= 3 else []
+    if (
+        not isinstance(discovered, list)
+        or len(discovered) > MAX_DISCOVERED
+        or not all(isinstance(n, str) for n in discovered)
+    ):
+        raise _bad(f"its 'discovered' is not a list of at most {MAX_DISCOVERED} tool names")
+    return Loaded(sid, options, messages, previous, turn, output, schemas, list(discovered))
 
 
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function", "observation"})
@@ -671,6 +694,7 @@ SAVED_OPTIONS: dict[str, Callable[[Any], bool]] = {
     "force_tools": _flag,
     "max_repeats": _count_or_none,
     "output_strict": _flag,
+    "tool_search": lambda value: value is None or isinstance(value, dict),
 }
 """The options a state saves, each with the type check its value passes (the values are
 checked again by the constructor)."""
@@ -708,6 +732,10 @@ def saved_options(options: Json) -> tuple[str, Json, Json]:
     clash = sorted(set(request) & (CONSTRUCTOR_OPTIONS | _LOOP_KEYS))
     if clash:
         raise _bad(f"its request options set {', '.join(clash)}, which no request option may set")
+    try:
+        given["tool_search"] = ToolSearch.from_json(given["tool_search"])
+    except UsageError as err:
+        raise _bad(str(err)) from None
     return model, given, request
 
 

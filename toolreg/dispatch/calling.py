@@ -14,6 +14,8 @@
 | a `default_factory`            | `fill_default`   | the tool failed (`ToolExecutionError`)       |
 | a conversation hook, `on_text` | `call_hook`      | a bug in the application: propagated; the    |
 |                                |                  | turn ends and the history stays as it was    |
+| a search `ranker=`             | `rank`           | a bug in the application: propagated (the    |
+|                                |                  | search raises; nothing is half-ranked)       |
 | an MCP server's `context=`     | `make_context`   | the call is refused (`ToolDeniedError`): a   |
 | factory (deps from a request)  |                  | `ToolError`'s message as written, else a     |
 |                                |                  | fixed text (the exception chained, unshown)  |
@@ -66,6 +68,7 @@ __all__ = [
     "fill_default",
     "filter_result",
     "make_context",
+    "rank",
     "run_coroutine",
 ]
 
@@ -336,6 +339,12 @@ def filter_result(tool: Tool, result_filter: Callable[[Any], Any], value: Any) -
 def call_hook(hook: Callable[[Any], T], event: Any) -> T:
     """A conversation hook or `on_text`: its exception propagates (a bug to fix)."""
     return hook(event)
+
+
+def rank(ranker: Callable[[str, list[Tool]], Any], query: str, candidates: list[Tool]) -> Any:
+    """A registry's search `ranker=`: what it answers for `query` over a copy of the index's
+    candidates (it may reorder and drop them); its exception propagates (a bug to fix)."""
+    return ranker(query, list(candidates))
 
 
 async def make_context(factory: Callable[[Any], Any], request: Any, tool_name: str) -> Any:

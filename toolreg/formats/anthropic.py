@@ -1,4 +1,4 @@
-"""Anthropic Messages API: `{"name", "description", "input_schema"}`.
+"""Anthropic Messages API: `{"name", "description", "input_schema"}` (and `input_examples`).
 
 `ToolDefinition` and `Observation` are the shapes of the `anthropic` SDK's `ToolParam` and
 `ToolResultBlockParam` with the keys toolreg writes (the SDK is not a dependency).
@@ -25,6 +25,7 @@ class ToolDefinition(TypedDict):
     description: NotRequired[str]
     input_schema: dict[str, Any]
     strict: NotRequired[bool]
+    input_examples: NotRequired[list[dict[str, Any]]]
 
 
 class Observation(TypedDict):
@@ -44,6 +45,8 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefi
         out = {"name": tool.name, "input_schema": parameters}
     if strict:
         out["strict"] = True
+    if tool.examples:  # the API's own field: the description stays as written
+        out["input_examples"] = [dict(example) for example in tool.examples]
     return out
 
 

@@ -32,7 +32,11 @@ class Observation(TypedDict):
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
-    return {"name": tool.name, "description": tool.description, "parameters": parameters}
+    return {
+        "name": tool.name,
+        "description": tool.described_with_examples,
+        "parameters": parameters,
+    }
 
 
 def observation(result: ToolResult) -> Observation:

@@ -28,8 +28,8 @@ Observation: TypeAlias = "ChatCompletionFunctionMessageParam"
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
     out: ToolDefinition = {"name": tool.name}
-    if tool.description:
-        out["description"] = tool.description
+    if tool.described_with_examples:
+        out["description"] = tool.described_with_examples
     out["parameters"] = parameters
     return out
 

@@ -81,7 +81,7 @@ _FORMATS = {
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
-    out: ToolDefinition = {"name": tool.name, "description": tool.description}
+    out: ToolDefinition = {"name": tool.name, "description": tool.described_with_examples}
     if parameters.get("properties"):
         out["parameters"] = to_gemini_schema(parameters, tool=tool.name)
     return out

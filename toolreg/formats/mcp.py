@@ -69,8 +69,8 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefi
     named: _Named = {}
     if tool.title:
         named["title"] = tool.title
-    if tool.description:
-        named["description"] = tool.description
+    if tool.described_with_examples:
+        named["description"] = tool.described_with_examples
     # MCP's defaults assume the worst (destructiveHint true), so say both explicitly;
     # destructiveHint and idempotentHint (default false) only mean something for a tool
     # that writes.

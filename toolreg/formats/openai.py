@@ -48,8 +48,8 @@ AssistantMessage: TypeAlias = "ChatCompletionAssistantMessageParam"
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
     function: FunctionDefinition = {"name": tool.name}
-    if tool.description:
-        function["description"] = tool.description
+    if tool.described_with_examples:
+        function["description"] = tool.described_with_examples
     function["parameters"] = parameters
     if strict:
         function["strict"] = True

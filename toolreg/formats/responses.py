@@ -39,11 +39,11 @@ Observation: TypeAlias = "FunctionCallOutput"
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
     # `strict` is always sent: the Responses API defaults to strict when it is left out.
-    if tool.description:
+    if tool.described_with_examples:
         return {
             "type": "function",
             "name": tool.name,
-            "description": tool.description,
+            "description": tool.described_with_examples,
             "parameters": parameters,
             "strict": strict,
         }
