@@ -88,6 +88,7 @@ class ToolRegistry:
         flatten: bool = False,
         title: str | None = None,
         idempotent: bool = False,
+        scopes: Iterable[str] = (),
         replace: bool = False,
     ) -> Callable[[F], F]: ...
 

@@ -220,6 +220,8 @@ def tool_fingerprint(tool: Tool) -> str:
         "flatten": tool.flatten,
         "title": tool.title,
     }
+    if tool.scopes:  # only when set: the digests of tools without scopes stay as they were
+        definition["scopes"] = sorted(tool.scopes)
     return "sha256:" + hashlib.sha256(canonical(definition)).hexdigest()
 
 
