@@ -106,6 +106,7 @@ class ToolRegistry:
         idempotent: bool = False,
         defer_loading: bool = False,
         examples: Iterable[Mapping[str, Any]] = (),
+        scopes: Iterable[str] = (),
         replace: bool = False,
     ) -> Callable[[F], F]: ...
 

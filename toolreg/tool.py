@@ -49,8 +49,9 @@ class Tool:
 
     `parameters` is the JSON Schema of the arguments object; treat it as read-only.
     Flags are read by dispatch (`timeout`, `destructive`, `requires_confirmation`,
-    `max_result_chars`, `result_filter`, `coerce`) and by exports (`read_only`,
-    `destructive` as MCP annotations; `strict`).
+    `max_result_chars`, `result_filter`, `coerce`), by exports (`read_only`,
+    `destructive` as MCP annotations; `strict`) and by an MCP server (`scopes`: the OAuth
+    scopes a client's token must hold for the tool to be listed or called).
     """
 
     name: str
@@ -76,6 +77,7 @@ class Tool:
     examples: tuple[dict[str, Any], ...] = ()
     """Example arguments, each valid for `parameters` (checked at registration); exported
     as Anthropic's `input_examples`, appended to the description for other providers."""
+    scopes: frozenset[str] = frozenset()
     is_async: bool = False
     params: tuple[ParamRecord, ...] = ()
     description_source: str = "none"
@@ -178,6 +180,7 @@ class Tool:
         *,
         owner: str,
         tags: Iterable[str] = (),
+        scopes: Iterable[str] = (),
         nodes: Mapping[int, Node] | None = None,
         untrusted: bool = False,
         examples: Any = (),
@@ -199,7 +202,11 @@ class Tool:
             untrusted,
         )
         fields["examples"] = _check_examples(owner, examples, fields["plan"].validator)
-        return cls(tags=frozenset(_check_tags(owner, tags)), **fields)
+        return cls(
+            tags=frozenset(_check_tags(owner, tags)),
+            scopes=frozenset(_check_scopes(owner, scopes)),
+            **fields,
+        )
 
     @property
     def described_with_examples(self) -> str:
@@ -240,6 +247,7 @@ OPTIONS = frozenset(
         "idempotent",
         "defer_loading",
         "examples",
+        "scopes",
     }
 )
 """Options `register_tool` / `register_schema` accept besides `name` and `description`."""
@@ -477,6 +485,33 @@ def _check_tags(owner: str, tags: Iterable[str]) -> Iterable[str]:
             fix="pass tags=['search', 'read']",
         )
     return collected
+
+
+def _check_scopes(owner: str, scopes: Iterable[str]) -> Iterable[str]:
+    """OAuth scope tokens (RFC 6749 §3.3: printable ASCII, no space, quote or backslash)."""
+    if isinstance(scopes, str):
+        raise ToolDefinitionError(
+            "scopes must be a collection of strings, not one string",
+            function=owner,
+            fix=f"pass scopes=[{scopes!r}]",
+        )
+    try:
+        collected = list(scopes)
+    except TypeError:
+        collected = [scopes]  # type: ignore[list-item]
+    bad = [s for s in collected if not isinstance(s, str) or not _is_scope_token(s)]
+    if bad:
+        raise ToolDefinitionError(
+            f"scopes must be OAuth scope names (printable ASCII, no spaces or quotes), "
+            f"got {', '.join(map(repr, bad))}",
+            function=owner,
+            fix="pass scopes=['orders:read']",
+        )
+    return collected
+
+
+def _is_scope_token(value: str) -> bool:
+    return bool(value) and all(0x21 <= ord(c) <= 0x7E and c not in '"\\' for c in value)
 
 
 # -- the call plan ----------------------------------------------------------------------------

@@ -231,6 +231,8 @@ def tool_fingerprint(tool: Tool) -> str:
     }
     if tool.examples:  # shown to the model: part of what was approved (none: as before)
         definition["examples"] = list(tool.examples)
+    if tool.scopes:  # only when set: the digests of tools without scopes stay as they were
+        definition["scopes"] = sorted(tool.scopes)
     return "sha256:" + hashlib.sha256(canonical(definition)).hexdigest()
 
 

@@ -5,6 +5,8 @@ Needs the `mcp` extra (`pip install 'toolreg[mcp]'`); `import toolreg` never loa
 - `serve(registry, "stdio" | "http", ...)`, `asgi_app(registry, ...)` (stateless streamable
   HTTP, for uvicorn, Starlette or FastAPI), `build_server(registry)` (the SDK's `Server`),
   `HttpServer(app)` (an app on a free port, in a background thread);
+- `ResourceServer(JwtVerifier(...), resource=...)` for `auth=`: an OAuth 2.1 resource
+  server (verified bearer tokens, per-tool `scopes=`; the `auth` extra for JWTs);
 - `mount(registry, url_or_command, ...)` -> `Mount`, a context manager (`with` or
   `async with`) that keeps the server's tools in the registry while it is open; with
   `pin="tools.lock"`, a tool that changed since it was pinned waits for `Mount.approve`.
@@ -12,6 +14,7 @@ Needs the `mcp` extra (`pip install 'toolreg[mcp]'`); `import toolreg` never loa
 
 from __future__ import annotations
 
+from .auth import JwtVerifier, ResourceServer
 from .context import McpRequest
 from .errors import McpConnectionError
 from .http import McpApp, asgi_app
@@ -22,12 +25,14 @@ from .serving import HttpServer, serve
 
 __all__ = [
     "HttpServer",
+    "JwtVerifier",
     "McpApp",
     "McpConnectionError",
     "McpRequest",
     "Mount",
     "PendingTool",
     "RemoteResult",
+    "ResourceServer",
     "asgi_app",
     "build_server",
     "mount",

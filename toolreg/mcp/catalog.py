@@ -14,7 +14,7 @@ from __future__ import annotations
 import inspect
 import json
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..definition.schema import SchemaBuilder
@@ -92,22 +92,37 @@ def call_result(result: ToolResult, structured: bool) -> dict[str, Any]:
 class Catalog:
     """A registry's `tools/list` entries, rebuilt only when the registry's export changes."""
 
-    __slots__ = ("_entries", "_key", "_outputs", "registry")
+    __slots__ = ("_entries", "_key", "_outputs", "_scopes", "registry")
 
     def __init__(self, registry: ToolRegistry) -> None:
         self.registry = registry
         self._key: tuple[int, ...] = ()
         self._entries: list[dict[str, Any]] = []
+        self._scopes: list[frozenset[str]] = []
         self._outputs: dict[str, tuple[Tool, dict[str, Any] | None]] = {}
 
-    def entries(self) -> list[dict[str, Any]]:
-        """The `tools` of a `tools/list` result (shared: treat as read-only)."""
+    def entries(
+        self, permits: Callable[[frozenset[str]], bool] | None = None
+    ) -> list[dict[str, Any]]:
+        """The `tools` of a `tools/list` result (shared: treat as read-only); with
+        `permits`, only the tools whose scopes it allows."""
         export = self.registry.get_tools("mcp")
         key = tuple(map(id, export))  # the export is cached: same dicts until a change
         if key != self._key:
             self._entries = [self._entry(definition) for definition in export]
+            self._scopes = [self._scopes_of(definition["name"]) for definition in export]
             self._key = key
-        return self._entries
+        if permits is None or not any(self._scopes):
+            return self._entries
+        return [e for e, s in zip(self._entries, self._scopes) if permits(s)]
+
+    def scopes(self) -> set[str]:
+        """Every scope a tool of the registry asks for."""
+        return {scope for tool in self.registry.tools() for scope in tool.scopes}
+
+    def _scopes_of(self, name: str) -> frozenset[str]:
+        tool = self.registry.get(name)
+        return frozenset() if tool is None else tool.scopes
 
     def _entry(self, definition: Mapping[str, Any]) -> dict[str, Any]:
         tool = self.registry.get(definition["name"])

@@ -35,7 +35,9 @@ class McpRequest:
 
     `headers` are the HTTP request's (lower-case names; empty over stdio), `session_id` the
     streamable-HTTP session (None over stdio and stateless HTTP), `client` the client's
-    `{"name", "version"}` when it said, `tool` the name of the tool called.
+    `{"name", "version"}` when it said, `tool` the name of the tool called, `token` the
+    caller's verified access token (an SDK `AccessToken`: `subject`, `scopes`, `claims`)
+    when the server has `auth=`.
     """
 
     transport: Literal["stdio", "http"]
@@ -44,6 +46,7 @@ class McpRequest:
     headers: Mapping[str, str] = field(default_factory=dict)
     session_id: str | None = None
     client: Mapping[str, Any] | None = None
+    token: Any = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,8 @@
 
 Every request passes the same gate first: the Host and Origin headers (DNS-rebinding
 protection, on by default: loopback names only unless `allowed_hosts=` says otherwise) and,
-with `token=`, the bearer token (compared in constant time). Then:
+with `token=`, the bearer token (compared in constant time) or, with `auth=`, a token the
+verifier accepts (see `auth`; the protected-resource metadata is served without one). Then:
 
 - the hot path — a stateless POST of `tools/call` or `tools/list` on the 2026-07-28 protocol
   or the 2025 ones, that needs no notification stream and no confirmation — is answered
@@ -28,6 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import mcp_types as types
+from mcp.server.auth.middleware.auth_context import auth_context_var
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, TransportSecuritySettings
 from mcp.shared.inbound import (
@@ -37,12 +40,21 @@ from mcp.shared.inbound import (
 )
 from mcp_types import LOG_LEVEL_META_KEY, SERVER_INFO_META_KEY, methods
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from starlette.authentication import AuthCredentials
 
 from ..errors import ToolregError, UsageError
 from ..registry import ToolRegistry
 from ..tool import Tool
+from .auth import (
+    Caller,
+    ResourceServer,
+    address_caller,
+    bearer_token,
+    resource_server,
+    token_caller,
+)
 from .context import McpRequest
-from .server import DEFAULT_MAX_THREADS, ContextFactory, ToolService, sdk_server
+from .server import CALLER_KEY, DEFAULT_MAX_THREADS, ContextFactory, ToolService, sdk_server
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -81,6 +93,7 @@ def asgi_app(
     name: str = "toolreg",
     instructions: str | None = None,
     max_threads: int = DEFAULT_MAX_THREADS,
+    auth: Any = None,
 ) -> McpApp:
     """The registry as an ASGI app serving MCP (streamable HTTP) at `path`.
 
@@ -92,17 +105,32 @@ def asgi_app(
     anything else is a 401 with `WWW-Authenticate: Bearer`). `allowed_hosts` / `allowed_origins`
     replace the loopback defaults of the DNS-rebinding protection (`"name:*"`: any port).
     `max_threads` bounds the sync tool calls run at once (threads); more wait for a slot.
+    `auth=` makes the app an OAuth 2.1 resource server (a `ResourceServer`, or a
+    `JwtVerifier` whose audience is the server's URL; see `toolreg.mcp.auth`): tools
+    registered with `scopes=` are listed and callable only with a token holding them.
     """
     if not isinstance(path, str) or not path.startswith("/"):
         raise UsageError(f"path={path!r}: must start with '/', e.g. path='/mcp'")
     if token is not None and (not isinstance(token, str) or not token.strip()):
         raise UsageError("token= must be a non-empty string (or None for no token)")
-    service = ToolService(registry, context, max_threads=max_threads)
+    if token is not None and auth is not None:
+        raise UsageError("pass token= (one shared secret) or auth= (verified tokens), not both")
+    protected = None if auth is None else resource_server(auth)
+    scoped = [t.name for t in registry.tools() if t.scopes]
+    if scoped and protected is None:
+        raise UsageError(
+            f"{', '.join(map(repr, scoped))} {'declares' if len(scoped) == 1 else 'declare'} "
+            "scopes, which only a verified token can hold, so no client could reach "
+            f"{'it' if len(scoped) == 1 else 'them'}: pass auth=ResourceServer(...) "
+            "(or register without scopes=)"
+        )
+    service = ToolService(registry, context, max_threads=max_threads, restricted=True)
     return McpApp(
         service,
         path=path,
         stateless=stateless,
         token=token,
+        auth=protected,
         allowed_hosts=tuple(LOOPBACK_HOSTS if allowed_hosts is None else _strings(allowed_hosts)),
         allowed_origins=tuple(
             LOOPBACK_ORIGINS if allowed_origins is None else _strings(allowed_origins)
@@ -133,6 +161,7 @@ class McpApp:
         path: str,
         stateless: bool,
         token: str | None,
+        auth: ResourceServer | None = None,
         allowed_hosts: tuple[str, ...],
         allowed_origins: tuple[str, ...],
         name: str,
@@ -146,6 +175,12 @@ class McpApp:
         )  # raw header bytes: a UTF-8 token matches as sent
         self._hosts = allowed_hosts
         self._origins = allowed_origins
+        self.auth = auth
+        self._metadata_paths = (
+            frozenset()
+            if auth is None
+            else frozenset({auth.metadata_path, "/.well-known/oauth-protected-resource"})
+        )
         self.server = sdk_server(service, name=name, instructions=instructions)
         self._sdk = self.server.streamable_http_app(
             streamable_http_path=path,
@@ -172,23 +207,44 @@ class McpApp:
             await self._sdk(scope, receive, send)
             return
         headers, unusual = _read_headers(scope["headers"])
+        route = _route_path(scope)
+        if self.auth is not None and route in self._metadata_paths and scope["method"] == "GET":
+            await self._metadata(self.auth, headers, send)
+            return
         refusal = self._refusal(headers)
         if refusal is not None:
             await _respond(send, *refusal)
             return
-        if self.stateless and scope["method"] == "POST" and _route_path(scope) == self.path:
+        caller = await self._caller(headers, scope)
+        if not isinstance(caller, Caller):
+            await _respond(send, *caller)
+            return
+        scope[CALLER_KEY] = caller
+        if self.stateless and scope["method"] == "POST" and route == self.path:
             body = await _read_body(receive, DEFAULT_MAX_REQUEST_BODY_SIZE)
             if body is None:
                 await _respond(send, 413, b"Request body too large")
                 return
-            answer = None if unusual else await _unless_gone(self._fast(headers, body), receive)
+            answer = (
+                None if unusual else await _unless_gone(self._fast(headers, body, caller), receive)
+            )
             if answer is _GONE:
                 return  # the client disconnected: the call was cancelled, nobody to answer
             if isinstance(answer, bytes):
                 await _respond(send, 200, answer, _JSON)
                 return
             receive = _replay(body, receive)
-        await self._sdk(scope, receive, send)
+        if caller.token is None:
+            await self._sdk(scope, receive, send)
+            return
+        # the SDK's view of the caller: its session ownership checks and get_access_token()
+        user = AuthenticatedUser(caller.token)
+        scope["user"], scope["auth"] = user, AuthCredentials(list(caller.token.scopes))
+        reset = auth_context_var.set(user)
+        try:
+            await self._sdk(scope, receive, send)
+        finally:
+            auth_context_var.reset(reset)
 
     # -- the gate ------------------------------------------------------------------------
     def _refusal(self, headers: Mapping[str, str]) -> tuple[int, bytes, list[Any]] | None:
@@ -198,24 +254,58 @@ class McpApp:
         if origin and not _allowed(origin, self._origins):
             return 403, b"Invalid Origin header", []
         if self._token is not None:
-            given = _bearer_token(headers.get("authorization", ""))
-            if given is None or not hmac.compare_digest(given, self._token):
+            given = bearer_token(headers.get("authorization", ""))
+            raw = None if given is None else given.encode("latin-1")
+            if raw is None or not hmac.compare_digest(raw, self._token):
                 return 401, b"Unauthorized", [(b"www-authenticate", b"Bearer")]
         return None
 
+    async def _caller(
+        self, headers: Mapping[str, str], scope: Scope
+    ) -> Caller | tuple[int, bytes, list[Any]]:
+        """Who sent the request (its verified token, else its address), or the 401/403 to
+        answer. A refusal says where the metadata is and the error's name, nothing more."""
+        auth = self.auth
+        if auth is None:
+            return address_caller(scope.get("client"))
+        given = headers.get("authorization")
+        token = None if given is None else bearer_token(given)
+        access = None if token is None else await auth.verify(token)
+        if access is None:
+            error = None if given is None else "invalid_token"
+            return 401, b"Unauthorized", [(b"www-authenticate", auth.challenge(error))]
+        missing = [s for s in auth.required_scopes if s not in access.scopes]
+        if missing:
+            challenge = auth.challenge("insufficient_scope", " ".join(auth.required_scopes))
+            return 403, b"Forbidden", [(b"www-authenticate", challenge)]
+        return token_caller(access)
+
+    async def _metadata(self, auth: ResourceServer, headers: Mapping[str, str], send: Send) -> None:
+        """The protected-resource metadata (RFC 9728): public, so no token and any Origin."""
+        if not _allowed(headers.get("host"), self._hosts):
+            await _respond(send, 421, b"Invalid Host header")
+            return
+        document = auth.metadata(self.service.catalog.scopes())
+        await _respond(
+            send,
+            200,
+            _ENCODER.encode(document).encode(),
+            [*_JSON, (b"access-control-allow-origin", b"*")],
+        )
+
     # -- the fast path -------------------------------------------------------------------
-    async def _fast(self, headers: Mapping[str, str], body: bytes) -> bytes | None:
+    async def _fast(self, headers: Mapping[str, str], body: bytes, caller: Caller) -> bytes | None:
         """The response to a plain stateless `tools/call` or `tools/list`, or None to leave
         the request to the SDK (which then answers it, errors included, its own way)."""
         request = fast_request(headers, body)
         if request is None:
             return None
         if request.method == "tools/list":
-            listed = types.ListToolsResult.model_validate(self.service.list_result())
+            listed = types.ListToolsResult.model_validate(self.service.list_result(caller))
             dumped = listed.model_dump(by_alias=True, mode="json", exclude_none=True)
             result = methods.serialize_server_result(request.method, request.version, dumped)
         else:
-            called = await self._call(request, headers)
+            called = await self._call(request, headers, caller)
             if called is None:
                 return None
             result = called
@@ -226,9 +316,9 @@ class McpApp:
         return _ENCODER.encode(envelope).encode()
 
     async def _call(
-        self, request: FastRequest, headers: Mapping[str, str]
+        self, request: FastRequest, headers: Mapping[str, str], caller: Caller
     ) -> dict[str, Any] | None:
-        tool = self.service.registry.get(request.params["name"])
+        tool = self.service.tool_for(request.params["name"], caller)
         if tool is None or tool.needs_confirmation or self._declares_headers(tool):
             return None  # the SDK's path: an unknown-tool error, elicitation, header checks
 
@@ -239,6 +329,7 @@ class McpApp:
                 protocol_version=request.version,
                 headers=dict(headers),
                 client=request.client,
+                token=caller.token,
             )
 
         arguments = request.params.get("arguments")
@@ -337,17 +428,6 @@ def _read_headers(raw: Iterable[tuple[bytes, bytes]]) -> tuple[dict[str, str], b
         if key.startswith(_PARAM_PREFIX):
             unusual = True
     return headers, unusual
-
-
-def _bearer_token(value: str) -> bytes | None:
-    """The token of `Authorization: Bearer <token>`, else None. The scheme is
-    case-insensitive and may be followed by several spaces (RFC 7235 `1*SP`); any other
-    scheme, a missing token, a tab instead of a space: None."""
-    scheme, space, token = value.partition(" ")
-    if not space or scheme.lower() != "bearer":
-        return None
-    token = token.lstrip(" ")
-    return token.encode("latin-1") if token else None
 
 
 def _accepts(headers: Mapping[str, str]) -> bool:

@@ -49,6 +49,7 @@ from ..registry import ToolRegistry
 from ..result import ToolResult
 from ..telemetry import extracted, sanitize_meta
 from ..tool import Tool
+from .auth import UNRESTRICTED, Caller, address_caller, token_caller
 from .catalog import Catalog, call_result
 from .context import McpRequest, Note, Reporter
 
@@ -72,6 +73,8 @@ CONFIRM_SCHEMA: dict[str, Any] = {
     "required": ["confirm"],
 }
 _MAX_SHOWN = 2000  # characters of the arguments shown in a confirmation question
+CALLER_KEY = "toolreg.caller"
+"""The ASGI scope key under which toolreg's HTTP gate leaves the request's `Caller`."""
 DEFAULT_MAX_THREADS = 32
 """Sync tool calls a server runs at once (`max_threads=`); more wait for a free slot."""
 
@@ -157,7 +160,7 @@ class _Slot:
 class ToolService:
     """Runs MCP tool calls against a registry: context, dispatch and the wire result."""
 
-    __slots__ = ("catalog", "context", "registry", "threads")
+    __slots__ = ("catalog", "context", "registry", "restricted", "threads")
 
     def __init__(
         self,
@@ -165,6 +168,7 @@ class ToolService:
         context: ContextFactory | None = None,
         *,
         max_threads: int = DEFAULT_MAX_THREADS,
+        restricted: bool = False,
     ) -> None:
         if context is not None and not callable(context):
             raise UsageError("context= must be a function of the MCP request, or None")
@@ -181,10 +185,30 @@ class ToolService:
         self.registry = registry
         self.catalog = Catalog(registry)
         self.context = context
+        self.restricted = restricted
 
-    def list_result(self) -> dict[str, Any]:
-        """A `ListToolsResult` (wire form)."""
-        return {"tools": self.catalog.entries()}
+    def list_result(self, caller: Caller = UNRESTRICTED) -> dict[str, Any]:
+        """A `ListToolsResult` (wire form): the tools `caller` may see."""
+        return {"tools": self.catalog.entries(caller.permits)}
+
+    def tool_for(self, name: str, caller: Caller = UNRESTRICTED) -> Tool | None:
+        """The tool `name`, if `caller`'s scopes allow it (else None, as for no tool)."""
+        tool = self.registry.get(name)
+        return tool if tool is not None and caller.permits(tool.scopes) else None
+
+    def caller_of(self, ctx: ServerRequestContext[Any]) -> Caller:
+        """Who sent an SDK request: what toolreg's HTTP gate found, the SDK's authenticated
+        user, the client's address (HTTP without auth), or the local user (stdio)."""
+        scope = getattr(ctx.request, "scope", None)
+        if isinstance(scope, Mapping):
+            known = scope.get(CALLER_KEY)
+            if isinstance(known, Caller):
+                return known
+            token = getattr(scope.get("user"), "access_token", None)
+            if token is not None:
+                return token_caller(token)
+            return address_caller(scope.get("client"))
+        return Caller("local") if self.restricted else UNRESTRICTED
 
     def input_schema(self, name: str) -> dict[str, Any] | None:
         tool = self.registry.get(name)
@@ -240,9 +264,15 @@ class ToolService:
         """The `CallToolResult` (wire form) of a dispatched call."""
         return call_result(result, self.catalog.output_schema(tool) is not None)
 
-    async def unknown(self, name: str) -> MCPError:
-        """The protocol error for a tool name the registry does not hold."""
-        answer = await self.registry.adispatch_tool(name, {})
+    async def unknown(self, name: str, caller: Caller = UNRESTRICTED) -> MCPError:
+        """The protocol error for a tool name the registry does not hold, or that `caller`
+        may not see (the same words: only the tools it may see are named)."""
+        visible = None
+        if caller.scopes is not None:
+            visible = [t.name for t in self.registry.tools() if caller.permits(t.scopes)]
+        if visible is not None and name in visible:  # never: a visible tool is not unknown
+            visible.remove(name)
+        answer = await self.registry.adispatch_tool(name, {}, allowed=visible)
         return MCPError(code=types.INVALID_PARAMS, message=answer.content)
 
 
@@ -287,13 +317,22 @@ def build_server(
     context: ContextFactory | None = None,
     instructions: str | None = None,
     max_threads: int = DEFAULT_MAX_THREADS,
+    auth: Any = None,
 ) -> Server[Any]:
     """The registry as the `mcp` SDK's low-level `Server` (run it on any SDK transport).
 
     `context=` builds each call's `ToolContext.deps` from the `McpRequest`; `max_threads`
-    bounds the sync tool calls run at once (more wait for a free slot).
+    bounds the sync tool calls run at once (more wait for a free slot). `auth=` (what
+    `asgi_app` takes) checks per-tool scopes against the SDK's authenticated user: run the
+    server under the SDK's HTTP app with `token_verifier=` and `auth=` from
+    `resource_server(auth).sdk_settings()`. Without `auth=`, a stdio client (the person
+    who started the server) sees every tool.
     """
-    service = ToolService(registry, context, max_threads=max_threads)
+    if auth is not None:
+        from .auth import resource_server
+
+        resource_server(auth)  # checked now, not at the first request
+    service = ToolService(registry, context, max_threads=max_threads, restricted=auth is not None)
     return sdk_server(service, name=name, instructions=instructions)
 
 
@@ -303,21 +342,22 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
     async def list_tools(
         ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult.model_validate(service.list_result())
+        return types.ListToolsResult.model_validate(service.list_result(service.caller_of(ctx)))
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        tool = service.registry.get(params.name)
+        caller = service.caller_of(ctx)
+        tool = service.tool_for(params.name, caller)
         if tool is None:
-            raise await service.unknown(params.name)
+            raise await service.unknown(params.name, caller)
         confirmation = Confirmation(ctx, params) if tool.needs_confirmation else None
         reporter = Reporter(_sender(ctx, tool.name))
         try:
             result = await service.call(
                 tool,
                 params.arguments,
-                lambda: _request_of(ctx, tool.name),
+                lambda: _request_of(ctx, tool.name, caller),
                 call_id=None if ctx.request_id is None else str(ctx.request_id),
                 reporter=reporter,
                 confirm=None if confirmation is None else confirmation.callback(),
@@ -381,7 +421,7 @@ def _meta_of(ctx: ServerRequestContext[Any]) -> Mapping[str, Any] | None:
     return data if isinstance(data, Mapping) else None
 
 
-def _request_of(ctx: ServerRequestContext[Any], tool: str) -> McpRequest:
+def _request_of(ctx: ServerRequestContext[Any], tool: str, caller: Caller) -> McpRequest:
     http = ctx.request
     headers = getattr(http, "headers", None)
     header_map = {} if headers is None else {k.lower(): v for k, v in headers.items()}
@@ -396,6 +436,7 @@ def _request_of(ctx: ServerRequestContext[Any], tool: str) -> McpRequest:
         headers=header_map,
         session_id=header_map.get("mcp-session-id"),
         client=client,
+        token=caller.token,
     )
 
 
