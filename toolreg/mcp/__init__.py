@@ -17,6 +17,7 @@ from .auth import JwtVerifier, ResourceServer
 from .context import McpRequest
 from .errors import McpConnectionError
 from .http import McpApp, asgi_app
+from .limits import RateLimit
 from .mount import Mount, RemoteResult, mount
 from .server import build_server
 from .serving import HttpServer, serve
@@ -28,6 +29,7 @@ __all__ = [
     "McpConnectionError",
     "McpRequest",
     "Mount",
+    "RateLimit",
     "RemoteResult",
     "ResourceServer",
     "asgi_app",
