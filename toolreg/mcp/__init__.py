@@ -14,6 +14,7 @@ Needs the `mcp` extra (`pip install 'toolreg[mcp]'`); `import toolreg` never loa
 from __future__ import annotations
 
 from .auth import JwtVerifier, ResourceServer
+from .cache import ResultCache
 from .context import McpRequest
 from .errors import McpConnectionError
 from .http import McpApp, asgi_app
@@ -32,6 +33,7 @@ __all__ = [
     "RateLimit",
     "RemoteResult",
     "ResourceServer",
+    "ResultCache",
     "asgi_app",
     "build_server",
     "mount",

@@ -54,6 +54,7 @@ from .auth import (
     resource_server,
     token_caller,
 )
+from .cache import ResultCache
 from .context import McpRequest
 from .limits import RATE_LIMIT_CODE, Buckets, RateLimit
 from .server import CALLER_KEY, DEFAULT_MAX_THREADS, ContextFactory, ToolService, sdk_server
@@ -97,6 +98,7 @@ def asgi_app(
     max_threads: int = DEFAULT_MAX_THREADS,
     auth: Any = None,
     rate_limit: RateLimit | None = None,
+    cache: ResultCache | None = None,
 ) -> McpApp:
     """The registry as an ASGI app serving MCP (streamable HTTP) at `path`.
 
@@ -113,6 +115,7 @@ def asgi_app(
     registered with `scopes=` are listed and callable only with a token holding them.
     `rate_limit=RateLimit("60/min", tools={"search": "10/min"})` limits each caller's
     tool calls (HTTP 429 with `Retry-After`; buckets per process, see `limits`).
+    `cache=ResultCache(ttl=60)` keeps read-only and idempotent tools' results per caller.
     """
     if rate_limit is not None and not isinstance(rate_limit, RateLimit):
         raise UsageError("rate_limit= takes RateLimit('60/min', tools={'search': '10/min'})")
@@ -131,7 +134,7 @@ def asgi_app(
             f"{'it' if len(scoped) == 1 else 'them'}: pass auth=ResourceServer(...) "
             "(or register without scopes=)"
         )
-    service = ToolService(registry, context, max_threads=max_threads, restricted=True)
+    service = ToolService(registry, context, max_threads=max_threads, restricted=True, cache=cache)
     return McpApp(
         service,
         path=path,
@@ -357,7 +360,12 @@ class McpApp:
         try:
             meta = request.params.get("_meta")
             result = await self.service.call(
-                tool, arguments, about, call_id=None, meta=meta if isinstance(meta, dict) else None
+                tool,
+                arguments,
+                about,
+                call_id=None,
+                meta=meta if isinstance(meta, dict) else None,
+                caller=caller,
             )
         except ToolregError:  # a missing context: raised before the tool ran; the SDK's
             return None  # path raises it again and answers with its internal error

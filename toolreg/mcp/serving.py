@@ -23,6 +23,7 @@ from mcp.server.stdio import stdio_server
 
 from ..errors import UsageError
 from ..registry import ToolRegistry
+from .cache import ResultCache
 from .errors import McpConnectionError
 from .http import LOOPBACK_HOSTS, McpApp, asgi_app
 from .limits import RateLimit
@@ -57,6 +58,7 @@ def serve(
     max_threads: int = DEFAULT_MAX_THREADS,
     auth: Any = None,
     rate_limit: RateLimit | None = None,
+    cache: ResultCache | None = None,
 ) -> None:
     """Serve the registry over MCP until interrupted (stdio: until the client closes it).
 
@@ -64,7 +66,7 @@ def serve(
     requires `Authorization: Bearer <token>`; the Host header must name this server
     (`allowed_hosts_for(host)`, or `allowed_hosts=`). Port 0 picks a free port (printed on
     stderr). At most `max_threads` sync tool calls run at once; more wait for a slot.
-    HTTP only: `auth=` (an OAuth resource server, see `asgi_app`), `rate_limit=`.
+    HTTP only: `auth=` (an OAuth resource server, see `asgi_app`), `rate_limit=`, `cache=`.
     """
     if transport == "stdio":
         serve_stdio(build_server(registry, name=name, context=context, max_threads=max_threads))
@@ -80,6 +82,7 @@ def serve(
             max_threads=max_threads,
             auth=auth,
             rate_limit=rate_limit,
+            cache=cache,
         )
         run_http(app, host=host, port=port, path=path)
     else:
