@@ -34,6 +34,14 @@ ORDERS = str(ROOT / "samples" / "orders.py")
             "--allowed-host needs a name, e.g. --allowed-host 'mcp.example.com:*'",
         ),
         (["--token", " "], "--token is blank; pass the token, or leave --token out for none"),
+        *(
+            (
+                ["--rate-limit", rate],
+                f"--rate-limit {shown}: write calls per period, e.g. --rate-limit 60/min "
+                "(s, min or h), or for one tool --rate-limit search=10/min",
+            )
+            for rate, shown in (("10", "10"), ("=5/min", "=5/min"), ("5/week", "5/week"))
+        ),
     ],
 )
 def test_http_option_errors_name_the_option_as_typed(

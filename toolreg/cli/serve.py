@@ -58,6 +58,13 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser], target_he
     p.add_argument("--workers", type=int, default=1, help="HTTP: processes sharing the port")
     p.add_argument("--stateful", action="store_true", help="HTTP: keep sessions (default: none)")
     p.add_argument(
+        "--rate-limit",
+        action="append",
+        metavar="RATE",
+        help="HTTP: each caller's tool calls, e.g. 60/min; TOOL=RATE for one tool, e.g. "
+        "search=10/min (repeatable; per worker process)",
+    )
+    p.add_argument(
         "--allowed-host",
         action="append",
         metavar="HOST",
@@ -67,7 +74,12 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser], target_he
 
 def cmd_serve(args: argparse.Namespace) -> int:
     if args.transport == "stdio":
-        for flag, given in (("--token", args.token), ("--workers", args.workers != 1)):
+        options = (
+            ("--token", args.token),
+            ("--workers", args.workers != 1),
+            ("--rate-limit", args.rate_limit),
+        )
+        for flag, given in options:
             if given:
                 raise ServeError(f"{flag} applies to --transport http")
     if args.workers > 1:
@@ -99,6 +111,7 @@ def _check_options(args: argparse.Namespace) -> None:
         raise ServeError(f"--port {args.port} must be a whole number from 0 to 65535")
     if args.workers < 1:
         raise ServeError(f"--workers {args.workers} must be 1 or more")
+    _rate_limit(args.rate_limit)
     if args.token is not None and not args.token.strip():
         raise ServeError("--token is blank; pass the token, or leave --token out for none")
     if args.token is None and TOKEN_ENV in os.environ and not os.environ[TOKEN_ENV].strip():
@@ -148,7 +161,8 @@ def _serve(args: argparse.Namespace, context: Any) -> None:
         hosts = args.allowed_host or _allowed_hosts(args.host)
         registry = load_target(args.target, resources)
         _check_context(registry, context)
-        app = _app(registry, args.path, not args.stateful, token, hosts, context)  # checked
+        limits = args.rate_limit
+        app = _app(registry, args.path, not args.stateful, token, hosts, context, limits)
         if args.workers == 1:
             serving.run_http(app, host=args.host, port=args.port, path=args.path)
             return
@@ -158,6 +172,7 @@ def _serve(args: argparse.Namespace, context: Any) -> None:
             "stateless": not args.stateful,
             "allowed_hosts": hosts,
             "context": args.context,
+            "rate_limit": args.rate_limit,
         }
         os.environ[_WORKER_ENV] = json.dumps(settings)
         if token is not None:
@@ -183,8 +198,40 @@ def _context(text: str | None) -> Any:
     return lambda request: deps
 
 
+def _rate_limit(rates: list[str] | None) -> Any:
+    """`--rate-limit 60/min --rate-limit search=10/min` as a `RateLimit` (None: none)."""
+    if not rates:
+        return None
+    from ..mcp.limits import RateLimit, parse_rate
+
+    overall: str | None = None
+    tools: dict[str, str] = {}
+    for rate in rates:
+        tool, equals, value = rate.rpartition("=")
+        try:
+            if equals and not tool.strip():
+                raise ToolregUsageError("no tool name")
+            parse_rate(value)
+        except ToolregUsageError:
+            raise ServeError(
+                f"{_option('--rate-limit', rate)}: write calls per period, e.g. "
+                "--rate-limit 60/min (s, min or h), or for one tool --rate-limit search=10/min"
+            ) from None
+        if equals:
+            tools[tool.strip()] = value
+        else:
+            overall = value
+    return RateLimit(overall, tools=tools)
+
+
 def _app(
-    registry: Any, path: str, stateless: bool, token: str | None, hosts: list[str], context: Any
+    registry: Any,
+    path: str,
+    stateless: bool,
+    token: str | None,
+    hosts: list[str],
+    context: Any,
+    rates: list[str] | None = None,
 ) -> Any:
     from ..mcp import asgi_app
 
@@ -195,6 +242,7 @@ def _app(
         token=token,
         allowed_hosts=hosts,
         context=context,
+        rate_limit=_rate_limit(rates),
     )
 
 
@@ -205,4 +253,5 @@ def worker_app() -> Any:
     token = os.environ.get(TOKEN_ENV) or None
     context = _context(settings["context"])
     stateless, hosts = settings["stateless"], settings["allowed_hosts"]
-    return _app(registry, settings["path"], stateless, token, hosts, context)
+    rates = settings.get("rate_limit")
+    return _app(registry, settings["path"], stateless, token, hosts, context, rates)

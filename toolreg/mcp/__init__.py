@@ -15,9 +15,11 @@ Needs the `mcp` extra (`pip install 'toolreg[mcp]'`); `import toolreg` never loa
 from __future__ import annotations
 
 from .auth import JwtVerifier, ResourceServer
+from .cache import ResultCache
 from .context import McpRequest
 from .errors import McpConnectionError
 from .http import McpApp, asgi_app
+from .limits import RateLimit
 from .mount import Mount, RemoteResult, mount
 from .pinning import PendingTool
 from .server import build_server
@@ -31,8 +33,10 @@ __all__ = [
     "McpRequest",
     "Mount",
     "PendingTool",
+    "RateLimit",
     "RemoteResult",
     "ResourceServer",
+    "ResultCache",
     "asgi_app",
     "build_server",
     "mount",

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import hmac
 import json
+import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -53,7 +54,9 @@ from .auth import (
     resource_server,
     token_caller,
 )
+from .cache import ResultCache
 from .context import McpRequest
+from .limits import RATE_LIMIT_CODE, Buckets, RateLimit
 from .server import CALLER_KEY, DEFAULT_MAX_THREADS, ContextFactory, ToolService, sdk_server
 
 __all__ = [
@@ -94,6 +97,8 @@ def asgi_app(
     instructions: str | None = None,
     max_threads: int = DEFAULT_MAX_THREADS,
     auth: Any = None,
+    rate_limit: RateLimit | None = None,
+    cache: ResultCache | None = None,
 ) -> McpApp:
     """The registry as an ASGI app serving MCP (streamable HTTP) at `path`.
 
@@ -108,7 +113,12 @@ def asgi_app(
     `auth=` makes the app an OAuth 2.1 resource server (a `ResourceServer`, or a
     `JwtVerifier` whose audience is the server's URL; see `toolreg.mcp.auth`): tools
     registered with `scopes=` are listed and callable only with a token holding them.
+    `rate_limit=RateLimit("60/min", tools={"search": "10/min"})` limits each caller's
+    tool calls (HTTP 429 with `Retry-After`; buckets per process, see `limits`).
+    `cache=ResultCache(ttl=60)` keeps read-only and idempotent tools' results per caller.
     """
+    if rate_limit is not None and not isinstance(rate_limit, RateLimit):
+        raise UsageError("rate_limit= takes RateLimit('60/min', tools={'search': '10/min'})")
     if not isinstance(path, str) or not path.startswith("/"):
         raise UsageError(f"path={path!r}: must start with '/', e.g. path='/mcp'")
     if token is not None and (not isinstance(token, str) or not token.strip()):
@@ -124,13 +134,14 @@ def asgi_app(
             f"{'it' if len(scoped) == 1 else 'them'}: pass auth=ResourceServer(...) "
             "(or register without scopes=)"
         )
-    service = ToolService(registry, context, max_threads=max_threads, restricted=True)
+    service = ToolService(registry, context, max_threads=max_threads, restricted=True, cache=cache)
     return McpApp(
         service,
         path=path,
         stateless=stateless,
         token=token,
         auth=protected,
+        buckets=None if rate_limit is None else rate_limit.buckets(),
         allowed_hosts=tuple(LOOPBACK_HOSTS if allowed_hosts is None else _strings(allowed_hosts)),
         allowed_origins=tuple(
             LOOPBACK_ORIGINS if allowed_origins is None else _strings(allowed_origins)
@@ -162,6 +173,7 @@ class McpApp:
         stateless: bool,
         token: str | None,
         auth: ResourceServer | None = None,
+        buckets: Buckets | None = None,
         allowed_hosts: tuple[str, ...],
         allowed_origins: tuple[str, ...],
         name: str,
@@ -176,6 +188,7 @@ class McpApp:
         self._hosts = allowed_hosts
         self._origins = allowed_origins
         self.auth = auth
+        self._buckets = buckets
         self._metadata_paths = (
             frozenset()
             if auth is None
@@ -220,13 +233,24 @@ class McpApp:
             await _respond(send, *caller)
             return
         scope[CALLER_KEY] = caller
-        if self.stateless and scope["method"] == "POST" and route == self.path:
+        limited = self._buckets is not None
+        if (self.stateless or limited) and scope["method"] == "POST" and route == self.path:
             body = await _read_body(receive, DEFAULT_MAX_REQUEST_BODY_SIZE)
             if body is None:
                 await _respond(send, 413, b"Request body too large")
                 return
+            over = None if self._buckets is None else _over_limit(self._buckets, body, caller)
+            if over is not None:
+                await _respond(send, *over)
+                return
             answer = (
-                None if unusual else await _unless_gone(self._fast(headers, body, caller), receive)
+                None
+                if not self.stateless
+                else (
+                    None
+                    if unusual
+                    else await _unless_gone(self._fast(headers, body, caller), receive)
+                )
             )
             if answer is _GONE:
                 return  # the client disconnected: the call was cancelled, nobody to answer
@@ -336,7 +360,12 @@ class McpApp:
         try:
             meta = request.params.get("_meta")
             result = await self.service.call(
-                tool, arguments, about, call_id=None, meta=meta if isinstance(meta, dict) else None
+                tool,
+                arguments,
+                about,
+                call_id=None,
+                meta=meta if isinstance(meta, dict) else None,
+                caller=caller,
             )
         except ToolregError:  # a missing context: raised before the tool ran; the SDK's
             return None  # path raises it again and answers with its internal error
@@ -428,6 +457,38 @@ def _read_headers(raw: Iterable[tuple[bytes, bytes]]) -> tuple[dict[str, str], b
         if key.startswith(_PARAM_PREFIX):
             unusual = True
     return headers, unusual
+
+
+def _over_limit(
+    buckets: Buckets, body: bytes, caller: Caller
+) -> tuple[int, bytes, list[Any]] | None:
+    """The 429 for a `tools/call` over one of the caller's limits, else None."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None  # not a call: the SDK answers it
+    if type(message) is not dict or message.get("method") != "tools/call":
+        return None
+    params = message.get("params")
+    name = params.get("name") if type(params) is dict else None
+    wait, which = buckets.take(caller.identity, name if isinstance(name, str) else "")
+    if not wait:
+        return None
+    seconds = max(1, math.ceil(wait))
+    request_id = message.get("id")
+    error = {
+        "code": RATE_LIMIT_CODE,
+        "message": f"Rate limit exceeded: {buckets.describe(which)}; retry after {seconds} s.",
+        "data": {"retryAfter": seconds},
+    }
+    shown_id = (
+        request_id
+        if isinstance(request_id, (int, str)) and not isinstance(request_id, bool)
+        else None
+    )
+    envelope = {"jsonrpc": "2.0", "id": shown_id, "error": error}
+    headers = [*_JSON, (b"retry-after", str(seconds).encode())]
+    return 429, _ENCODER.encode(envelope).encode(), headers
 
 
 def _accepts(headers: Mapping[str, str]) -> bool:

@@ -50,6 +50,7 @@ from ..result import ToolResult
 from ..telemetry import extracted, sanitize_meta
 from ..tool import Tool
 from .auth import UNRESTRICTED, Caller, address_caller, token_caller
+from .cache import ResultCache
 from .catalog import Catalog, call_result
 from .context import McpRequest, Note, Reporter
 
@@ -160,7 +161,7 @@ class _Slot:
 class ToolService:
     """Runs MCP tool calls against a registry: context, dispatch and the wire result."""
 
-    __slots__ = ("catalog", "context", "registry", "restricted", "threads")
+    __slots__ = ("cache", "catalog", "context", "registry", "restricted", "threads")
 
     def __init__(
         self,
@@ -169,7 +170,10 @@ class ToolService:
         *,
         max_threads: int = DEFAULT_MAX_THREADS,
         restricted: bool = False,
+        cache: ResultCache | None = None,
     ) -> None:
+        if cache is not None and not isinstance(cache, ResultCache):
+            raise UsageError("cache= takes ResultCache(ttl=60, max_entries=1024), or None")
         if context is not None and not callable(context):
             raise UsageError("context= must be a function of the MCP request, or None")
         if context is None:
@@ -186,6 +190,7 @@ class ToolService:
         self.catalog = Catalog(registry)
         self.context = context
         self.restricted = restricted
+        self.cache = cache
 
     def list_result(self, caller: Caller = UNRESTRICTED) -> dict[str, Any]:
         """A `ListToolsResult` (wire form): the tools `caller` may see."""
@@ -224,10 +229,34 @@ class ToolService:
         reporter: Reporter | None = None,
         confirm: ConfirmCallback | None = None,
         meta: Mapping[str, Any] | None = None,
+        caller: Caller = UNRESTRICTED,
     ) -> ToolResult:
         """Dispatch one call of a registered tool; never raises for the call's failures (a
         tool that needs a context and gets none raises `MissingContextError`: the server's
-        mistake, which the SDK answers as an internal error)."""
+        mistake, which the SDK answers as an internal error). With a `cache`, a read-only
+        or idempotent tool's result may come from it (same tool, arguments and caller)."""
+        cache = self.cache
+        key = None
+        if cache is not None and cache.applies(tool):
+            key = cache.key(tool, arguments, caller.identity)
+            cached = None if key is None else cache.get(key, tool, call_id)
+            if cached is not None:
+                return cached
+        result = await self._call(tool, arguments, request, call_id, reporter, confirm, meta)
+        if key is not None and cache is not None:
+            cache.put(key, tool, result)
+        return result
+
+    async def _call(
+        self,
+        tool: Tool,
+        arguments: dict[str, Any] | None,
+        request: Callable[[], McpRequest],
+        call_id: str | None,
+        reporter: Reporter | None,
+        confirm: ConfirmCallback | None,
+        meta: Mapping[str, Any] | None,
+    ) -> ToolResult:
         deps: Any = None
         if self.context is not None:
             try:
@@ -362,6 +391,7 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
                 reporter=reporter,
                 confirm=None if confirmation is None else confirmation.callback(),
                 meta=_meta_of(ctx),
+                caller=caller,
             )
         finally:
             await reporter.close()

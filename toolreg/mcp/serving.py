@@ -23,8 +23,10 @@ from mcp.server.stdio import stdio_server
 
 from ..errors import UsageError
 from ..registry import ToolRegistry
+from .cache import ResultCache
 from .errors import McpConnectionError
 from .http import LOOPBACK_HOSTS, McpApp, asgi_app
+from .limits import RateLimit
 from .server import DEFAULT_MAX_THREADS, ContextFactory, build_server
 
 __all__ = [
@@ -54,6 +56,9 @@ def serve(
     allowed_hosts: Iterable[str] | None = None,
     name: str = "toolreg",
     max_threads: int = DEFAULT_MAX_THREADS,
+    auth: Any = None,
+    rate_limit: RateLimit | None = None,
+    cache: ResultCache | None = None,
 ) -> None:
     """Serve the registry over MCP until interrupted (stdio: until the client closes it).
 
@@ -61,6 +66,7 @@ def serve(
     requires `Authorization: Bearer <token>`; the Host header must name this server
     (`allowed_hosts_for(host)`, or `allowed_hosts=`). Port 0 picks a free port (printed on
     stderr). At most `max_threads` sync tool calls run at once; more wait for a slot.
+    HTTP only: `auth=` (an OAuth resource server, see `asgi_app`), `rate_limit=`, `cache=`.
     """
     if transport == "stdio":
         serve_stdio(build_server(registry, name=name, context=context, max_threads=max_threads))
@@ -74,6 +80,9 @@ def serve(
             allowed_hosts=allowed_hosts_for(host) if allowed_hosts is None else allowed_hosts,
             name=name,
             max_threads=max_threads,
+            auth=auth,
+            rate_limit=rate_limit,
+            cache=cache,
         )
         run_http(app, host=host, port=port, path=path)
     else:
