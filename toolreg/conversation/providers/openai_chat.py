@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..dispatch.calling import call_hook
-from ..errors import ConversationError
+from ...dispatch.calling import call_hook
+from ...errors import ConversationError
 
 __all__ = ["Normalized", "StreamAssembler", "normalize_completion", "plain"]
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..dispatch.calling import call_hook
-from ..errors import ConversationError
-from .stream import Normalized, plain
+from ...dispatch.calling import call_hook
+from ...errors import ConversationError
+from .openai_chat import Normalized, plain
 
 __all__ = ["ResponseStreamAssembler", "normalize_response"]
 

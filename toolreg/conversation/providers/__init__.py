@@ -1,0 +1,1 @@
+"""One module per wire API: `openai_chat`, `openai_responses`."""
