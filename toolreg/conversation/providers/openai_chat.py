@@ -1,4 +1,6 @@
-"""Chat completions, plain or streamed, -> the one shape the loop reads (`Normalized`):
+"""The chat-completions provider (`OpenAIChat`): requests, answers, plain or streamed.
+
+Answers are read into one normalized shape (`Normalized`), then an `Answer`:
 
 - `message`: what the model sent, as plain data: what `parse_calls` reads and hooks see;
 - `entries`: what the model added to the history, as received (here: the one message);
@@ -11,13 +13,18 @@ into the same shape.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
 
 from ...dispatch.calling import call_hook
-from ...errors import ConversationError
+from ...errors import ConversationError, UsageError
+from ...formats import Dialect, Format
+from ...formats.base import is_json_object
+from ...result import ToolCall, ToolResult
+from ..history import CALL_KEYS, units
+from .base import Answer, Answers, Assembler, Message, Request
 
-__all__ = ["Normalized", "StreamAssembler", "normalize_completion", "plain"]
+__all__ = ["Normalized", "OpenAIChat", "StreamAssembler", "normalize_completion", "plain"]
 
 Normalized = dict[str, Any]
 
@@ -193,3 +200,139 @@ class StreamAssembler:
         if self.function_call is not None:
             message["function_call"] = self.function_call
         return _normalized(message, self.finish_reason, self.usage, self.id, self.model)
+
+
+class OpenAIChat:
+    """Chat completions (`client.chat.completions.create`) in one of its dialects: `tools`,
+    the legacy `functions`, or ChatGLM3's (see `formats`)."""
+
+    name = "openai"
+    keeps_history = False
+
+    def __init__(
+        self, fmt: Format, assistant_content: Literal["empty", "null", "omit"] = "empty"
+    ) -> None:
+        if fmt.dialect is None:  # the drivers only take formats from DIALECTS
+            raise UsageError(f"the {fmt.name} format has no conversation dialect")
+        self.fmt = fmt
+        self.spoken: Dialect = fmt.dialect
+        self.dialect = self.spoken.name
+        self.assistant_content = assistant_content
+
+    def check_choice(self, choice: str) -> None:
+        self.spoken.choice(choice)
+
+    def encode(self, request: Request) -> dict[str, Any]:
+        return encode(self.spoken, request)
+
+    def create(self, client: Any) -> Callable[..., Any]:
+        return client.chat.completions.create  # type: ignore[no-any-return]
+
+    def stream_options(self, request_options: Mapping[str, Any]) -> dict[str, Any]:
+        if "stream_options" in request_options:
+            return {"stream": True}
+        return {"stream": True, "stream_options": {"include_usage": True}}
+
+    def decode(self, response: Any) -> Answer:
+        return Answer.of(normalize_completion(response))
+
+    def assembler(self, on_text: Callable[[str], None] | None) -> Assembler:
+        return Answers(StreamAssembler(on_text))
+
+    def calls(self, answer: Answer) -> list[ToolCall]:
+        return self.fmt.parse_calls(answer.message)
+
+    def took(self, answer: Answer, drop_calls: bool) -> tuple[list[Message], bool]:
+        keys, content = self.spoken.call_keys, self.assistant_content
+        return [echo(entry, drop_calls, keys, content) for entry in answer.entries], True
+
+    def results(self, results: Sequence[ToolResult]) -> list[Message]:
+        return [dict(self.fmt.observation(r)) for r in results]
+
+    def user(self, text: str) -> Message:
+        return {"role": "user", "content": text}
+
+    def units(self, messages: Sequence[Message]) -> list[list[Message]]:
+        return units(messages)
+
+
+def echo(
+    message: Message,
+    drop_calls: bool,
+    call_keys: tuple[str, ...] = (),
+    assistant_content: Literal["empty", "null", "omit"] = "empty",
+) -> Message:
+    """The assistant message as received; empty content normalised for picky servers (a
+    message with calls under `call_keys` and no content gets `assistant_content`). An item
+    of the Responses API (it has a `type`) goes back as received."""
+    if "type" in message:
+        return echo_item(message)
+    out = dict(message)
+    if drop_calls:  # every kind of call, not only the dialect's: none may stay unanswered
+        for key in CALL_KEYS:
+            out.pop(key, None)
+    else:
+        _repair_arguments(out)
+    has_calls = any(out.get(k) for k in call_keys)
+    if has_calls and not out.get("content"):
+        if assistant_content == "empty":
+            out["content"] = ""
+        elif assistant_content == "null":
+            out["content"] = None
+        else:
+            out.pop("content", None)
+    elif out.get("content") is None:
+        out["content"] = ""
+    return out
+
+
+def encode(dialect: Dialect, request: Request) -> dict[str, Any]:
+    """The request in an OpenAI API's keys (chat completions or the Responses API)."""
+    out: dict[str, Any] = {} if request.server_state else dict(dialect.client_state)
+    out.update(request.options)
+    out["model"] = request.model
+    out[dialect.history_key] = request.history
+    key = dialect.server_state_key
+    if request.previous_id is not None and key is not None:
+        out[key] = request.previous_id
+    if request.tools:
+        out[dialect.tools_key] = request.tools
+        out[dialect.choice_key] = dialect.choice(request.choice)
+    if request.output is not None:
+        output = request.output
+        asked = dialect.output_format(output.name, output.sent, output.strict)
+        for name, value in asked.items():
+            given = out.get(name)  # e.g. text={"verbosity": ...} keeps its other keys
+            out[name] = {**given, **value} if isinstance(given, dict) else value
+    return out
+
+
+def echo_item(item: Message) -> Message:
+    """An item of the Responses API (it has a `type`) goes back exactly as received, but a
+    call whose arguments are not a JSON object goes back with `{}` (see `_repair_arguments`)."""
+    if item.get("type") == "function_call" and not is_json_object(item.get("arguments")):
+        return {**item, "arguments": "{}"}
+    return item
+
+
+def _repair_arguments(message: Message) -> None:
+    """Calls whose arguments are not a JSON object (a local model cut off mid-call) are sent
+    back with `{}`: servers such as llama.cpp's refuse the whole history otherwise, and the
+    model would never read the observation that tells it what went wrong."""
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and any(not is_json_object(_arguments_of(c)) for c in calls):
+        message["tool_calls"] = [
+            c if is_json_object(_arguments_of(c)) else _with_arguments(c, "{}") for c in calls
+        ]
+    legacy = message.get("function_call")
+    if isinstance(legacy, dict) and not is_json_object(legacy.get("arguments")):
+        message["function_call"] = {**legacy, "arguments": "{}"}
+
+
+def _arguments_of(call: Any) -> Any:
+    function = call.get("function") if isinstance(call, dict) else None
+    return function.get("arguments") if isinstance(function, dict) else "{}"
+
+
+def _with_arguments(call: dict[str, Any], arguments: str) -> dict[str, Any]:
+    return {**call, "function": {**call["function"], "arguments": arguments}}

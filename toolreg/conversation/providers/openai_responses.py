@@ -1,4 +1,5 @@
-"""The Responses API, plain or streamed, -> the shape the loop reads (see `stream`).
+"""The Responses API provider (`OpenAIResponses`); its answers, plain or streamed, are read
+into the normalized shape of `openai_chat`, then an `Answer`.
 
 `message` is the response as plain data (the format's `parse_calls` reads its `output`);
 `entries` are its output items exactly as received (messages, function calls, reasoning
@@ -12,14 +13,18 @@ items; the final `response.completed` or `response.incomplete` event completes t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ...dispatch.calling import call_hook
-from ...errors import ConversationError
-from .openai_chat import Normalized, plain
+from ...errors import ConversationError, UsageError
+from ...formats import Dialect, Format
+from ...result import ToolCall, ToolResult
+from ..history import CALL_ITEMS, units
+from .base import Answer, Answers, Assembler, Message, Request
+from .openai_chat import Normalized, echo, encode, plain
 
-__all__ = ["ResponseStreamAssembler", "normalize_response"]
+__all__ = ["OpenAIResponses", "ResponseStreamAssembler", "normalize_response"]
 
 _FINISH = {"max_output_tokens": "length", "content_filter": "content_filter"}
 _DONE_EVENTS = ("response.completed", "response.incomplete", "response.failed")
@@ -157,3 +162,57 @@ class ResponseStreamAssembler:
         if not response.get("output") and built:  # a final event without the items
             response = {**response, "output": [self._item(i) for i in built]}
         return normalize_response(response)
+
+
+class OpenAIResponses:
+    """The Responses API (`client.responses.create`): the history is input items, sent
+    with `store: false`, or kept by the server (`previous_response_id`)."""
+
+    name = "openai"
+    keeps_history = True
+
+    def __init__(self, fmt: Format) -> None:
+        if fmt.dialect is None:
+            raise UsageError(f"the {fmt.name} format has no conversation dialect")
+        self.fmt = fmt
+        self.spoken: Dialect = fmt.dialect
+        self.dialect = self.spoken.name
+
+    def check_choice(self, choice: str) -> None:
+        self.spoken.choice(choice)
+
+    def encode(self, request: Request) -> dict[str, Any]:
+        return encode(self.spoken, request)
+
+    def create(self, client: Any) -> Callable[..., Any]:
+        return client.responses.create  # type: ignore[no-any-return]
+
+    def stream_options(self, request_options: Mapping[str, Any]) -> dict[str, Any]:
+        return {"stream": True}  # a stream reports usage unasked
+
+    def decode(self, response: Any) -> Answer:
+        return Answer.of(normalize_response(response))
+
+    def assembler(self, on_text: Callable[[str], None] | None) -> Assembler:
+        return Answers(ResponseStreamAssembler(on_text))
+
+    def calls(self, answer: Answer) -> list[ToolCall]:
+        return self.fmt.parse_calls(answer.message)
+
+    def took(self, answer: Answer, drop_calls: bool) -> tuple[list[Message], bool]:
+        entries = answer.entries
+        if drop_calls and any(e.get("type") in CALL_ITEMS for e in entries):
+            # a final answer keeps no call items, nor the reasoning that led to them
+            kept = [e for e in entries if e.get("type") not in (*CALL_ITEMS, "reasoning")]
+        else:
+            kept = list(entries)
+        return [echo(e, drop_calls) for e in kept], len(kept) == len(entries)
+
+    def results(self, results: Sequence[ToolResult]) -> list[Message]:
+        return [dict(self.fmt.observation(r)) for r in results]
+
+    def user(self, text: str) -> Message:
+        return {"role": "user", "content": text}
+
+    def units(self, messages: Sequence[Message]) -> list[list[Message]]:
+        return units(messages)
