@@ -34,6 +34,7 @@ from ..jsonvalues import safe_json
 from ..result import ToolCall, ToolResult
 from .history import CALL_ITEMS, CALL_KEYS, trim_to_limits
 from .output import OutputSpec
+from .policies import CallPolicy
 from .reply import (
     Hooks,
     ModelCallEvent,
@@ -120,6 +121,7 @@ class LoopSettings:
     # the conversation's own answer to a call that dispatch does not run (a tool search),
     # or None for a call that goes to dispatch
     answer: Callable[[ToolCall], ToolResult | None] | None = None
+    policy: CallPolicy = field(default_factory=CallPolicy)  # retry budgets (see policies)
 
     @property
     def dialect(self) -> Dialect:
@@ -516,6 +518,9 @@ def _after_tools(
     keys = {_call_key(c): r.content for c, r in zip(calls, results)}
     kept = (s.max_repeats or 2) - 1  # the rounds the guard looks back at
     state.recent = [*state.recent[-kept:], keys]
+    spent = s.policy.retries_spent(state.results)
+    if spent is not None:
+        return _reply(state, spent, "retry_limit")
     if results and all(r.ok and r.return_direct for r in results):
         text = "\n\n".join(r.content for r in results)
         return _reply(state, text, "return_direct")
