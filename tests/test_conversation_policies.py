@@ -288,3 +288,169 @@ def test_a_state_saved_before_the_budgets_existed_gets_the_defaults() -> None:
         del state["options"]["tool_retries"]
         chat = Conversation.from_state(state, server.client(), registry=shop.registry)
         assert chat.export_state()["options"]["tool_retries"] == 2
+
+
+# -- call limits ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_call_past_a_tools_limit_is_answered_with_the_limit_and_the_turn_goes_on(
+    driver: str,
+) -> None:
+    shop = Shop()
+    script = [
+        tool_call("search", query="red"),
+        tool_call("search", query="blue"),
+        tool_calls(call("search", query="green"), call("lookup", item=1)),
+        text("Here is what I found."),
+    ]
+    with ScriptedServer(script) as server:
+        _, reply = run(driver, server, shop, "find", max_calls={"search": 2})
+        server.assert_all_consumed()
+    assert (reply.stop_reason, reply.text) == ("answer", "Here is what I found.")
+    refused = reply.tool_results[2]
+    assert (refused.ok, refused.error_kind) == (False, "call_limit")
+    assert refused.content == (
+        "Tool 'search' was not run: this turn's limit of 2 calls to it is reached "
+        "(max_calls). Answer with what you have."
+    )
+    assert shop.ran == ["search red", "search blue", "lookup 1"]  # other tools still run
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+@pytest.mark.parametrize("stream", [False, True])
+def test_on_call_limit_stop_ends_the_turn_keeping_the_results_so_far(
+    driver: str, stream: bool
+) -> None:
+    shop = Shop()
+    script = [
+        tool_call("lookup", item=1),
+        tool_calls(call("lookup", item=2), call("lookup", item=3)),
+        text("never asked"),
+    ]
+    with ScriptedServer(script) as server:
+        chat, reply = run(
+            driver, server, shop, "go", max_tool_calls=2, on_call_limit="stop", stream=stream
+        )
+        assert server.remaining == 1
+    assert reply.stop_reason == "call_limit"
+    assert reply.text == (
+        "Stopped: Tool 'lookup' was not run: this turn's limit of 2 tool calls is reached "
+        "(max_tool_calls=2)."
+    )
+    assert [r.content for r in reply.tool_results[:2]] == ["item 1", "item 2"]
+    assert reply.tool_results[2].error_kind == "call_limit"
+    assert shop.ran == ["lookup 1", "lookup 2"]
+    assert history_problems(reply.messages) == []
+    assert chat.messages == reply.messages
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_limits_of_zero_run_nothing(driver: str) -> None:
+    shop = Shop()
+    script = [tool_call("search", query="red"), text("I may not search.")]
+    with ScriptedServer(script) as server:
+        _, told = run(driver, server, shop, "find", max_calls={"search": 0})
+        server.assert_all_consumed()
+    assert (told.stop_reason, told.tool_results[0].error_kind) == ("answer", "call_limit")
+    with ScriptedServer([tool_call("lookup", item=1), text("never asked")]) as server:
+        _, stopped = run(driver, server, shop, "go", max_tool_calls=0, on_call_limit="stop")
+        assert server.remaining == 1
+    assert stopped.stop_reason == "call_limit"
+    assert shop.ran == []
+
+
+def test_a_model_calling_past_the_limit_forever_is_ended_by_max_rounds() -> None:
+    shop = Shop()
+    script = [tool_call("lookup", item=n) for n in range(30)]
+    with ScriptedServer([*script[:5], text("done")]) as server:
+        _, reply = run("sync", server, shop, "go", max_tool_calls=1, max_rounds=5)
+        server.assert_all_consumed()
+    assert reply.stop_reason == "max_rounds"
+    assert shop.ran == ["lookup 0"]  # refused calls do not count, and never run
+    assert [r.error_kind for r in reply.tool_results] == [None] + ["call_limit"] * 4
+
+
+def test_a_limit_for_a_tool_the_registry_does_not_have_names_the_known_tools() -> None:
+    shop = Shop()
+    with pytest.raises(UsageError) as caught:
+        Conversation(object(), MODEL, registry=shop.registry, max_calls={"serach": 5})
+    assert str(caught.value) == (
+        "max_calls: 'serach' is not a registered tool; registered: search, lookup, transfer"
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"max_calls": {"search": -1}}, "max_calls['search']=-1"),
+        ({"max_calls": {"search": True}}, "max_calls['search']=True"),
+        ({"max_calls": ["search"]}, "max_calls=['search']"),
+        ({"max_tool_calls": -1}, "max_tool_calls=-1"),
+        ({"max_tool_calls": 2.5}, "max_tool_calls=2.5"),
+        ({"on_call_limit": "ask"}, "on_call_limit='ask'"),
+    ],
+)
+def test_bad_limits_are_refused_when_built(options: dict[str, Any], named: str) -> None:
+    shop = Shop()
+    for cls in (Conversation, AsyncConversation):
+        with pytest.raises(UsageError) as caught:
+            cls(object(), MODEL, registry=shop.registry, **options)
+        assert str(caught.value).startswith(named)
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_calls_made_before_a_pause_count_after_export_and_resume(driver: str) -> None:
+    shop = Shop()
+    script = [
+        tool_calls(call("search", query="red"), call("transfer", amount=5)),
+        tool_calls(call("search", query="blue"), call("transfer", amount=6)),
+        text("Done."),
+    ]
+    options = {"max_calls": {"search": 1, "transfer": 1}}
+    with ScriptedServer(script) as server:
+        first = Conversation(
+            server.client(), MODEL, registry=shop.registry, confirm="defer", **options
+        )
+        paused = first.send("find and pay")
+        state = first.export_state()
+        assert state["options"]["max_calls"] == {"search": 1, "transfer": 1}
+        if driver == "sync":
+            again = Conversation.from_state(state, server.client(), registry=shop.registry)
+            reply = again.resume({paused.pending[0].call_id: True})
+        else:
+
+            async def main() -> Any:
+                async with server.async_client() as client:
+                    chat = AsyncConversation.from_state(state, client, registry=shop.registry)
+                    return await chat.resume({paused.pending[0].call_id: True})
+
+            reply = asyncio.run(main())
+        server.assert_all_consumed()
+    assert reply.stop_reason == "answer"  # the second transfer never waits for approval
+    assert [r.error_kind for r in reply.tool_results] == [None, None, "call_limit", "call_limit"]
+    assert shop.ran == ["search red", "transfer 5"]
+
+
+def test_from_state_narrows_saved_call_limits() -> None:
+    shop = Shop()
+    with ScriptedServer([]) as server:
+        chat = Conversation(
+            server.client(),
+            MODEL,
+            registry=shop.registry,
+            max_calls={"search": 2},
+            max_tool_calls=10,
+            on_call_limit="stop",
+        )
+        state = chat.export_state()
+        wider = Conversation.from_state(
+            state,
+            server.client(),
+            registry=shop.registry,
+            max_calls={"search": 9, "lookup": 3},
+            max_tool_calls=50,
+        )
+        options = wider.export_state()["options"]
+    assert options["max_calls"] == {"search": 2, "lookup": 3}
+    assert (options["max_tool_calls"], options["on_call_limit"]) == (10, "stop")

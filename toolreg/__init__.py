@@ -11,6 +11,7 @@ import importlib as _importlib
 import typing as _typing
 
 from .errors import (
+    CallLimitError,
     ConversationError,
     ConversationStateError,
     DuplicateToolError,
@@ -103,6 +104,7 @@ adispatch_many = default_registry.adispatch_many
 
 __all__ = [
     "AsyncConversation",
+    "CallLimitError",
     "Conversation",
     "ConversationError",
     "ConversationStateError",

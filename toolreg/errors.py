@@ -12,6 +12,7 @@ ToolregError
 │   ├── ToolTimeoutError
 │   ├── ToolDeniedError        a tool that needs confirmation was not approved
 │   ├── RepeatedCallError      the conversation loop refused a call repeated round after round
+│   ├── CallLimitError         the conversation loop refused a call past max_calls / max_tool_calls
 │   └── ToolExecutionError     the original exception chained, never shown to the model
 │       ├── RetryRequestedError the tool raised `ToolRetry`: the model may try again
 │       └── ToolFailedError    the tool raised `ToolFailed`: final, the model is told so
@@ -39,7 +40,7 @@ to the caller: the application, not the model, has to change something.
 
 Every call error has a `kind` (a class attribute, one per class) that names it in a
 `ToolResult.error_kind`: `unknown_tool`, `invalid_json`, `invalid_arguments`, `timeout`,
-`denied`, `repeated`, `execution_error`, `retry`, `failed`.
+`denied`, `repeated`, `call_limit`, `execution_error`, `retry`, `failed`.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "CallLimitError",
     "ConversationError",
     "ConversationStateError",
     "DuplicateToolError",
@@ -220,6 +222,13 @@ class RepeatedCallError(ToolCallError):
     """The same call, with the same arguments, came in several rounds in a row."""
 
     kind = "repeated"
+
+
+class CallLimitError(ToolCallError):
+    """A conversation turn's limit on calls (`max_calls`, `max_tool_calls`) was reached: the
+    call did not run."""
+
+    kind = "call_limit"
 
 
 class ToolExecutionError(ToolCallError):

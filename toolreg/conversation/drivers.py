@@ -53,7 +53,7 @@ from .loop import (
 )
 from .offer import SEARCH_TOOL, answer_search, check_always, not_loaded, search_tool, select
 from .output import OutputSpec
-from .policies import CallPolicy
+from .policies import CallPolicy, OnCallLimit
 from .reply import Hooks, PendingCall, Reply
 from .state import (
     Loaded,
@@ -116,6 +116,9 @@ class _Base:
         key: Any = None,
         tool_search: int | ToolSearch | None = None,
         tool_retries: int | None = 2,
+        max_calls: Mapping[str, int] | None = None,
+        max_tool_calls: int | None = None,
+        on_call_limit: OnCallLimit = "tell",
         **request_options: Any,
     ) -> None:
         _check_options(dialect, max_rounds, output_retries, final_call, assistant_content)
@@ -173,8 +176,15 @@ class _Base:
             force_tools=force_tools,
             max_repeats=max_repeats,
             answer=self._answer,
-            policy=CallPolicy(tool_retries, budget_of=self._retries_of),
+            policy=CallPolicy(
+                tool_retries,
+                {} if max_calls is None else max_calls,
+                max_tool_calls,
+                on_call_limit,
+                budget_of=self._retries_of,
+            ),
         )
+        self._settings.policy.check_names(self.registry.names())
         self._settings.dialect.choice(tool_choice)  # one the dialect cannot express fails now
         if force_tools:
             self._settings.dialect.choice("required")

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import (
+    CallLimitError,
     ConversationError,
     ConversationStateError,
     InvalidArgumentsError,
@@ -63,7 +64,7 @@ from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch
 from ..tool import Tool
 from .loop import PausedRound, TurnState, Verdict
-from .policies import NARROWING, SAVED, CallPolicy
+from .policies import NARROWING, SAVED, CallPolicy, narrowed_calls
 from .reply import PendingCall, Usage
 
 __all__ = [
@@ -113,6 +114,7 @@ _ERRORS: dict[str, type[ToolCallError]] = {
         ToolExecutionError,
         RetryRequestedError,
         ToolFailedError,
+        CallLimitError,
     )
 }
 Json = dict[str, Any]
@@ -767,6 +769,8 @@ def resumed_options(
         if limit in given and valid(mine):
             bounded = [v for v in (mine, theirs) if v is not None]
             options[limit] = min(bounded) if bounded else None
+    if isinstance(given.get("max_calls"), Mapping):
+        options["max_calls"] = narrowed_calls(given["max_calls"], saved["max_calls"])
     if given.get("tools") is not None and saved["tools"] is not None:
         options["tools"] = _narrowed_filter(given["tools"], saved["tools"], registry)
     return options, requested
