@@ -16,7 +16,6 @@ both.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
@@ -42,7 +41,15 @@ __all__ = [
     "searchable",
 ]
 
-_log = logging.getLogger("toolreg.toolsets")
+
+def _warn(message: str, *args: object) -> None:
+    """Log a warning on "toolreg.toolsets"; `logging` is imported here, on the first
+    warning, not by `import toolreg`."""
+    import logging
+
+    logging.getLogger("toolreg.toolsets").warning(message, *args)
+
+
 _PREFIX = re.compile(r"[a-zA-Z_][a-zA-Z0-9_-]{0,62}")
 
 
@@ -162,7 +169,7 @@ class Prefixed(_View):
         if problem is None:
             renamed = replace(tool, name=self.local(tool.name))
         else:
-            _log.warning("%s leaves out the tool %r: %s", self.label, tool.name, problem)
+            _warn("%s leaves out the tool %r: %s", self.label, tool.name, problem)
         if len(self._renamed) > 4 * len(self.inner.tools()) + 64:  # tools come and go
             self._renamed = {}
         self._renamed[tool.name] = (tool, renamed)
@@ -242,7 +249,7 @@ class Combined(BaseToolset):
     def _clash(self, name: str, first: int, later: int) -> None:
         if (name, first, later) not in self._warned:
             self._warned.add((name, first, later))
-            _log.warning(
+            _warn(
                 "%s: %s and %s both have a tool named %r; the first one's is kept",
                 self.label,
                 label_of(self.parts[first]),
