@@ -23,6 +23,7 @@ PACKAGE = ROOT / "toolreg"
 
 HEAVY = (
     "openai",
+    "anthropic",
     "jsonschema",
     "docstring_parser",
     "pydantic",

@@ -112,7 +112,24 @@ class AnthropicMessages:
         return {"role": "user", "content": text}
 
     def units(self, messages: Sequence[Message]) -> list[list[Message]]:
-        return units(messages)
+        """A user's message with every round that answers it: the API takes a history
+        only when it starts with a user's message (not one of tool results)."""
+        out: list[list[Message]] = []
+        for unit in units(messages):
+            first = unit[0]
+            question = first.get("role") == "user" and not _results_only(first)
+            if out and not question:
+                out[-1].extend(unit)
+            else:
+                out.append(list(unit))
+        return out
+
+
+def _results_only(message: Message) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    )
 
 
 def _choice(choice: str) -> dict[str, Any]:
