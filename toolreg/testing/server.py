@@ -9,13 +9,23 @@ the client and the wire (SDK parsing, streaming, errors) is exercised as in prod
         server.assert_request(1, contains_tool_result="call_1")
         server.assert_all_consumed()
 
-``POST /v1/chat/completions`` (plain or ``"stream": true``) and ``POST /v1/responses``
-(plain or streamed) each answer the next turn; ``GET /v1/models`` lists the model. No turn
-left, an unknown path or a body that is not a JSON object is answered with an
-OpenAI-style error and recorded in :attr:`ScriptedServer.errors`.
+``before_send`` paces or cuts answers: it is called before each streamed chunk (a chat
+chunk, a Responses API event or a Messages API event, as a dict) and before a plain answer's
+body, with the index of the request in :attr:`ScriptedServer.requests`; it may sleep (a model
+that takes its time) or wait for an event (a test that holds the stream at a chunk). If it
+raises, the answer stops there: a stream ends without its remaining chunks and the connection
+is dropped (a cut-off stream), a plain answer is never sent.
+
+``POST /v1/chat/completions`` (plain or ``"stream": true``), ``POST /v1/responses`` and
+Anthropic's ``POST /v1/messages`` (plain or streamed) each answer the next turn;
+``GET /v1/models`` lists the model. No turn left, an unknown path or a body that is not a
+JSON object is answered with an OpenAI-style error and recorded in :attr:`ScriptedServer.errors`.
 
 Like OpenAI, the server refuses (HTTP 400, no turn used) a history in which a call is not
-answered, is answered twice, or an answer has no call (see :func:`history_problems`). The
+answered, is answered twice, or an answer has no call (see :func:`history_problems`); on
+``/v1/messages``, like Anthropic, one whose ``tool_use`` blocks are not all answered by the
+``tool_result`` blocks of the very next user message (see :func:`messages_problems`).
+``server.anthropic_client()`` is an ``anthropic.Anthropic`` bound to it. The
 Responses API keeps every response not sent with ``"store": false``: a request with
 ``previous_response_id`` continues from it (an unknown id is refused) and
 :meth:`ScriptedServer.history` gives the whole history the model saw.
@@ -28,7 +38,7 @@ import json
 import socket
 import threading
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -37,17 +47,19 @@ from urllib.parse import urlsplit
 from ..errors import UsageError
 from ..jsonvalues import safe_json
 from . import wire
-from .inspection import check_request, history_problems
+from .inspection import check_request, history_problems, messages_problems
 from .turns import Turn, TurnLike
 
 if TYPE_CHECKING:
+    import anthropic
     import openai
 
 Json = dict[str, Any]
-Reply = tuple[int, "Json | list[bytes]"]
+Reply = tuple[int, "Json | list[bytes] | _Paced"]
 
 _CHAT = "/v1/chat/completions"
 _RESPONSES = "/v1/responses"
+_MESSAGES = "/v1/messages"
 _UNSET: Any = object()
 
 
@@ -58,8 +70,20 @@ class ScriptedServer:
     two endpoints) in arrival order; ``errors`` records what the server could not answer.
     """
 
-    def __init__(self, turns: Iterable[TurnLike] = (), *, model: str = "scripted-model") -> None:
+    def __init__(
+        self,
+        turns: Iterable[TurnLike] = (),
+        *,
+        model: str = "scripted-model",
+        before_send: Callable[[int, Json], object] | None = None,
+    ) -> None:
+        if before_send is not None and not callable(before_send):
+            raise UsageError(
+                f"ScriptedServer: before_send must be a callable (index, chunk), "
+                f"not {type(before_send).__name__}"
+            )
         self.model = model
+        self.before_send = before_send
         self.requests: list[Json] = []
         self.paths: list[str] = []
         self.errors: list[str] = []
@@ -72,7 +96,7 @@ class ScriptedServer:
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
-        self._clients: list[openai.OpenAI] = []
+        self._clients: list[openai.OpenAI | anthropic.Anthropic] = []
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -144,6 +168,27 @@ class ScriptedServer:
         import openai
 
         return openai.AsyncOpenAI(**self._client_options(kw))
+
+    @property
+    def root_url(self) -> str:
+        """``http://127.0.0.1:PORT``, for ``anthropic.Anthropic(base_url=...)`` (which adds
+        ``/v1/messages`` itself)."""
+        return self.base_url.removesuffix("/v1")
+
+    def anthropic_client(self, **kw: Any) -> anthropic.Anthropic:
+        """An ``anthropic.Anthropic`` bound to this server (api_key "test", no retries, 10 s
+        timeout); keywords override those defaults; the client is closed by :meth:`close`."""
+        import anthropic
+
+        made = anthropic.Anthropic(**self._client_options({"base_url": self.root_url, **kw}))
+        self._clients.append(made)
+        return made
+
+    def async_anthropic_client(self, **kw: Any) -> anthropic.AsyncAnthropic:
+        """An ``anthropic.AsyncAnthropic`` bound to this server; close it yourself."""
+        import anthropic
+
+        return anthropic.AsyncAnthropic(**self._client_options({"base_url": self.root_url, **kw}))
 
     def _client_options(self, kw: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -242,7 +287,7 @@ class ScriptedServer:
         if method == "GET" and path == "/v1/models":
             model = {"id": self.model, "object": "model", "created": wire.CREATED}
             return 200, {"object": "list", "data": [model | {"owned_by": "toolreg"}]}
-        if method != "POST" or path not in (_CHAT, _RESPONSES):
+        if method != "POST" or path not in (_CHAT, _RESPONSES, _MESSAGES):
             return self._fail(404, f"no endpoint {method} {path}", "not_found")
         try:
             body = json.loads(raw_body or b"null")
@@ -274,14 +319,20 @@ class ScriptedServer:
                 why = f"returned {type(made).__name__}, not a Turn"
                 return self._fail(500, f"dynamic turn for requests[{number}] {why}", "dynamic_turn")
             turn = made
-        return self._encode(turn, path, body, number + 1, history)
+        status, payload = self._encode(turn, path, body, number + 1, history)
+        if self.before_send is None or turn.kind == "error" or isinstance(payload, _Paced):
+            return status, payload
+        return status, _Paced(number, payload, self.before_send)
 
     def _history_of(self, path: str, body: Json) -> tuple[list[Json], str | None]:
         """The whole history of a request, and why OpenAI would refuse it (None: it would
         not). Called with the lock held."""
-        if path == _CHAT:
+        if path in (_CHAT, _MESSAGES):
             found = body.get("messages")
             history = [m for m in found if isinstance(m, dict)] if isinstance(found, list) else []
+            if path == _MESSAGES:
+                problems = messages_problems(history)
+                return history, ("; ".join(problems) if problems else None)
         else:
             history = wire.input_items(body.get("input"))
             previous = body.get("previous_response_id")
@@ -294,11 +345,16 @@ class ScriptedServer:
 
     def _encode(self, turn: Turn, path: str, body: Json, number: int, history: list[Json]) -> Reply:
         if turn.kind == "error":
+            if path == _MESSAGES:
+                return turn.status, wire.anthropic_error(turn)
             err = {"message": turn.content, "type": turn.error_type, "param": None}
             return turn.status, {"error": err | {"code": turn.error_code}}
         rid = f"scripted_{number}"
         message = wire.chat_message(turn, self._new_call_id)
         stream = body.get("stream") is True
+        if path == _MESSAGES:
+            answer = wire.anthropic_message(turn, message, rid=rid, model=self.model)
+            return 200, (wire.sse_events(wire.anthropic_events(answer)) if stream else answer)
         if path == _RESPONSES:
             items = wire.output_items(message, rid=rid, new_call_id=self._new_call_id)
             resp = wire.response(turn, items, body, rid=rid, model=self.model)
@@ -331,6 +387,28 @@ class ScriptedServer:
         return status, {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
+class _Paced:
+    """An answer to send through `before_send`: the request's index and the payload."""
+
+    def __init__(
+        self, index: int, payload: Json | list[bytes], pace: Callable[[int, Json], object]
+    ) -> None:
+        self.index, self.payload, self.pace = index, payload, pace
+
+    def before(self, frame: Json | bytes) -> None:
+        """Call `before_send` for a plain body or an SSE frame ("[DONE]" is not a chunk)."""
+        if not isinstance(frame, bytes):
+            self.pace(self.index, frame)
+            return
+        data = frame.decode().rpartition("data: ")[2].strip()
+        if data != "[DONE]":
+            self.pace(self.index, json.loads(data))
+
+
+class _Cut(Exception):
+    """`before_send` raised: the answer stops here."""
+
+
 def _describe(turn: TurnLike) -> str:
     return repr(turn) if isinstance(turn, Turn) else f"dynamic {getattr(turn, '__name__', turn)}"
 
@@ -354,12 +432,16 @@ class _Handler(BaseHTTPRequestHandler):
             status, payload = self.server.scripted._fail(500, f"internal error {exc!r}", "bug")
         try:
             self._send(status, payload)
-        except (BrokenPipeError, ConnectionResetError):  # the client went away mid-answer
+        except (BrokenPipeError, ConnectionResetError, _Cut):  # the answer stopped midway
             self.close_connection = True
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
-    def _send(self, status: int, payload: Json | list[bytes]) -> None:
+    def _send(self, status: int, payload: Json | list[bytes] | _Paced) -> None:
+        paced = payload if isinstance(payload, _Paced) else None
+        payload = payload.payload if isinstance(payload, _Paced) else payload
+        if isinstance(payload, dict):
+            _pace(paced, payload)
         self.send_response(status)
         if isinstance(payload, dict):
             data = json.dumps(safe_json(payload), ensure_ascii=False).encode()
@@ -373,8 +455,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         for frame in payload:
+            _pace(paced, frame)
             self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
         self.wfile.write(b"0\r\n\r\n")
+
+
+def _pace(paced: _Paced | None, frame: Json | bytes) -> None:
+    if paced is None:
+        return
+    try:
+        paced.before(frame)
+    except Exception as exc:
+        raise _Cut from exc
 
 
 class _HTTPServer(ThreadingHTTPServer):
