@@ -1,9 +1,20 @@
-"""Any MCP server's tools, mounted into a registry as ordinary tools.
+"""Any MCP server's tools as a toolset: a `Mount` holds them, and writes nothing anywhere.
 
 ```python
-with mount(registry, "http://127.0.0.1:8000/mcp", prefix="remote_"):
-    registry.dispatch_tool("remote_add", '{"a": 2, "b": 3}')   # validated here, run there
+with Mount("http://127.0.0.1:8000/mcp") as remote:
+    tools = combined(registry, prefixed(remote, "remote"))   # a name clash fails here
+    tools.dispatcher.dispatch_tool("remote_add", '{"a": 2, "b": 3}')  # checked here, run there
+    Conversation(client, model, toolset=tools)
 ```
+
+A `Mount` is a `Toolset` (`toolreg.toolsets`): `tools()`, `get(name)`, `offer(step)`,
+`search_tools(query)`, `revision` (it grows with every refresh that changes the tools) and
+`dispatcher` (the default registry's dispatch settings; combined with a registry first,
+that registry's). Several mounts at once, each prefixed its own way, combine like any
+toolsets. `mount(registry, server, ...)` (or `Mount(registry, server, ...)`) is the older
+form, kept as a thin compatibility path: the mount's tools are also registered in that
+registry while it is open (a taken name fails the mount), follow each refresh there, and
+are unregistered when it closes; its calls are dispatched under that registry's settings.
 
 Each remote tool becomes a `Tool.from_schema` tool: exported to every format, offered by
 `Conversation`, dispatched with every local step. Its arguments are validated against the
@@ -21,9 +32,11 @@ while such a call is on its way, the mount answers yes; any other elicitation it
 
 A `Mount` is a context manager both ways. `with` runs the connection on an event loop of its
 own, in a background thread, so plain scripts and sync `dispatch_tool` work; `async with`
-runs it on the caller's loop (dispatch with `adispatch_tool` there). On exit the tools are
-unregistered and the connection closed. `notifications/tools/list_changed` (or, on the
-2026-07-28 protocol, a `subscriptions/listen` event) refreshes the mounted tools.
+runs it on the caller's loop (dispatch with `adispatch_tool` there). On exit the mount
+offers nothing more and the connection is closed. `notifications/tools/list_changed` (or,
+on the 2026-07-28 protocol, a `subscriptions/listen` event) refreshes the mounted tools; a
+tool whose definition did not change stays the same `Tool` (its schema is not compiled
+again, and the search index only reads the tools that did change).
 """
 
 from __future__ import annotations
@@ -51,10 +64,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..definition.injection import instructions_to_model, schema_descriptions
 from ..definition.names import NAME_RULES, check_name
+from ..dispatch import DispatchSettings
 from ..errors import ToolDefinitionError, ToolError, ToolregError, UsageError, exception_text
-from ..registry import ToolRegistry
+from ..registry import ToolRegistry, default_registry
 from ..telemetry import inject, without_baggage
 from ..tool import Tool
+from ..toolsets import BaseToolset
 from .errors import McpConnectionError
 from .pinning import PendingTool, PinFile, Pinning
 from .results import remote_failure, result_problem
@@ -97,9 +112,11 @@ def _text_of(value: RemoteResult) -> str:
     return value.text
 
 
-class Mount:
-    """The tools of the MCP server `server` in `registry` while the mount is open; use it as
-    `with mount(...):` or `async with mount(...):` (`mount` is this class).
+class Mount(BaseToolset):
+    """The tools of the MCP server `server`, a toolset while the mount is open; use it as
+    `with Mount(server) as remote:` or `async with Mount(server) as remote:`.
+    `Mount(registry, server, ...)` (and `mount`, the same class) also registers the tools in
+    `registry` while open: the older form (see the module).
 
     `server` is a streamable-HTTP URL, or a stdio command as a list of strings
     (`["uvx", "mcp-server-time"]`; its environment is the SDK's safe default plus `env`).
@@ -115,8 +132,8 @@ class Mount:
 
     def __init__(
         self,
-        registry: ToolRegistry,
-        server: str | Sequence[str],
+        where: ToolRegistry | str | Sequence[str],
+        server: str | Sequence[str] | None = None,
         *,
         prefix: str = "",
         include: Iterable[str] | None = None,
@@ -129,11 +146,22 @@ class Mount:
         baggage: bool = False,
         pin: str | os.PathLike[str] | None = None,
     ) -> None:
+        super().__init__()
         if not isinstance(baggage, bool):
             raise UsageError("baggage= must be True or False")
         self.baggage = baggage
-        if not isinstance(registry, ToolRegistry):
-            raise UsageError(f"mount() needs a ToolRegistry, not {type(registry).__name__}")
+        registry: ToolRegistry | None = None
+        if server is None:  # Mount(server, ...): a toolset of its own
+            if isinstance(where, ToolRegistry):
+                raise UsageError("mount(registry, server): the server is missing")
+            server = where
+        elif isinstance(where, ToolRegistry):  # mount(registry, server, ...): also in it
+            registry = where
+        else:
+            raise UsageError(
+                f"mount(registry, server): the first of two arguments is a ToolRegistry, not "
+                f"{type(where).__name__}; or give the server alone: Mount(server)"
+            )
         if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
             raise UsageError(
                 f"prefix={_shown(prefix)}: must be a string of a-z A-Z 0-9 _ - (the characters "
@@ -143,13 +171,16 @@ class Mount:
         self.timeout = _seconds("timeout", timeout)
         self.connect_timeout = _seconds("connect_timeout", connect_timeout)
         self.registry = registry
+        """The registry the tools are also registered in (`mount(registry, server)`), or None."""
         self.server = server
         self.prefix = prefix
         self.include = None if include is None else _names(include)
         self._url, self._command = _target(server, env)
         self._headers = None if headers is None else dict(headers)
         self._errlog = errlog
-        self._mounted: dict[str, Tool] = {}  # local name -> the Tool this mount added
+        self._mounted: dict[str, Tool] = {}  # local name -> the Tool this mount offers
+        self._built: dict[str, tuple[types.Tool, Tool]] = {}  # remote name -> as last built
+        self._revision = 0
         self._client: Client | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -169,6 +200,40 @@ class Mount:
 
     def __repr__(self) -> str:
         return f"<Mount {self.server!r} {self._state}: {', '.join(self.names) or 'no tools'}>"
+
+    # -- the toolset ----------------------------------------------------------------------------
+    @property
+    def label(self) -> str:  # type: ignore[override]
+        return f"the MCP server {self._label()}"
+
+    @property
+    def revision(self) -> int:
+        return self._revision
+
+    def tools(self) -> list[Tool]:
+        """The mounted tools, in the server's order (none before open, nor after close)."""
+        return list(self._mounted.values())
+
+    def get(self, name: str) -> Tool | None:
+        return self._mounted.get(name)
+
+    def dispatch_settings(self) -> DispatchSettings:
+        registry = self.registry
+        return (registry if registry is not None else default_registry).settings
+
+    def _offer(self, tools: dict[str, Tool]) -> None:
+        """Offer `tools` from now on (and mirror them into `registry`, if there is one)."""
+        registry = self.registry
+        if registry is not None:
+            for name, tool in self._mounted.items():
+                if tools.get(name) is not tool and registry.get(name) is tool:
+                    registry.unregister(name)
+            for name, tool in tools.items():
+                if registry.get(name) is not tool:
+                    registry.add(tool, replace=True)
+        if list(tools.items()) != list(self._mounted.items()):
+            self._mounted = tools
+            self._revision += 1
 
     @property
     def names(self) -> list[str]:
@@ -216,10 +281,8 @@ class Mount:
         if taken:
             raise UsageError(f"approve(): the registry has another tool named {taken[0]!r}")
         tools = {tool.name: tool for tool in pinning.approve(names)}
-        for tool in tools.values():
-            self.registry.add(tool, replace=True)
         order = [n for n in self._order if n in self._mounted or n in tools]
-        self._mounted = {n: self._mounted.get(n) or tools[n] for n in order}
+        self._offer({n: self._mounted.get(n) or tools[n] for n in order})
         return list(tools)
 
     # -- sync: a loop of its own in a background thread ------------------------------------
@@ -365,7 +428,7 @@ class Mount:
                 owner.cancel()
                 with contextlib.suppress(BaseException):
                     await owner
-        self._unmount(list(self._mounted))
+        self._offer({})
 
     def _label(self) -> str:
         return _safe_url(self._url) if self._url is not None else " ".join(self.server)
@@ -385,9 +448,9 @@ class Mount:
             portable = self._portable(wanted, remote)
             # The schemas are the server's: checked and compiled in a thread, so that a big
             # one never stalls the event loop (the caller's own, under `async with`).
-            for item, tool in await asyncio.to_thread(self._tools, portable):
+            for item, tool in await asyncio.to_thread(self._built_tools, portable):
                 if self._taken(tool.name):
-                    if initial:
+                    if initial and self.registry is not None:
                         self.registry.add(tool)  # raises DuplicateToolError, naming both
                     _log.warning("skipped the remote tool %r: the name is taken", item.name)
                     continue
@@ -397,20 +460,26 @@ class Mount:
             self._warn_of_instructions(listed)
             if self._pinning is not None:  # held back: new, or changed since pinned
                 built = {tool.name: tool for tool in self._pinning.sort(listed)}
-            self._unmount([name for name in self._mounted if name not in built])
-            for tool in built.values():
-                self.registry.add(tool, replace=True)
-            self._mounted = built
+            self._offer(built)
 
-    def _tools(self, items: list[types.Tool]) -> list[tuple[types.Tool, Tool]]:
-        """Each remote tool as a local `Tool`; one whose definition is refused (its schema
-        too big, a `$ref` cycle...) is left out, with a warning that names it."""
+    def _built_tools(self, items: list[types.Tool]) -> list[tuple[types.Tool, Tool]]:
+        """Each remote tool as a local `Tool` (the one built before, if its definition is
+        the same); one whose definition is refused (its schema too big, a `$ref` cycle...)
+        is left out, with a warning that names it."""
         made = []
+        before, self._built = self._built, {}
         for item in items:
+            known = before.get(item.name)
+            if known is not None and known[0] == item:
+                made.append(known)
+                self._built[item.name] = known
+                continue
             try:
                 made.append((item, self._tool(item)))
             except ToolDefinitionError as exc:  # the server's definition: that tool only
                 self._refuse(item.name, exc.problem)
+                continue
+            self._built[item.name] = made[-1]
         return made
 
     def _portable(self, wanted: list[types.Tool], remote: list[types.Tool]) -> list[types.Tool]:
@@ -478,14 +547,9 @@ class Mount:
         return [by_name[name] for name in self.include if name in by_name]
 
     def _taken(self, name: str) -> bool:
-        existing = self.registry.get(name)
+        """Whether the registry this mount also registers in has another tool `name`."""
+        existing = None if self.registry is None else self.registry.get(name)
         return existing is not None and self._mounted.get(name) is not existing
-
-    def _unmount(self, names: list[str]) -> None:
-        for name in names:
-            tool = self._mounted.pop(name, None)
-            if tool is not None and self.registry.get(name) is tool:
-                self.registry.unregister(name)
 
     def _tool(self, remote: types.Tool) -> Tool:
         hints = remote.annotations
@@ -630,7 +694,7 @@ class Mount:
 
 
 mount = Mount
-"""`mount(registry, server, ...)`: the verb users write; see `Mount`."""
+"""`mount(registry, server, ...)`: the older verb, `Mount` itself (see the module)."""
 
 
 def _safe_url(url: str) -> str:
