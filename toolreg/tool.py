@@ -13,7 +13,7 @@ import math
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .definition.conversion import converter_for
 from .definition.docstrings import EMPTY_DOC, parse_docstring
@@ -78,6 +78,9 @@ class Tool:
     """Example arguments, each valid for `parameters` (checked at registration); exported
     as Anthropic's `input_examples`, appended to the description for other providers."""
     scopes: frozenset[str] = frozenset()
+    task: Literal["optional", "required"] | None = None
+    """Served over MCP, run as a task (`toolreg.mcp.tasks`) when the client supports them:
+    `"optional"` runs inline for a client that does not, `"required"` refuses it."""
     is_async: bool = False
     params: tuple[ParamRecord, ...] = ()
     description_source: str = "none"
@@ -248,6 +251,7 @@ OPTIONS = frozenset(
         "defer_loading",
         "examples",
         "scopes",
+        "task",
     }
 )
 """Options `register_tool` / `register_schema` accept besides `name` and `description`."""
@@ -416,6 +420,12 @@ def _check_options(owner: str, fields: dict[str, Any]) -> None:
             "coerce must be True, False or None (the registry's setting)",
             function=owner,
             fix="pass coerce=False",
+        )
+    if fields.get("task") not in (None, "optional", "required"):
+        raise ToolDefinitionError(
+            f"task={fields['task']!r} must be 'optional', 'required' or None",
+            function=owner,
+            fix="pass task='optional' (a task when the MCP client supports them, else inline)",
         )
     for key in ("result_filter", "function"):
         if fields.get(key) is not None and not callable(fields[key]):
