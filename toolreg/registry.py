@@ -113,6 +113,7 @@ class ToolRegistry:
         examples: Iterable[Mapping[str, Any]] = (),
         scopes: Iterable[str] = (),
         retries: int | None = None,
+        task: Literal["optional", "required"] | None = None,
         replace: bool = False,
     ) -> Callable[[F], F]: ...
 

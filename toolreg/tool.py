@@ -13,7 +13,7 @@ import math
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .definition.conversion import converter_for
 from .definition.docstrings import EMPTY_DOC, parse_docstring
@@ -82,6 +82,9 @@ class Tool:
     """Calls of this tool in one conversation turn that may ask the model to try again
     (invalid arguments, `ToolRetry`) before the turn stops; None: the conversation's
     `tool_retries`."""
+    task: Literal["optional", "required"] | None = None
+    """Served over MCP, run as a task (`toolreg.mcp.tasks`) when the client supports them:
+    `"optional"` runs inline for a client that does not, `"required"` refuses it."""
     is_async: bool = False
     params: tuple[ParamRecord, ...] = ()
     description_source: str = "none"
@@ -253,6 +256,7 @@ OPTIONS = frozenset(
         "examples",
         "scopes",
         "retries",
+        "task",
     }
 )
 """Options `register_tool` / `register_schema` accept besides `name` and `description`."""
@@ -431,6 +435,12 @@ def _check_options(owner: str, fields: dict[str, Any]) -> None:
             "coerce must be True, False or None (the registry's setting)",
             function=owner,
             fix="pass coerce=False",
+        )
+    if fields.get("task") not in (None, "optional", "required"):
+        raise ToolDefinitionError(
+            f"task={fields['task']!r} must be 'optional', 'required' or None",
+            function=owner,
+            fix="pass task='optional' (a task when the MCP client supports them, else inline)",
         )
     for key in ("result_filter", "function"):
         if fields.get(key) is not None and not callable(fields[key]):

@@ -7,6 +7,8 @@ Needs the `mcp` extra (`pip install 'toolreg[mcp]'`); `import toolreg` never loa
   `HttpServer(app)` (an app on a free port, in a background thread);
 - `ResourceServer(JwtVerifier(...), resource=...)` for `auth=`: an OAuth 2.1 resource
   server (verified bearer tokens, per-tool `scopes=`; the `auth` extra for JWTs);
+- `TaskOptions(...)` for `tasks=`: tools registered `task="optional" | "required"` run as
+  MCP tasks (the tasks extension) for clients that support it;
 - `mount(registry, url_or_command, ...)` -> `Mount`, a context manager (`with` or
   `async with`) that keeps the server's tools in the registry while it is open; with
   `pin="tools.lock"`, a tool that changed since it was pinned waits for `Mount.approve`.
@@ -24,6 +26,7 @@ from .mount import Mount, RemoteResult, mount
 from .pinning import PendingTool
 from .server import build_server
 from .serving import HttpServer, serve
+from .tasks import TaskOptions
 
 __all__ = [
     "HttpServer",
@@ -37,6 +40,7 @@ __all__ = [
     "RemoteResult",
     "ResourceServer",
     "ResultCache",
+    "TaskOptions",
     "asgi_app",
     "build_server",
     "mount",

@@ -58,6 +58,7 @@ from .cache import ResultCache
 from .context import McpRequest
 from .limits import RATE_LIMIT_CODE, Buckets, RateLimit
 from .server import CALLER_KEY, DEFAULT_MAX_THREADS, ContextFactory, ToolService, sdk_server
+from .tasks import TaskOptions
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -99,6 +100,7 @@ def asgi_app(
     auth: Any = None,
     rate_limit: RateLimit | None = None,
     cache: ResultCache | None = None,
+    tasks: TaskOptions | None = None,
 ) -> McpApp:
     """The registry as an ASGI app serving MCP (streamable HTTP) at `path`.
 
@@ -116,6 +118,7 @@ def asgi_app(
     `rate_limit=RateLimit("60/min", tools={"search": "10/min"})` limits each caller's
     tool calls (HTTP 429 with `Retry-After`; buckets per process, see `limits`).
     `cache=ResultCache(ttl=60)` keeps read-only and idempotent tools' results per caller.
+    `tasks=TaskOptions(...)` bounds the tools registered `task=` run as MCP tasks.
     """
     if rate_limit is not None and not isinstance(rate_limit, RateLimit):
         raise UsageError("rate_limit= takes RateLimit('60/min', tools={'search': '10/min'})")
@@ -134,7 +137,9 @@ def asgi_app(
             f"{'it' if len(scoped) == 1 else 'them'}: pass auth=ResourceServer(...) "
             "(or register without scopes=)"
         )
-    service = ToolService(registry, context, max_threads=max_threads, restricted=True, cache=cache)
+    service = ToolService(
+        registry, context, max_threads=max_threads, restricted=True, cache=cache, tasks=tasks
+    )
     return McpApp(
         service,
         path=path,
@@ -343,8 +348,8 @@ class McpApp:
         self, request: FastRequest, headers: Mapping[str, str], caller: Caller
     ) -> dict[str, Any] | None:
         tool = self.service.tool_for(request.params["name"], caller)
-        if tool is None or tool.needs_confirmation or self._declares_headers(tool):
-            return None  # the SDK's path: an unknown-tool error, elicitation, header checks
+        if tool is None or tool.needs_confirmation or tool.task or self._declares_headers(tool):
+            return None  # the SDK's path: an unknown-tool error, elicitation, tasks, headers
 
         def about() -> McpRequest:
             return McpRequest(

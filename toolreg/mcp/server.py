@@ -39,7 +39,10 @@ from mcp.server import Server
 from mcp.server.connection import allowed_log_levels
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
+from mcp_types.jsonrpc import HEADER_MISMATCH
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from ..dispatch import ConfirmCallback
 from ..dispatch.calling import make_context
@@ -53,6 +56,17 @@ from .auth import UNRESTRICTED, Caller, address_caller, token_caller
 from .cache import ResultCache
 from .catalog import Catalog, call_result
 from .context import McpRequest, Note, Reporter
+from .tasks import (
+    EXTENSION,
+    Task,
+    TaskOptions,
+    TaskParams,
+    TaskStore,
+    UpdateParams,
+    can_elicit,
+    declares_tasks,
+    needs_tasks,
+)
 
 __all__ = ["DEFAULT_MAX_THREADS", "ContextFactory", "ThreadSlots", "ToolService", "build_server"]
 
@@ -161,7 +175,7 @@ class _Slot:
 class ToolService:
     """Runs MCP tool calls against a registry: context, dispatch and the wire result."""
 
-    __slots__ = ("cache", "catalog", "context", "registry", "restricted", "threads")
+    __slots__ = ("cache", "catalog", "context", "registry", "restricted", "tasks", "threads")
 
     def __init__(
         self,
@@ -171,6 +185,7 @@ class ToolService:
         max_threads: int = DEFAULT_MAX_THREADS,
         restricted: bool = False,
         cache: ResultCache | None = None,
+        tasks: TaskOptions | None = None,
     ) -> None:
         if cache is not None and not isinstance(cache, ResultCache):
             raise UsageError("cache= takes ResultCache(ttl=60, max_entries=1024), or None")
@@ -191,6 +206,7 @@ class ToolService:
         self.context = context
         self.restricted = restricted
         self.cache = cache
+        self.tasks = TaskStore(tasks)
 
     def list_result(self, caller: Caller = UNRESTRICTED) -> dict[str, Any]:
         """A `ListToolsResult` (wire form): the tools `caller` may see."""
@@ -289,6 +305,40 @@ class ToolService:
             # A sync tool's thread runs on if its caller goes: it keeps its slot till then.
             return await asyncio.shield(task)
 
+    def start_task(
+        self,
+        tool: Tool,
+        arguments: dict[str, Any] | None,
+        about: McpRequest,
+        *,
+        owner: str,
+        meta: Mapping[str, Any] | None,
+        caller: Caller,
+    ) -> dict[str, Any]:
+        """Run one call as a task the client polls (see `tasks`); its `CreateTaskResult`.
+        A confirmation is asked through the task's `inputRequests` when the client can
+        answer a form, and waits for the answer at most the tasks' `ttl`."""
+        asks = tool.needs_confirmation and can_elicit(meta)
+
+        async def run(task: Task) -> dict[str, Any]:
+            reporter = Reporter(task.note)  # progress: the task's statusMessage
+            try:
+                result = await self.call(
+                    tool,
+                    arguments,
+                    lambda: about,
+                    call_id=task.id,
+                    reporter=reporter,
+                    confirm=_asked_in(task, self.tasks.options.ttl) if asks else None,
+                    meta=meta,
+                    caller=caller,
+                )
+            finally:
+                await reporter.close()
+            return self.result(tool, result)
+
+        return self.tasks.start(owner, run)
+
     def result(self, tool: Tool, result: ToolResult) -> dict[str, Any]:
         """The `CallToolResult` (wire form) of a dispatched call."""
         return call_result(result, self.catalog.output_schema(tool) is not None)
@@ -323,6 +373,25 @@ def _unheld(confirm: ConfirmCallback | None, slot: _Slot) -> ConfirmCallback | N
     return ask
 
 
+def _asked_in(task: Task, timeout: float) -> ConfirmCallback:
+    """`confirm=` for a call run as a task: the question goes in the task's
+    `inputRequests`; only an explicit yes, sent with `tasks/update`, approves."""
+
+    async def ask(tool: Tool, arguments: dict[str, Any]) -> bool:
+        params = {"mode": "form", "message": question(tool, arguments)}
+        request = {
+            "method": "elicitation/create",
+            "params": {**params, "requestedSchema": CONFIRM_SCHEMA},
+        }
+        answer = await task.ask(request, timeout)
+        try:
+            return approved(types.ElicitResult.model_validate(answer))
+        except ValidationError:  # None (no answer in time) or not an ElicitResult
+            return False
+
+    return ask
+
+
 def _retrieve(task: asyncio.Future[Any]) -> None:
     """Read the outcome of a call nobody awaits any more (its caller was cancelled)."""
     if not task.cancelled():
@@ -347,6 +416,7 @@ def build_server(
     instructions: str | None = None,
     max_threads: int = DEFAULT_MAX_THREADS,
     auth: Any = None,
+    tasks: TaskOptions | None = None,
 ) -> Server[Any]:
     """The registry as the `mcp` SDK's low-level `Server` (run it on any SDK transport).
 
@@ -355,13 +425,16 @@ def build_server(
     `asgi_app` takes) checks per-tool scopes against the SDK's authenticated user: run the
     server under the SDK's HTTP app with `token_verifier=` and `auth=` from
     `resource_server(auth).sdk_settings()`. Without `auth=`, a stdio client (the person
-    who started the server) sees every tool.
+    who started the server) sees every tool. `tasks=` bounds the tools registered `task=`
+    run as MCP tasks (`TaskOptions`).
     """
     if auth is not None:
         from .auth import resource_server
 
         resource_server(auth)  # checked now, not at the first request
-    service = ToolService(registry, context, max_threads=max_threads, restricted=auth is not None)
+    service = ToolService(
+        registry, context, max_threads=max_threads, restricted=auth is not None, tasks=tasks
+    )
     return sdk_server(service, name=name, instructions=instructions)
 
 
@@ -375,11 +448,21 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
+    ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
         caller = service.caller_of(ctx)
         tool = service.tool_for(params.name, caller)
         if tool is None:
             raise await service.unknown(params.name, caller)
+        if tool.task is not None:
+            meta = _meta_of(ctx)
+            if declares_tasks(meta, ctx.protocol_version):
+                about = _request_of(ctx, tool.name, caller)
+                owner = _owner(ctx, caller)
+                return service.start_task(
+                    tool, params.arguments, about, owner=owner, meta=meta, caller=caller
+                )
+            if tool.task == "required":
+                raise needs_tasks(f"Tool '{tool.name}' runs only as a task: it")
         confirmation = Confirmation(ctx, params) if tool.needs_confirmation else None
         reporter = Reporter(_sender(ctx, tool.name))
         try:
@@ -399,13 +482,42 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
             return confirmation.pending
         return types.CallToolResult.model_validate(service.result(tool, result))
 
+    def task_of(ctx: ServerRequestContext[Any], params: TaskParams) -> Task:
+        """The task a `tasks/*` request names, if this caller may see it."""
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found")
+        if not declares_tasks(_meta_of(ctx), ctx.protocol_version):
+            raise needs_tasks(f"'{ctx.method}'")
+        headers = getattr(ctx.request, "headers", None)
+        named = None if headers is None else headers.get(MCP_NAME_HEADER)
+        if named is not None and decode_header_value(named) != params.task_id:
+            raise MCPError(
+                code=HEADER_MISMATCH, message="The Mcp-Name header is not the request's taskId."
+            )
+        return service.tasks.find(_owner(ctx, service.caller_of(ctx)), params.task_id)
+
+    async def get_task(ctx: ServerRequestContext[Any], params: TaskParams) -> dict[str, Any]:
+        return task_of(ctx, params).wire(service.tasks.options)
+
+    async def update_task(ctx: ServerRequestContext[Any], params: UpdateParams) -> dict[str, Any]:
+        task_of(ctx, params).answer(params.input_responses)
+        return {}
+
+    async def cancel_task(ctx: ServerRequestContext[Any], params: TaskParams) -> dict[str, Any]:
+        service.tasks.cancel(task_of(ctx, params))
+        return {}
+
     server: Server[Any] = Server(
         name,
         instructions=instructions,
         on_list_tools=list_tools,
-        on_call_tool=call_tool,
         get_tool_input_schema=service.input_schema,
     )
+    server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
+    server.add_request_handler("tasks/get", TaskParams, get_task)
+    server.add_request_handler("tasks/update", UpdateParams, update_task)
+    server.add_request_handler("tasks/cancel", TaskParams, cancel_task)
+    server.extensions[EXTENSION] = {}
     server.middleware.insert(0, _client_meta)  # before the SDK's OpenTelemetry middleware
     return server
 
@@ -441,6 +553,13 @@ def _sender(ctx: ServerRequestContext[Any], tool: str) -> Callable[[Note], Any]:
             await ctx.session.send_notification(message, related_request_id=ctx.request_id)
 
     return send
+
+
+def _owner(ctx: ServerRequestContext[Any], caller: Caller) -> str:
+    """Whose a task is: the caller, and its HTTP session when it has one."""
+    headers = getattr(ctx.request, "headers", None)
+    session = None if headers is None else headers.get("mcp-session-id")
+    return caller.identity if not session else f"{caller.identity} session:{session}"
 
 
 def _meta_of(ctx: ServerRequestContext[Any]) -> Mapping[str, Any] | None:

@@ -28,6 +28,7 @@ from .errors import McpConnectionError
 from .http import LOOPBACK_HOSTS, McpApp, asgi_app
 from .limits import RateLimit
 from .server import DEFAULT_MAX_THREADS, ContextFactory, build_server
+from .tasks import TaskOptions
 
 __all__ = [
     "HttpServer",
@@ -59,6 +60,7 @@ def serve(
     auth: Any = None,
     rate_limit: RateLimit | None = None,
     cache: ResultCache | None = None,
+    tasks: TaskOptions | None = None,
 ) -> None:
     """Serve the registry over MCP until interrupted (stdio: until the client closes it).
 
@@ -67,9 +69,13 @@ def serve(
     (`allowed_hosts_for(host)`, or `allowed_hosts=`). Port 0 picks a free port (printed on
     stderr). At most `max_threads` sync tool calls run at once; more wait for a slot.
     HTTP only: `auth=` (an OAuth resource server, see `asgi_app`), `rate_limit=`, `cache=`.
+    `tasks=TaskOptions(...)` bounds the tools registered `task=` run as MCP tasks.
     """
     if transport == "stdio":
-        serve_stdio(build_server(registry, name=name, context=context, max_threads=max_threads))
+        server = build_server(
+            registry, name=name, context=context, max_threads=max_threads, tasks=tasks
+        )
+        serve_stdio(server)
     elif transport == "http":
         app = asgi_app(
             registry,
@@ -83,6 +89,7 @@ def serve(
             auth=auth,
             rate_limit=rate_limit,
             cache=cache,
+            tasks=tasks,
         )
         run_http(app, host=host, port=port, path=path)
     else:

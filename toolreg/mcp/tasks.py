@@ -1,0 +1,357 @@
+"""Tools that outlive a request: MCP's tasks extension (SEP-2663, final), both ways.
+
+The wire, as toolreg speaks it (extension `io.modelcontextprotocol/tasks`, defined only on
+the 2026-07-28 protocol; on the 2025 ones nothing here applies and calls run inline):
+
+- **Negotiation.** The server lists the extension in `server/discover`
+  (`capabilities.extensions["io.modelcontextprotocol/tasks"] = {}`). A client declares it
+  per request, in `params._meta["io.modelcontextprotocol/clientCapabilities"].extensions`.
+  The server alone decides, call by call, whether to answer with a task; it must never
+  answer a task to a request that did not declare the extension. A call that can only run
+  as a task, from a client that did not declare it, is JSON-RPC error -32021 (missing
+  required client capability) with `data.requiredCapabilities.extensions` naming it.
+- **Creation.** `tools/call` is answered with a `CreateTaskResult`: the flat task object
+  with `resultType: "task"` — `taskId` (unguessable: it is the handle), `status`,
+  `statusMessage?`, `createdAt`, `lastUpdatedAt` (ISO 8601), `ttlMs` (from creation;
+  null: unlimited; may change), `pollIntervalMs?` (the client should wait that long
+  between polls). The task exists (a `tasks/get` finds it) before the answer is sent.
+- **Statuses.** `working`, `input_required` (with `inputRequests`: server-to-client
+  requests such as `elicitation/create`, keyed, each key used once per task), and the
+  terminal `completed` (`result`: the `CallToolResult`, `isError: true` included),
+  `failed` (`error`: a JSON-RPC error, only for protocol-level failures) and `cancelled`.
+- **`tasks/get {taskId}`** answers the task as it is now, with its payload, and
+  `resultType: "complete"`. An unknown (or expired, or someone else's) id is -32602.
+  There is no `tasks/result` (-32601) and no `tasks/list` (nothing can leak other
+  callers' tasks).
+- **`tasks/update {taskId, inputResponses}`** answers outstanding `inputRequests` (keys
+  not outstanding are ignored); **`tasks/cancel {taskId}`** asks the task to stop. Both
+  are acknowledged with an empty result (`resultType: "complete"`) and take effect
+  eventually: a task may still complete after a cancel. `notifications/cancelled` is not
+  used for tasks. All three need the extension declared on the request (else -32021).
+- **Progress.** `notifications/progress` and `notifications/message` do not exist for tasks;
+  a task's progress is its `statusMessage` (toolreg writes `ToolContext.report_progress`
+  there). `notifications/tasks` (pushed status, after `subscriptions/listen` with
+  `taskIds`) is optional; toolreg does not send it: clients poll.
+- **HTTP.** `tasks/*` requests carry `Mcp-Name: <taskId>` (so a load balancer can route
+  them to the process that holds the task; a mismatch with the body is refused).
+- **Security.** Every `tasks/*` request is checked against the identity that created the
+  task (the verified token's subject, else the client's address; and the HTTP session,
+  when there is one): another caller's id is as unknown as a made-up one.
+
+The installed `mcp` SDK (2.3) has no types for this extension (its `Task` types are the
+2025-11-25 experimental ones), but it lets a server add request methods and advertise
+extensions, passes a result with an unknown `resultType` through unsieved, and lets a client
+extension claim `resultType: "task"` results (`ResultClaim`). This module builds on those.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from mcp_types import CLIENT_CAPABILITIES_META_KEY
+from mcp_types.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ConfigDict, Field
+
+from ..errors import UsageError
+from .context import Note
+
+EXTENSION = "io.modelcontextprotocol/tasks"
+"""The extension's identifier."""
+
+__all__ = [
+    "EXTENSION",
+    "Task",
+    "TaskOptions",
+    "TaskStore",
+    "declares_tasks",
+    "needs_tasks",
+]
+
+_log = logging.getLogger("toolreg.mcp")
+
+Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+BUSY = -32000
+"""The JSON-RPC error of a `tools/call` refused because `max_running` tasks are running."""
+_MAX_ID = 128  # characters of a task id worth looking up (toolreg's are 43)
+_NOT_FOUND = "Task not found."
+
+
+@dataclass(frozen=True, slots=True)
+class TaskOptions:
+    """How a server runs tasks (`tasks=` of `asgi_app`, `build_server`, `serve`).
+
+    At most `max_running` tasks run (or wait for input) at once; a `tools/call` over that
+    is refused (JSON-RPC -32000) and the tool does not run. A finished task's result is
+    kept `ttl` seconds after it finished, then forgotten; at most `max_kept` tasks are
+    held (the oldest finished one goes first). `poll_interval` is the wait between polls
+    the server suggests (`pollIntervalMs`). Tasks live in the serving process.
+    """
+
+    max_running: int = 32
+    max_kept: int = 1024
+    ttl: float = 600.0
+    poll_interval: float = 0.5
+
+    def __post_init__(self) -> None:
+        for key in ("max_running", "max_kept"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise UsageError(f"TaskOptions({key}={value!r}): must be a whole number >= 1")
+        if self.max_kept < self.max_running:
+            raise UsageError(
+                f"TaskOptions(max_kept={self.max_kept}) must be at least max_running="
+                f"{self.max_running} (every running task is kept)"
+            )
+        for key in ("ttl", "poll_interval"):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise UsageError(f"TaskOptions({key}={value!r}): must be a number of seconds")
+            if not math.isfinite(value) or value <= 0:
+                raise UsageError(f"TaskOptions({key}={value!r}): must be a positive number")
+
+
+def declares_tasks(meta: Mapping[str, Any] | None, protocol_version: str | None) -> bool:
+    """Whether a request declared the tasks extension (only the 2026-07-28 protocol has it)."""
+    if protocol_version not in MODERN_PROTOCOL_VERSIONS or not isinstance(meta, Mapping):
+        return False
+    capabilities = meta.get(CLIENT_CAPABILITIES_META_KEY)
+    extensions = capabilities.get("extensions") if isinstance(capabilities, Mapping) else None
+    return isinstance(extensions, Mapping) and isinstance(extensions.get(EXTENSION), Mapping)
+
+
+def can_elicit(meta: Mapping[str, Any] | None) -> bool:
+    """Whether a modern request's client capabilities include form elicitation."""
+    capabilities = meta.get(CLIENT_CAPABILITIES_META_KEY) if isinstance(meta, Mapping) else None
+    return isinstance(capabilities, Mapping) and isinstance(
+        capabilities.get("elicitation"), Mapping
+    )
+
+
+def needs_tasks(what: str) -> MCPError:
+    """-32021: `what` needs the tasks extension, which the request did not declare."""
+    return MCPError(
+        code=MISSING_REQUIRED_CLIENT_CAPABILITY,
+        message=f"{what} needs the tasks extension ({EXTENSION}): declare it in the request's "
+        "client capabilities.",
+        data={"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
+    )
+
+
+class TaskParams(types.RequestParams):
+    """The params of `tasks/get` and `tasks/cancel`."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    task_id: str = Field(alias="taskId")
+
+
+class UpdateParams(TaskParams):
+    """The params of `tasks/update`."""
+
+    input_responses: dict[str, Any] = Field(alias="inputResponses")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Task:
+    """One task: who owns it, where it is, and what it ended with."""
+
+    __slots__ = (
+        "_asked",
+        "_questions",
+        "created",
+        "error",
+        "finished",
+        "id",
+        "job",
+        "message",
+        "owner",
+        "result",
+        "started",
+        "status",
+        "updated",
+    )
+
+    def __init__(self, owner: str) -> None:
+        self.id = secrets.token_urlsafe(32)
+        self.owner = owner
+        self.status: Status = "working"
+        self.message: str | None = None
+        self.created = self.updated = _now()
+        self.started = time.monotonic()
+        self.finished: float | None = None
+        self.result: dict[str, Any] | None = None
+        self.error: dict[str, Any] | None = None
+        self.job: asyncio.Task[None] | None = None
+        self._questions: dict[str, tuple[dict[str, Any], asyncio.Future[Any]]] = {}
+        self._asked = 0
+
+    def _touch(self) -> None:
+        self.updated = _now()
+
+    async def note(self, note: Note) -> None:
+        """A `ToolContext.report_progress` line becomes the task's status message."""
+        if note.kind != "progress" or self.status in TERMINAL:
+            return  # log lines have nowhere to go in a task
+        shown = f"{note.progress:g}" if note.total is None else f"{note.progress:g}/{note.total:g}"
+        self.message = shown if not note.message else f"{shown}: {note.message}"
+        self._touch()
+
+    async def ask(self, request: dict[str, Any], timeout: float) -> Any:
+        """Put a server-to-client request (`{"method", "params"}`) to the client through
+        `inputRequests`, and wait at most `timeout` seconds for its `tasks/update` answer
+        (None when none came)."""
+        self._asked += 1
+        key = f"input-{self._asked}"  # never reused within the task
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._questions[key] = (request, future)
+        self.status = "input_required"
+        self._touch()
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout)
+        except asyncio.TimeoutError:
+            return None
+        finally:
+            del self._questions[key]
+            if not self._questions and self.status == "input_required":
+                self.status = "working"
+                self._touch()
+
+    def answer(self, responses: Mapping[str, Any]) -> None:
+        """`tasks/update`: answers for outstanding requests; other keys are ignored."""
+        for key, value in responses.items():
+            asked = self._questions.get(key)
+            if asked is not None and not asked[1].done():
+                asked[1].set_result(value)
+
+    def end(
+        self,
+        status: Status,
+        *,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+        message: str | None = None,
+    ) -> None:
+        self.status, self.result, self.error = status, result, error
+        if message is not None:
+            self.message = message
+        self.finished = time.monotonic()
+        self._touch()
+
+    def wire(self, options: TaskOptions, result_type: str = "complete") -> dict[str, Any]:
+        """The task as `tasks/get` answers it (`result_type="task"`: a `CreateTaskResult`)."""
+        ttl = None
+        if self.finished is not None:  # kept `ttl` seconds after it ended; unlimited before
+            ttl = round((self.finished - self.started + options.ttl) * 1000)
+        data: dict[str, Any] = {
+            "resultType": result_type,
+            "taskId": self.id,
+            "status": self.status,
+            "createdAt": self.created,
+            "lastUpdatedAt": self.updated,
+            "ttlMs": ttl,
+            "pollIntervalMs": round(options.poll_interval * 1000),
+        }
+        if self.message is not None:
+            data["statusMessage"] = self.message
+        if self.status == "completed":
+            data["result"] = self.result
+        elif self.status == "failed":
+            data["error"] = self.error
+        elif self.status == "input_required":
+            data["inputRequests"] = {k: q for k, (q, f) in self._questions.items() if not f.done()}
+        return data
+
+
+Run = Callable[[Task], Awaitable[dict[str, Any]]]
+"""Runs a task's tool call: the `CallToolResult` (wire form), or raises `MCPError`."""
+
+
+class TaskStore:
+    """The tasks of one server: created by `start`, looked up by id and owner, forgotten
+    `ttl` after they end. Every method runs on the server's event loop."""
+
+    def __init__(self, options: TaskOptions | None = None) -> None:
+        if options is not None and not isinstance(options, TaskOptions):
+            raise UsageError("tasks= takes TaskOptions(max_running=32, ttl=600), or None")
+        self.options = options or TaskOptions()
+        self._tasks: dict[str, Task] = {}
+        self.running = 0
+
+    def start(self, owner: str, run: Run) -> dict[str, Any]:
+        """Create a task that runs `run` in the background; its `CreateTaskResult`."""
+        self._forget_expired()
+        if self.running >= self.options.max_running:
+            raise MCPError(
+                code=BUSY,
+                message=f"Too many tasks running ({self.options.max_running}); try again later.",
+            )
+        if len(self._tasks) >= self.options.max_kept:
+            oldest = min(
+                (t for t in self._tasks.values() if t.finished is not None),
+                key=lambda t: t.finished or 0.0,
+            )
+            del self._tasks[oldest.id]
+        task = Task(owner)
+        self._tasks[task.id] = task
+        self.running += 1
+        task.job = asyncio.ensure_future(self._run(task, run))
+        return task.wire(self.options, "task")
+
+    async def _run(self, task: Task, run: Run) -> None:
+        try:
+            result = await run(task)
+        except asyncio.CancelledError:
+            task.end("cancelled", message="Cancelled by the client.")
+        except MCPError as exc:
+            error = exc.error.model_dump(mode="json", exclude_none=True)
+            task.end("failed", error=error, message=exc.error.message)
+        except Exception:
+            _log.exception("a task of the MCP server failed")
+            task.end("failed", error={"code": types.INTERNAL_ERROR, "message": "Internal error"})
+        else:
+            task.end("completed", result=result)
+        finally:
+            self.running -= 1
+
+    def find(self, owner: str, task_id: str) -> Task:
+        """The task `task_id` of `owner`; -32602 if there is none (unknown, expired, or
+        another caller's: the same answer)."""
+        self._forget_expired()
+        task = self._tasks.get(task_id) if len(task_id) <= _MAX_ID else None
+        if task is None or not secrets.compare_digest(task.owner, owner):
+            raise MCPError(code=types.INVALID_PARAMS, message=_NOT_FOUND)
+        return task
+
+    def cancel(self, task: Task) -> None:
+        """Ask the task to stop: an async tool is cancelled; a sync tool's thread runs on
+        and its result is discarded. A finished task stays as it ended."""
+        if task.job is not None and not task.job.done():
+            task.job.cancel()
+
+    def close(self) -> None:
+        """Cancel every running task (the server is stopping)."""
+        for task in self._tasks.values():
+            if task.job is not None and not task.job.done():
+                task.job.cancel()
+
+    def _forget_expired(self) -> None:
+        now, ttl = time.monotonic(), self.options.ttl
+        expired = [
+            k for k, t in self._tasks.items() if t.finished is not None and now - t.finished > ttl
+        ]
+        for key in expired:
+            del self._tasks[key]
