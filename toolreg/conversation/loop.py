@@ -32,7 +32,7 @@ from ..formats import Dialect, Format
 from ..formats.base import is_json_object
 from ..jsonvalues import safe_json
 from ..result import ToolCall, ToolResult
-from .history import CALL_ITEMS, CALL_KEYS, trim_to_limits
+from .history import CALL_KEYS, client_call, trim_to_limits
 from .output import OutputSpec
 from .reply import (
     Hooks,
@@ -312,9 +312,9 @@ def _took(s: LoopSettings, state: TurnState, response: dict[str, Any], drop_call
     """Add what the model said to the history; a server that keeps the history now holds
     it all, unless something it said was left out (then the next request sends it all)."""
     entries: list[Message] = response["entries"]
-    if drop_calls and any(e.get("type") in CALL_ITEMS for e in entries):
+    if drop_calls and any(client_call(e) for e in entries):
         # a final answer keeps no call items, nor the reasoning that led to them
-        kept = [e for e in entries if e.get("type") not in (*CALL_ITEMS, "reasoning")]
+        kept = [e for e in entries if not client_call(e) and e.get("type") != "reasoning"]
     else:
         kept = entries
     state.history.extend(_echo(s, entry, drop_calls) for entry in kept)
