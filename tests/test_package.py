@@ -186,6 +186,7 @@ LAYERS: list[set[str]] = [
     {"dispatch"},
     {"formats"},
     {"search"},
+    {"toolsets"},
     {"registry"},
     {"conversation", "stores", "telemetry", "compat", "mcp"},
     {"testing"},

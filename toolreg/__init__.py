@@ -36,6 +36,7 @@ from .params import Injected, Param, ToolContext
 from .registry import ToolRegistry, default_registry
 from .result import ToolCall, ToolResult
 from .tool import Tool
+from .toolsets import StepContext, Toolset, combined, filtered, prefixed, searchable
 
 if _typing.TYPE_CHECKING:
     from .conversation import (
@@ -116,6 +117,7 @@ __all__ = [
     "RepeatedCallError",
     "Reply",
     "StateConflictError",
+    "StepContext",
     "Tool",
     "ToolCall",
     "ToolCallError",
@@ -131,6 +133,7 @@ __all__ = [
     "ToolResultEvent",
     "ToolTimeoutError",
     "ToolregError",
+    "Toolset",
     "UnknownToolError",
     "UnsupportedTypeError",
     "Usage",
@@ -138,14 +141,18 @@ __all__ = [
     "__version__",
     "adispatch_many",
     "adispatch_tool",
+    "combined",
     "default_registry",
     "dispatch_many",
     "dispatch_tool",
+    "filtered",
     "get_tools",
     "instrument",
+    "prefixed",
     "register_schema",
     "register_tool",
     "run_conversation",
+    "searchable",
     "trim_history",
     "uninstrument",
 ]

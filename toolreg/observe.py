@@ -58,11 +58,14 @@ class Observer(Protocol):
         """A dispatch begins (`name` as the model sent it: possibly unknown, not a str)."""
         ...
 
-    def model_call(self, request: Mapping[str, Any], client: Any) -> ModelCallTrace:
-        """A request to the model is about to be sent through `client`."""
+    def model_call(
+        self, request: Mapping[str, Any], client: Any, provider: str = "openai"
+    ) -> ModelCallTrace:
+        """A request to the model is about to be sent through `client`, in the wire API
+        `provider` (its `gen_ai.provider.name`: "openai", "anthropic")."""
         ...
 
-    def turn(self, name: str, model: str) -> TurnTrace:
+    def turn(self, name: str, model: str, provider: str = "openai") -> TurnTrace:
         """A conversation turn of the conversation called `name` begins."""
         ...
 

@@ -20,6 +20,7 @@ from .tool import ResultFilter, Tool
 
 if TYPE_CHECKING:  # the index loads on the first search (its patterns take ~6 ms to compile)
     from .search import SearchIndex
+    from .toolsets import StepContext
 
 __all__ = ["Ranker", "ToolRegistry", "default_registry"]
 
@@ -32,7 +33,9 @@ _MAX_EXPORTS = 256  # cached exports per registry before the cache starts over
 
 
 class ToolRegistry:
-    """A set of tools a model may call: register, look up, export, dispatch.
+    """A set of tools a model may call: register, look up, export, dispatch. A `Toolset`
+    (see `toolreg.toolsets`): it offers every tool to every step, and `revision` grows with
+    each registration and unregistration.
 
     Dispatch settings (see the README and `DispatchSettings`): `coerce` (safe coercion of
     near-miss arguments), `errors` (what the model reads of an exception: "redact" by
@@ -62,6 +65,8 @@ class ToolRegistry:
         self._lock = threading.RLock()
         self._exports: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
         self._index: SearchIndex | None = None  # built by the first search
+        self.revision = 0
+        """Grows with every change of the tools (the `Toolset` protocol's)."""
         self.ranker = ranker
         self.dispatcher = Dispatcher(
             self._tools,
@@ -157,6 +162,7 @@ class ToolRegistry:
                 )
             self._tools[tool.name] = tool
             self._exports = {}
+            self.revision += 1
             if self._index is not None:
                 self._index.add(tool)
         return tool
@@ -168,6 +174,7 @@ class ToolRegistry:
             if tool is None:
                 raise self._not_found([name])
             self._exports = {}
+            self.revision += 1
             if self._index is not None:
                 self._index.remove(name)
         return tool
@@ -212,6 +219,10 @@ class ToolRegistry:
         if wanted is not None:
             selected = [t for t in selected if t.tags & wanted]
         return selected
+
+    def offer(self, step: StepContext) -> list[Tool]:
+        """The tools offered for one step (`Toolset`): all of them, in registration order."""
+        return list(self._tools.values())
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and name in self._tools

@@ -66,7 +66,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-_PROVIDER = "openai"  # the wire protocol the driver speaks, whatever serves it
 _MAX_ATTRIBUTE = 8192  # characters of captured content or of a description per attribute
 _MAX_TRACE_FIELD = 512  # characters of `traceparent` / `tracestate` (W3C Trace Context)
 _TRACE_FIELDS = ("traceparent", "tracestate")
@@ -254,11 +253,13 @@ class _OpenTelemetry:
         token = self.context.attach(self.trace.set_span_in_context(span))
         return _ToolTrace(self, span, token, metric_name)
 
-    def model_call(self, request: Mapping[str, Any], client: Any) -> ModelCallTrace:
+    def model_call(
+        self, request: Mapping[str, Any], client: Any, provider: str = "openai"
+    ) -> ModelCallTrace:
         model = str(request.get("model", ""))
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": _PROVIDER,
+            "gen_ai.provider.name": provider,  # the wire API, whatever serves it
             "gen_ai.request.model": model,
             **_server(client),
         }
@@ -272,14 +273,14 @@ class _OpenTelemetry:
         token = self.context.attach(self.trace.set_span_in_context(span))
         return _ModelTrace(self, span, token, attributes)
 
-    def turn(self, name: str, model: str) -> TurnTrace:
+    def turn(self, name: str, model: str, provider: str = "openai") -> TurnTrace:
         span = self.tracer.start_span(
             f"invoke_agent {name}",
             kind=self.trace.SpanKind.INTERNAL,
             attributes={
                 "gen_ai.operation.name": "invoke_agent",
                 "gen_ai.agent.name": name,
-                "gen_ai.provider.name": _PROVIDER,
+                "gen_ai.provider.name": provider,  # the wire API, whatever serves it
                 "gen_ai.request.model": model,
             },
         )

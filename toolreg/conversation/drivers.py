@@ -39,7 +39,7 @@ from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch
 from ..tool import Tool
-from .endpoints import ENDPOINTS, endpoint_errors, endpoint_url
+from .endpoints import endpoint_errors, endpoint_url
 from .history import answered_prefix
 from .loop import (
     HookStep,
@@ -63,6 +63,7 @@ from .offer import (
     select,
 )
 from .output import OutputSpec
+from .providers import Answer, dialect_for, dialect_names, provider_for
 from .reply import Hooks, PendingCall, Reply
 from .state import (
     Loaded,
@@ -104,7 +105,7 @@ class _Base:
         strict: bool = False,
         context: Any = None,
         confirm: ConfirmCallback | Literal["defer"] | None = None,
-        dialect: str = "tools",
+        dialect: str | None = None,
         state: Literal["client", "server"] = "client",
         name: str = "toolreg",
         hooks: Hooks | None = None,
@@ -127,6 +128,7 @@ class _Base:
         deferred_search: DeferredSearch = "function",
         **request_options: Any,
     ) -> None:
+        dialect = dialect_for(client, dialect)
         _check_options(dialect, max_rounds, output_retries, final_call, assistant_content)
         check_deferred_search(deferred_search, dialect)
         _check_seed_options(advertise_required, force_tools, max_repeats, strict, output_strict)
@@ -168,12 +170,11 @@ class _Base:
             )
         self._settings = LoopSettings(
             model=model,
-            fmt=DIALECTS[dialect],
+            provider=provider_for(dialect, client, assistant_content),
             tools=self._tool_definitions,
             tool_choice=tool_choice,
             max_rounds=max_rounds,
             final_call=final_call,
-            assistant_content=assistant_content,
             request_options=request_options,
             output_retries=output_retries,
             max_history_messages=max_history_messages,
@@ -185,10 +186,11 @@ class _Base:
             max_repeats=max_repeats,
             answer=self._answer,
         )
-        self._settings.dialect.choice(tool_choice)  # one the dialect cannot express fails now
+        provider = self._settings.provider
+        provider.check_choice(tool_choice)  # one the dialect cannot express fails now
         if force_tools:
-            self._settings.dialect.choice("required")
-        self._endpoint = ENDPOINTS[self._settings.dialect.api]
+            provider.check_choice("required")
+        self.assistant_content = assistant_content
         self._previous: tuple[str, int] | None = None  # the server's copy of the history
         self._paused: _Paused | None = None  # a turn that waits for approvals
         self._stored: Stored | None = None  # where send/resume load and save (state_store=)
@@ -343,7 +345,7 @@ class _Base:
             options={
                 "model": self.model,
                 "name": self.name,
-                "dialect": settings.dialect.name,
+                "dialect": settings.provider.dialect,
                 "state": "server" if settings.server_state else "client",
                 "tools": self.tool_filter,
                 "max_rounds": settings.max_rounds,
@@ -352,7 +354,7 @@ class _Base:
                 "confirm": "defer" if self.confirm == "defer" else None,
                 "tool_choice": settings.tool_choice,
                 "final_call": settings.final_call,
-                "assistant_content": settings.assistant_content,
+                "assistant_content": self.assistant_content,
                 "stream": self.stream,
                 "output_retries": settings.output_retries,
                 "max_history_messages": settings.max_history_messages,
@@ -553,9 +555,7 @@ class _Base:
     def _stream_kwargs(self) -> dict[str, Any]:
         if not self.stream:
             return {}
-        if not self._endpoint.usage_option or "stream_options" in self._settings.request_options:
-            return {"stream": True}
-        return {"stream": True, "stream_options": {"include_usage": True}}
+        return self._settings.provider.stream_options(self._settings.request_options)
 
     def _dispatch_options(self, approved: bool) -> dict[str, Any]:
         if approved:  # a person approved exactly these calls
@@ -571,7 +571,7 @@ def _unknown_request_options(chat: _Base, saved: Mapping[str, Any]) -> list[str]
     if not saved:
         return []
     try:
-        parameters = inspect.signature(chat._endpoint.method(chat.client)).parameters
+        parameters = inspect.signature(chat._settings.provider.create(chat.client)).parameters
     except (AttributeError, TypeError, ValueError):
         return []
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
@@ -682,7 +682,8 @@ def _check_state_option(
         raise UsageError(f'state must be "client" or "server", not {state!r}')
     if state == "client":
         return
-    spoken: Dialect | None = DIALECTS[dialect].dialect
+    fmt = DIALECTS.get(dialect)
+    spoken: Dialect | None = None if fmt is None else fmt.dialect
     if spoken is None or spoken.server_state_key is None:
         servers = [n for n, f in DIALECTS.items() if f.dialect and f.dialect.server_state_key]
         raise UsageError(
@@ -722,8 +723,9 @@ def _check_seed_options(
 def _check_options(
     dialect: str, max_rounds: int, output_retries: int, final_call: str, assistant_content: str
 ) -> None:
-    if dialect not in DIALECTS:
-        raise UsageError(f"unknown dialect {dialect!r}; choose one of {', '.join(DIALECTS)}")
+    if dialect not in dialect_names():
+        names = ", ".join(dialect_names())
+        raise UsageError(f"unknown dialect {dialect!r}; choose one of {names}")
     if max_rounds < 0:
         raise UsageError("max_rounds must be >= 0")
     if output_retries < 0:
@@ -848,7 +850,8 @@ class Conversation(_Base):
         stored.saved(saved)
 
     def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
-        with turn(self.name, self.model), self._naming_endpoint():  # one span per turn
+        provider = self._settings.provider.name
+        with turn(self.name, self.model, provider), self._naming_endpoint():  # one span per turn
             step = next(loop)
             parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
             while True:
@@ -856,7 +859,7 @@ class Conversation(_Base):
                 if isinstance(step, HookStep):
                     answer = _run_hook(f"hooks.{step.name}", step.hook, step.event)
                 elif isinstance(step, ModelStep):
-                    with model_call(step.request, self.client) as call:
+                    with model_call(step.request, self.client, provider) as call:
                         answer = call.response = self._model(step.request)
                     parent = call.parent
                 else:
@@ -868,15 +871,15 @@ class Conversation(_Base):
                     reply: Reply = done.value
                     return reply
 
-    def _model(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _model(self, request: dict[str, Any]) -> Answer:
         with endpoint_errors():
-            create = self._endpoint.method(self.client)
+            create = self._settings.provider.create(self.client)
             response = create(**safe_json(request), **self._stream_kwargs())
             if not self.stream:
-                return self._endpoint.normalize(response)
+                return self._settings.provider.decode(response)
             on_text = self.on_text
             deliver = None if on_text is None else functools.partial(_run_hook, "on_text", on_text)
-            assembler = self._endpoint.assembler(deliver)
+            assembler = self._settings.provider.assembler(deliver)
             try:
                 for chunk in response:
                     assembler.feed(chunk)
@@ -992,7 +995,8 @@ class AsyncConversation(_Base):
         stored.saved(saved)
 
     async def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
-        with turn(self.name, self.model), self._naming_endpoint():  # one span per turn
+        provider = self._settings.provider.name
+        with turn(self.name, self.model, provider), self._naming_endpoint():  # one span per turn
             step = next(loop)
             parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
             while True:
@@ -1000,7 +1004,7 @@ class AsyncConversation(_Base):
                 if isinstance(step, HookStep):
                     answer = await _arun_hook(step)
                 elif isinstance(step, ModelStep):
-                    with model_call(step.request, self.client) as call:
+                    with model_call(step.request, self.client, provider) as call:
                         answer = call.response = await self._model(step.request)
                     parent = call.parent
                 else:
@@ -1025,14 +1029,14 @@ class AsyncConversation(_Base):
 
         return deliver
 
-    async def _model(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _model(self, request: dict[str, Any]) -> Answer:
         with endpoint_errors():
-            create = self._endpoint.method(self.client)
+            create = self._settings.provider.create(self.client)
             response = await create(**safe_json(request), **self._stream_kwargs())
             if not self.stream:
-                return self._endpoint.normalize(response)
+                return self._settings.provider.decode(response)
             awaiting: list[Awaitable[Any]] = []  # what an async on_text returned
-            assembler = self._endpoint.assembler(self._collector(awaiting))
+            assembler = self._settings.provider.assembler(self._collector(awaiting))
             try:
                 async for chunk in response:
                     assembler.feed(chunk)

@@ -1,58 +1,17 @@
-"""The endpoints a dialect names (`Dialect.api`): how a driver calls each one and reads it.
-
-Both answer in the one shape the loop reads (`stream.Normalized`), plain or streamed.
-"""
+"""What every provider's endpoint shares: its URL as errors name it (redacted), and the
+SDK's failures as `ConversationError`s."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import urllib.parse
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Iterator
+from typing import Any
 
 from ..errors import ConversationError
-from .responses_api import ResponseStreamAssembler, normalize_response
-from .stream import Normalized, StreamAssembler, normalize_completion
 
-__all__ = ["ENDPOINTS", "Assembler", "Endpoint", "endpoint_errors", "endpoint_url"]
-
-
-class Assembler(Protocol):
-    """Reads a stream piece by piece; `result()` is the normalized answer."""
-
-    def feed(self, chunk: Any) -> None: ...
-
-    def result(self) -> Normalized: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """`method(client)` is the SDK's create method; `normalize` reads a plain answer and
-    `assembler(on_text)` a streamed one; `usage_option`: a stream reports usage only when
-    asked with `stream_options={"include_usage": True}`."""
-
-    method: Callable[[Any], Callable[..., Any]]
-    normalize: Callable[[Any], Normalized]
-    assembler: Callable[[Callable[[str], None] | None], Assembler]
-    usage_option: bool
-
-
-ENDPOINTS: dict[str, Endpoint] = {
-    "chat.completions": Endpoint(
-        lambda client: client.chat.completions.create,
-        normalize_completion,
-        StreamAssembler,
-        usage_option=True,
-    ),
-    "responses": Endpoint(
-        lambda client: client.responses.create,
-        normalize_response,
-        ResponseStreamAssembler,
-        usage_option=False,
-    ),
-}
+__all__ = ["endpoint_errors", "endpoint_url"]
 
 
 def endpoint_url(client: Any) -> str | None:
@@ -83,6 +42,9 @@ def _endpoint_error(exc: Exception) -> ConversationError:
     status = getattr(exc, "status_code", None)
     body = getattr(exc, "body", None)
     message = body.get("message") if isinstance(body, dict) else None
+    inner = body.get("error") if isinstance(body, dict) else None
+    if message is None and isinstance(inner, dict):  # Anthropic: {"type": "error", "error": ...}
+        message = inner.get("message")
     message = message or getattr(exc, "message", None) or str(exc)
     if status is not None:
         return ConversationError(
@@ -91,7 +53,7 @@ def _endpoint_error(exc: Exception) -> ConversationError:
     return ConversationError(f"the endpoint failed: {type(exc).__name__}: {message}")
 
 
-_TRANSPORT_MODULES = ("openai", "httpx", "httpcore")  # httpx2 too
+_TRANSPORT_MODULES = ("openai", "anthropic", "httpx", "httpcore")  # httpx2 too
 
 
 @contextlib.contextmanager

@@ -1,17 +1,19 @@
 """`trim_history`: shorten a history without breaking tool-call pairs; `answered_prefix`.
 
-A history is chat messages (chat completions) or input items (the Responses API, where a
-call is a `function_call` item answered by a `function_call_output` item); the rules read
-both shapes from the entries themselves.
+A history is chat messages (chat completions), input items (the Responses API, where a
+call is a `function_call` item answered by a `function_call_output` item) or Messages API
+messages (Anthropic: an assistant message's `tool_use` blocks are answered by the
+`tool_result` blocks of the user message after it); the rules read each shape from the
+entries themselves, and `units` is what the providers split a history with.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["CALL_ITEMS", "CALL_KEYS", "answered_prefix", "client_call", "trim_history"]
+__all__ = ["CALL_ITEMS", "CALL_KEYS", "answered_prefix", "client_call", "trim_history", "units"]
 
 CALL_KEYS = ("tool_calls", "function_call")
 """The keys of an assistant message that carry calls, in every chat dialect."""
@@ -26,7 +28,24 @@ Message = dict[str, Any]
 
 
 def _is_answer(entry: Message) -> bool:
-    return entry.get("role") in _ANSWER_ROLES or entry.get("type") in _ANSWER_ITEMS
+    return (
+        entry.get("role") in _ANSWER_ROLES
+        or entry.get("type") in _ANSWER_ITEMS
+        or _blocks(entry, "tool_result") > 0
+    )
+
+
+def _answers(entry: Message) -> int:
+    """How many calls `entry` answers (a user message of `tool_result` blocks: each)."""
+    return _blocks(entry, "tool_result") or (1 if _is_answer(entry) else 0)
+
+
+def _blocks(entry: Message, kind: str) -> int:
+    """The number of content blocks of type `kind` (Anthropic's `tool_use`, `tool_result`)."""
+    content = entry.get("content")
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for block in content if isinstance(block, dict) and block.get("type") == kind)
 
 
 def client_call(entry: Message) -> bool:
@@ -46,7 +65,7 @@ def _calls_opened(entry: Message) -> int:
         return 0
     calls = entry.get("tool_calls")
     count = len(calls) if isinstance(calls, list) else 0
-    return count + (1 if entry.get("function_call") else 0)
+    return count + (1 if entry.get("function_call") else 0) + _blocks(entry, "tool_use")
 
 
 def _joins(unit: list[Message], entry: Message) -> bool:
@@ -58,7 +77,7 @@ def _joins(unit: list[Message], entry: Message) -> bool:
     return last == "reasoning" or (last in CALL_ITEMS and entry.get("type") in CALL_ITEMS)
 
 
-def _units(messages: Sequence[Message]) -> list[list[Message]]:
+def units(messages: Sequence[Message]) -> list[list[Message]]:
     """Group the entries that make calls with the answers that follow them."""
     units: list[list[Message]] = []
     for message in messages:
@@ -91,7 +110,7 @@ def answered_prefix(messages: Sequence[Message]) -> int:
     open_calls = end = 0
     for index, message in enumerate(messages, 1):
         if _is_answer(message):
-            open_calls = max(0, open_calls - 1)
+            open_calls = max(0, open_calls - _answers(message))
         else:
             open_calls += _calls_opened(message)
         if open_calls == 0:
@@ -123,27 +142,32 @@ def trim_history(
 
 
 def trim_to_limits(
-    messages: Sequence[Message], max_messages: int | None, max_chars: int | None
+    messages: Sequence[Message],
+    max_messages: int | None,
+    max_chars: int | None,
+    split: Callable[[Sequence[Message]], list[list[Message]]] | None = None,
 ) -> tuple[list[Message], bool]:
     """`trim_history`, and whether the result is within the limits (False when what is
-    always kept exceeds them)."""
+    always kept exceeds them); `split` divides the history into units (a provider's
+    `units`; by default `units`)."""
     start = 0
     while start < len(messages) and messages[start].get("role") in ("system", "developer"):
         start += 1
-    head, units = list(messages[:start]), _units(messages[start:])
-    count = sum(len(u) for u in units) + len(head)
-    chars = sum(_size(u) for u in units) + _size(head)
-    question = max((i for i, u in enumerate(units) if u[0].get("role") == "user"), default=-1)
-    keep = [True] * len(units)
-    for i in range(len(units) - 1):  # oldest first; never the question nor the newest unit
+    head, parts = list(messages[:start]), (split or units)(messages[start:])
+    count = sum(len(u) for u in parts) + len(head)
+    chars = sum(_size(u) for u in parts) + _size(head)
+    questions = (i for i, u in enumerate(parts) if u[0].get("role") == "user")
+    question = max((i for i in questions if not _is_answer(parts[i][0])), default=-1)
+    keep = [True] * len(parts)
+    for i in range(len(parts) - 1):  # oldest first; never the question nor the newest unit
         if not _over(count, chars, max_messages, max_chars):
             break
         if i == question:
             continue
         keep[i] = False
-        count -= len(units[i])
-        chars -= _size(units[i])
-    tail = [unit for unit, kept in zip(units, keep) if kept]
+        count -= len(parts[i])
+        chars -= _size(parts[i])
+    tail = [unit for unit, kept in zip(parts, keep) if kept]
     while len(tail) > 1 and _is_answer(tail[0][0]):
         count -= len(tail[0])
         chars -= _size(tail[0])

@@ -1,11 +1,13 @@
 """The tool-calling loop as a sans-I/O generator, shared by the sync and async drivers.
 
 The generator yields typed, frozen steps and receives their answers (httpx's `auth_flow`
-style): `ModelStep(request)` is answered with the normalized response (see `stream`),
+style): `ModelStep(request)` is answered with the provider's `Answer` (see `providers`),
 `ToolsStep(calls, approved)` with the `ToolResult`s in the same order (`approved`: calls a
 person approved, from `resume_loop`), and `HookStep(name, hook, event)` with what the hook
 returned. It returns the `Reply`. The drivers only do the I/O and call the hooks: so the
-async driver awaits an `async def` hook, and a veto holds on both drivers.
+async driver awaits an `async def` hook, and a veto holds on both drivers. What goes over
+the wire is the provider's business: it encodes the requests, decodes the answers and
+writes the results back.
 
 A turn's progress is a `TurnState`: a turn that stops for approvals keeps it (with its
 `PausedRound`) until `resume_loop` carries it on; `state` writes it to JSON and back.
@@ -28,12 +30,11 @@ from ..errors import (
     ToolExecutionError,
     UsageError,
 )
-from ..formats import Dialect, Format
-from ..formats.base import is_json_object
-from ..jsonvalues import safe_json
+from ..formats import Format
 from ..result import ToolCall, ToolResult
-from .history import CALL_KEYS, client_call, trim_to_limits
+from .history import trim_to_limits
 from .output import OutputSpec
+from .providers import Answer, Provider, Request
 from .reply import (
     Hooks,
     ModelCallEvent,
@@ -67,7 +68,7 @@ logger = logging.getLogger("toolreg")
 
 @dataclass(frozen=True, slots=True)
 class ModelStep:
-    """Call the model with these keyword arguments; answer with the normalized response."""
+    """Call the model with these keyword arguments; answer with the provider's `Answer`."""
 
     request: dict[str, Any]
 
@@ -98,13 +99,12 @@ _FINISH_REASONS: dict[str, StopReason] = {"length": "length", "content_filter": 
 @dataclass(frozen=True, slots=True)
 class LoopSettings:
     model: str
-    fmt: Format  # one with a dialect: see `dialect`
+    provider: Provider  # the wire API
     # the definitions to offer to the next model call, given the history so far
     tools: Callable[[list[Message]], list[dict[str, Any]]]
     tool_choice: str = "auto"
     max_rounds: int = 8
     final_call: Literal["tool_choice_none", "drop_tools"] = "tool_choice_none"
-    assistant_content: Literal["empty", "null", "omit"] = "empty"
     request_options: dict[str, Any] = field(default_factory=dict)
     output: OutputSpec | None = None
     output_retries: int = 2
@@ -122,11 +122,9 @@ class LoopSettings:
     answer: Callable[[ToolCall], ToolResult | None] | None = None
 
     @property
-    def dialect(self) -> Dialect:
-        dialect = self.fmt.dialect
-        if dialect is None:  # the drivers only take formats from DIALECTS
-            raise UsageError(f"the {self.fmt.name} format has no conversation dialect")
-        return dialect
+    def fmt(self) -> Format:
+        """The format of the tool definitions."""
+        return self.provider.fmt
 
 
 @dataclass(slots=True)
@@ -183,24 +181,24 @@ def run_loop(s: LoopSettings, state: TurnState) -> Generator[Step, Any, Reply]:
             state.final = state.limit_reached = True
         request = _request(s, state)
         yield from _hook(s, "before_model_call", ModelCallEvent(state.calls_made + 1, request))
-        response = safe_json((yield ModelStep(request)))  # no lone surrogates
+        answer: Answer = yield ModelStep(request)
         state.calls_made += 1
-        state.usage = state.usage.add(response.get("usage"))
-        message, finish = response["message"], response.get("finish_reason")
-        event = ModelResponseEvent(state.calls_made, message, finish)
+        state.usage = state.usage.add(answer.usage)
+        finish = answer.finish_reason
+        event = ModelResponseEvent(state.calls_made, answer.message, finish)
         yield from _hook(s, "after_model_call", event)
-        calls = [] if state.final else s.fmt.parse_calls(message)
+        calls = [] if state.final else s.provider.calls(answer)
         if calls:
-            _took(s, state, response, drop_calls=False)
-            reply = yield from _round(s, state, response["text"], calls)
+            _took(s, state, answer, drop_calls=False)
+            reply = yield from _round(s, state, answer.text, calls)
             if reply is not None:
                 return reply
             continue
-        text = response["text"]
+        text = answer.text
         if not text and state.after_observations and not state.final:
             state.final = True  # a server that cannot speak while tools are offered
             continue
-        _took(s, state, response, drop_calls=True)
+        _took(s, state, answer, drop_calls=True)
         reply = _answer(s, state, text, finish)
         if reply is not None:
             return reply
@@ -254,36 +252,36 @@ def abandon(s: LoopSettings, state: TurnState) -> None:
                 tool_name=call.name,
             )
             paused.results[i] = _synthetic(call, lost)
-    state.history.extend(s.fmt.observation(paused.results[i]) for i in range(len(paused.calls)))
+    state.history.extend(s.provider.results([paused.results[i] for i in range(len(paused.calls))]))
     state.paused = None
 
 
 def _request(s: LoopSettings, state: TurnState) -> dict[str, Any]:
-    dialect = s.dialect
-    request: dict[str, Any] = {} if s.server_state else dict(dialect.client_state)
-    request.update(s.request_options)
-    request["model"] = s.model
-    key = dialect.server_state_key
-    if state.previous_id is not None and key is not None:
-        request[dialect.history_key] = state.history[state.known :]  # what the server lacks
-        request[key] = state.previous_id
+    provider = s.provider
+    previous = state.previous_id if provider.keeps_history else None
+    if previous is not None:
+        sent = state.history[state.known :]  # what the server lacks
     else:
         sent = list(state.history)  # a copy: the request (and its hook event) must not grow
         if s.max_history_messages is not None or s.max_history_chars is not None:
-            sent, fits = trim_to_limits(sent, s.max_history_messages, s.max_history_chars)
+            limits = s.max_history_messages, s.max_history_chars
+            sent, fits = trim_to_limits(sent, *limits, split=provider.units)
             if not fits:
                 state.over_history_limit = True
-        request[dialect.history_key] = sent
     tools = s.tools(state.history)
-    if tools and not (state.final and s.final_call == "drop_tools"):
-        request[dialect.tools_key] = tools
-        request[dialect.choice_key] = dialect.choice(_tool_choice(s, state))
-    if s.output is not None:
-        asked = dialect.output_format(s.output.name, s.output.sent, s.output.strict)
-        for name, value in asked.items():
-            given = request.get(name)  # e.g. text={"verbosity": ...} keeps its other keys
-            request[name] = {**given, **value} if isinstance(given, dict) else value
-    return request
+    offered = bool(tools) and not (state.final and s.final_call == "drop_tools")
+    return provider.encode(
+        Request(
+            model=s.model,
+            history=sent,
+            options=s.request_options,
+            tools=tools if offered else [],
+            choice=_tool_choice(s, state),
+            output=s.output,
+            previous_id=previous,
+            server_state=s.server_state,
+        )
+    )
 
 
 def _hook(s: LoopSettings, name: HookName, event: Any) -> Generator[Step, Any, Any]:
@@ -308,70 +306,15 @@ def _tool_choice(s: LoopSettings, state: TurnState) -> str:
     return s.tool_choice
 
 
-def _took(s: LoopSettings, state: TurnState, response: dict[str, Any], drop_calls: bool) -> None:
+def _took(s: LoopSettings, state: TurnState, answer: Answer, drop_calls: bool) -> None:
     """Add what the model said to the history; a server that keeps the history now holds
     it all, unless something it said was left out (then the next request sends it all)."""
-    entries: list[Message] = response["entries"]
-    if drop_calls and any(client_call(e) for e in entries):
-        # a final answer keeps no call items, nor the reasoning that led to them
-        kept = [e for e in entries if not client_call(e) and e.get("type") != "reasoning"]
-    else:
-        kept = entries
-    state.history.extend(_echo(s, entry, drop_calls) for entry in kept)
+    entries, whole = s.provider.took(answer, drop_calls)
+    state.history.extend(entries)
     if s.server_state:
-        whole = len(kept) == len(entries) and response.get("id") is not None
-        state.previous_id = response["id"] if whole else None
+        whole = whole and answer.id is not None
+        state.previous_id = answer.id if whole else None
         state.known = len(state.history) if whole else 0
-
-
-def _echo(s: LoopSettings, message: Message, drop_calls: bool = False) -> Message:
-    """The assistant message as received; empty content normalised for picky servers.
-
-    An item of the Responses API (it has a `type`) goes back exactly as received."""
-    if "type" in message:
-        if message.get("type") == "function_call" and not is_json_object(message.get("arguments")):
-            return {**message, "arguments": "{}"}
-        return message
-    out = dict(message)
-    if drop_calls:  # every kind of call, not only the dialect's: none may stay unanswered
-        for key in CALL_KEYS:
-            out.pop(key, None)
-    else:
-        _repair_arguments(out)
-    has_calls = any(out.get(k) for k in s.dialect.call_keys)
-    if has_calls and not out.get("content"):
-        if s.assistant_content == "empty":
-            out["content"] = ""
-        elif s.assistant_content == "null":
-            out["content"] = None
-        else:
-            out.pop("content", None)
-    elif out.get("content") is None:
-        out["content"] = ""
-    return out
-
-
-def _repair_arguments(message: Message) -> None:
-    """Calls whose arguments are not a JSON object (a local model cut off mid-call) are sent
-    back with `{}`: servers such as llama.cpp's refuse the whole history otherwise, and the
-    model would never read the observation that tells it what went wrong."""
-    calls = message.get("tool_calls")
-    if isinstance(calls, list) and any(not is_json_object(_arguments_of(c)) for c in calls):
-        message["tool_calls"] = [
-            c if is_json_object(_arguments_of(c)) else _with_arguments(c, "{}") for c in calls
-        ]
-    legacy = message.get("function_call")
-    if isinstance(legacy, dict) and not is_json_object(legacy.get("arguments")):
-        message["function_call"] = {**legacy, "arguments": "{}"}
-
-
-def _arguments_of(call: Any) -> Any:
-    function = call.get("function") if isinstance(call, dict) else None
-    return function.get("arguments") if isinstance(function, dict) else "{}"
-
-
-def _with_arguments(call: dict[str, Any], arguments: str) -> dict[str, Any]:
-    return {**call, "function": {**call["function"], "arguments": arguments}}
 
 
 def _call_key(call: ToolCall) -> tuple[str, str]:
@@ -509,7 +452,7 @@ def _merge(
 def _after_tools(
     s: LoopSettings, state: TurnState, calls: list[ToolCall], results: list[ToolResult]
 ) -> Reply | None:
-    state.history.extend(s.fmt.observation(r) for r in results)
+    state.history.extend(s.provider.results(results))
     state.results.extend(results)
     state.tool_rounds += 1
     state.after_observations = True
@@ -543,12 +486,11 @@ def _answer(s: LoopSettings, state: TurnState, text: str, finish: str | None) ->
     state.retries_left -= 1
     state.final = False
     state.history.append(
-        {
-            "role": "user",
-            "content": "Your answer does not match the required JSON schema: "
+        s.provider.user(
+            "Your answer does not match the required JSON schema: "
             + "; ".join(problems).rstrip(".")  # a problem may end its own sentence
-            + ". Answer again with only the corrected JSON.",
-        }
+            + ". Answer again with only the corrected JSON."
+        )
     )
     return None
 

@@ -13,18 +13,19 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ..observe import OBSERVER, ModelCallTrace
+from .providers import Answer
 
 __all__ = ["ModelCall", "model_call", "turn"]
 
 
 @contextlib.contextmanager
-def turn(name: str, model: str) -> Iterator[None]:
+def turn(name: str, model: str, provider: str) -> Iterator[None]:
     """One `send` / `run`: everything inside is part of it."""
     observer = OBSERVER.current
     if observer is None:
         yield
         return
-    trace = observer.turn(name, model)
+    trace = observer.turn(name, model, provider)
     with trace.parent():
         try:
             yield
@@ -42,7 +43,7 @@ class ModelCall:
 
     def __init__(self, trace: ModelCallTrace | None) -> None:
         self.trace = trace
-        self.response: Mapping[str, Any] | None = None
+        self.response: Answer | None = None
 
     @property
     def parent(self) -> Callable[[], AbstractContextManager[None]]:
@@ -50,9 +51,12 @@ class ModelCall:
 
 
 @contextlib.contextmanager
-def model_call(request: Mapping[str, Any], client: Any) -> Iterator[ModelCall]:
+def model_call(request: Mapping[str, Any], client: Any, provider: str) -> Iterator[ModelCall]:
+    """One model call through `client` to the wire API `provider` (its
+    `gen_ai.provider.name`)."""
     observer = OBSERVER.current
-    call = ModelCall(None if observer is None else observer.model_call(request, client))
+    trace = None if observer is None else observer.model_call(request, client, provider)
+    call = ModelCall(trace)
     if call.trace is None:
         yield call
         return
@@ -61,4 +65,4 @@ def model_call(request: Mapping[str, Any], client: Any) -> Iterator[ModelCall]:
     except BaseException as exc:
         call.trace.fail(exc)
         raise
-    call.trace.end(call.response or {})
+    call.trace.end({} if call.response is None else call.response.traced())

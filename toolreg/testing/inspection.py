@@ -42,6 +42,12 @@ def tool_results(body: Json) -> list[tuple[str, str]]:
             found.append((str(m.get("name")), text_of(m.get("content"))))
         elif m.get("type") == "function_call_output":
             found.append((str(m.get("call_id")), text_of(m.get("output"))))
+        elif isinstance(m.get("content"), list):  # the Messages API: tool_result blocks
+            found += [
+                (str(b.get("tool_use_id")), text_of(b.get("content")))
+                for b in m["content"]
+                if isinstance(b, dict) and b.get("type") == "tool_result"
+            ]
     return found
 
 
@@ -101,6 +107,47 @@ def history_problems(entries: list[Json]) -> list[str]:
     for call_id, count in answers.items():
         if count == 0:
             problems.append(f"the call {call_id!r} is never answered")
+    return problems
+
+
+def messages_problems(entries: list[Json]) -> list[str]:
+    """What Anthropic's Messages API refuses in `messages`: a role other than user and
+    assistant (the system prompt goes in `system`), a first message that is not the user's,
+    `tool_use` blocks not all answered by the `tool_result` blocks of the very next
+    message (a user message), a `tool_result` for no `tool_use` of the message before it,
+    a `tool_use` whose input is not an object."""
+    problems: list[str] = []
+    if entries and entries[0].get("role") != "user":
+        problems.append("messages: the first message must use the user role")
+    asked: list[str] = []  # the tool_use ids of the message before
+    for n, entry in enumerate(entries):
+        role = entry.get("role")
+        if role not in ("user", "assistant"):
+            problems.append(f"messages.{n}.role: {str(role)[:20]!r} is not user or assistant")
+        content = entry.get("content")
+        blocks = [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+        answered = [str(b.get("tool_use_id")) for b in blocks if b.get("type") == "tool_result"]
+        missing = [i for i in asked if i not in answered]
+        if missing:
+            problems.append(
+                f"messages.{n}: tool_use ids were found without tool_result blocks "
+                f"immediately after: {', '.join(missing)}"
+            )
+        strays = [i for i in answered if i not in asked]
+        if strays:
+            problems.append(
+                f"messages.{n}: unexpected tool_use_id found in tool_result blocks: "
+                + ", ".join(strays)
+            )
+        uses = [b for b in blocks if b.get("type") == "tool_use"] if role == "assistant" else []
+        problems += [
+            f"messages.{n}: the input of tool_use {b.get('id')!r} is not an object"
+            for b in uses
+            if not isinstance(b.get("input"), dict)
+        ]
+        asked = [str(b.get("id")) for b in uses]
+    if asked:
+        problems.append(f"tool_use ids were found without tool_result blocks: {', '.join(asked)}")
     return problems
 
 
@@ -198,7 +245,7 @@ def problems(path: str, body: Json, expected: Json) -> list[str]:
     elif needle is not None and not results and call_id is None:
         found.append(f"has no tool result containing {needle!r} (no tool results at all)")
     texts = [text_of(m.get("content", m.get("output"))) for m in messages(body)]
-    texts.append(text_of(body.get("instructions")))
+    texts += [text_of(body.get("instructions")), text_of(body.get("system"))]
     if "contains_text" in want and not any(want["contains_text"] in t for t in texts):
         found.append(f"contains no message with text {want['contains_text']!r}")
     if "message_count" in want and len(messages(body)) != want["message_count"]:

@@ -9,13 +9,16 @@ the client and the wire (SDK parsing, streaming, errors) is exercised as in prod
         server.assert_request(1, contains_tool_result="call_1")
         server.assert_all_consumed()
 
-``POST /v1/chat/completions`` (plain or ``"stream": true``) and ``POST /v1/responses``
-(plain or streamed) each answer the next turn; ``GET /v1/models`` lists the model. No turn
-left, an unknown path or a body that is not a JSON object is answered with an
-OpenAI-style error and recorded in :attr:`ScriptedServer.errors`.
+``POST /v1/chat/completions`` (plain or ``"stream": true``), ``POST /v1/responses`` and
+Anthropic's ``POST /v1/messages`` (plain or streamed) each answer the next turn;
+``GET /v1/models`` lists the model. No turn left, an unknown path or a body that is not a
+JSON object is answered with an OpenAI-style error and recorded in :attr:`ScriptedServer.errors`.
 
 Like OpenAI, the server refuses (HTTP 400, no turn used) a history in which a call is not
-answered, is answered twice, or an answer has no call (see :func:`history_problems`). The
+answered, is answered twice, or an answer has no call (see :func:`history_problems`); on
+``/v1/messages``, like Anthropic, one whose ``tool_use`` blocks are not all answered by the
+``tool_result`` blocks of the very next user message (see :func:`messages_problems`).
+``server.anthropic_client()`` is an ``anthropic.Anthropic`` bound to it. The
 Responses API keeps every response not sent with ``"store": false``: a request with
 ``previous_response_id`` continues from it (an unknown id is refused) and
 :meth:`ScriptedServer.history` gives the whole history the model saw.
@@ -37,10 +40,11 @@ from urllib.parse import urlsplit
 from ..errors import UsageError
 from ..jsonvalues import safe_json
 from . import wire
-from .inspection import check_request, history_problems
+from .inspection import check_request, history_problems, messages_problems
 from .turns import Turn, TurnLike
 
 if TYPE_CHECKING:
+    import anthropic
     import openai
 
 Json = dict[str, Any]
@@ -48,6 +52,7 @@ Reply = tuple[int, "Json | list[bytes]"]
 
 _CHAT = "/v1/chat/completions"
 _RESPONSES = "/v1/responses"
+_MESSAGES = "/v1/messages"
 _UNSET: Any = object()
 
 
@@ -72,7 +77,7 @@ class ScriptedServer:
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
-        self._clients: list[openai.OpenAI] = []
+        self._clients: list[openai.OpenAI | anthropic.Anthropic] = []
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -144,6 +149,27 @@ class ScriptedServer:
         import openai
 
         return openai.AsyncOpenAI(**self._client_options(kw))
+
+    @property
+    def root_url(self) -> str:
+        """``http://127.0.0.1:PORT``, for ``anthropic.Anthropic(base_url=...)`` (which adds
+        ``/v1/messages`` itself)."""
+        return self.base_url.removesuffix("/v1")
+
+    def anthropic_client(self, **kw: Any) -> anthropic.Anthropic:
+        """An ``anthropic.Anthropic`` bound to this server (api_key "test", no retries, 10 s
+        timeout); keywords override those defaults; the client is closed by :meth:`close`."""
+        import anthropic
+
+        made = anthropic.Anthropic(**self._client_options({"base_url": self.root_url, **kw}))
+        self._clients.append(made)
+        return made
+
+    def async_anthropic_client(self, **kw: Any) -> anthropic.AsyncAnthropic:
+        """An ``anthropic.AsyncAnthropic`` bound to this server; close it yourself."""
+        import anthropic
+
+        return anthropic.AsyncAnthropic(**self._client_options({"base_url": self.root_url, **kw}))
 
     def _client_options(self, kw: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -242,7 +268,7 @@ class ScriptedServer:
         if method == "GET" and path == "/v1/models":
             model = {"id": self.model, "object": "model", "created": wire.CREATED}
             return 200, {"object": "list", "data": [model | {"owned_by": "toolreg"}]}
-        if method != "POST" or path not in (_CHAT, _RESPONSES):
+        if method != "POST" or path not in (_CHAT, _RESPONSES, _MESSAGES):
             return self._fail(404, f"no endpoint {method} {path}", "not_found")
         try:
             body = json.loads(raw_body or b"null")
@@ -279,9 +305,12 @@ class ScriptedServer:
     def _history_of(self, path: str, body: Json) -> tuple[list[Json], str | None]:
         """The whole history of a request, and why OpenAI would refuse it (None: it would
         not). Called with the lock held."""
-        if path == _CHAT:
+        if path in (_CHAT, _MESSAGES):
             found = body.get("messages")
             history = [m for m in found if isinstance(m, dict)] if isinstance(found, list) else []
+            if path == _MESSAGES:
+                problems = messages_problems(history)
+                return history, ("; ".join(problems) if problems else None)
         else:
             history = wire.input_items(body.get("input"))
             previous = body.get("previous_response_id")
@@ -294,11 +323,16 @@ class ScriptedServer:
 
     def _encode(self, turn: Turn, path: str, body: Json, number: int, history: list[Json]) -> Reply:
         if turn.kind == "error":
+            if path == _MESSAGES:
+                return turn.status, wire.anthropic_error(turn)
             err = {"message": turn.content, "type": turn.error_type, "param": None}
             return turn.status, {"error": err | {"code": turn.error_code}}
         rid = f"scripted_{number}"
         message = wire.chat_message(turn, self._new_call_id)
         stream = body.get("stream") is True
+        if path == _MESSAGES:
+            answer = wire.anthropic_message(turn, message, rid=rid, model=self.model)
+            return 200, (wire.sse_events(wire.anthropic_events(answer)) if stream else answer)
         if path == _RESPONSES:
             items = wire.output_items(message, rid=rid, new_call_id=self._new_call_id)
             resp = wire.response(turn, items, body, rid=rid, model=self.model)

@@ -1,4 +1,5 @@
-"""Wire encoding of scripted turns: Chat Completions (plain and SSE) and the Responses API.
+"""Wire encoding of scripted turns: Chat Completions (plain and SSE), the Responses API and
+Anthropic's Messages API.
 
 Every answer starts as one Chat Completions assistant message (:func:`chat_message`); the
 other shapes are derived from it, so each builder works on every endpoint. Streams are
@@ -244,3 +245,97 @@ def sse_events(events: list[Json]) -> list[bytes]:
         f"event: {e['type']}\ndata: {json.dumps(safe_json(e), ensure_ascii=False)}\n\n".encode()
         for e in events
     ]
+
+
+# -- the Messages API (Anthropic) --------------------------------------------------------------
+
+_STOP_REASONS = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+
+
+def anthropic_usage(turn: Turn) -> Json:
+    if isinstance(turn.usage, tuple):
+        prompt, completion = turn.usage
+        return {"input_tokens": prompt, "output_tokens": completion}
+    return {"input_tokens": 0, "output_tokens": 0} if turn.usage is None else json.loads(turn.usage)
+
+
+def anthropic_message(turn: Turn, message: Any, *, rid: str, model: str) -> Json:
+    """A Messages API ``message`` for a chat-shaped ``message`` (a raw turn's dict that has
+    ``"content"`` as a list: its content blocks, verbatim). A call's arguments that are a
+    JSON object become its ``input``; any others are sent as they are (a string)."""
+    if isinstance(message, dict) and isinstance(message.get("content"), list):
+        blocks = message["content"]
+    else:
+        blocks = []
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str) and content:
+            blocks.append({"type": "text", "text": content})
+        found = message.get("tool_calls") or [] if isinstance(message, dict) else []
+        legacy = message.get("function_call") if isinstance(message, dict) else None
+        calls = [(c.get("id"), c.get("function") or {}) for c in found if isinstance(c, dict)]
+        if isinstance(legacy, dict):
+            calls.append((None, legacy))
+        for n, (call_id, fn) in enumerate(calls):
+            arguments = fn.get("arguments")
+            try:
+                decoded = json.loads(arguments) if isinstance(arguments, str) else arguments
+            except ValueError:
+                decoded = arguments
+            blocks.append(
+                {"type": "tool_use", "id": call_id or f"toolu_{rid}_{n}", "name": fn.get("name")}
+                | {"input": decoded if isinstance(decoded, dict) else arguments}
+            )
+    reason = turn.finish_reason or "stop"
+    return {
+        "id": f"msg_{rid}",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": blocks,
+        "stop_reason": _STOP_REASONS.get(reason, reason),
+        "stop_sequence": None,
+        "usage": anthropic_usage(turn),
+    }
+
+
+def anthropic_events(message: Json) -> list[Json]:
+    """The streamed events of a Messages API answer, as the API sends them: text by words,
+    a call's input as JSON text in small pieces."""
+    usage = message.get("usage") or {}
+    start = {**message, "content": [], "stop_reason": None, "stop_sequence": None}
+    events: list[Json] = [
+        {"type": "message_start", "message": {**start, "usage": {**usage, "output_tokens": 1}}},
+        {"type": "ping"},
+    ]
+    for index, block in enumerate(message.get("content") or []):
+        at = {"index": index}
+        if block.get("type") == "tool_use":
+            head = {**block, "input": {}}
+            given = block.get("input")
+            pieces = _pieces(given if isinstance(given, str) else json.dumps(given))
+            deltas = [{"type": "input_json_delta", "partial_json": p} for p in pieces]
+        elif block.get("type") == "text":
+            head = {**block, "text": ""}
+            pieces = split_text(block.get("text") or "")
+            deltas = [{"type": "text_delta", "text": p} for p in pieces]
+        else:
+            head, deltas = block, []
+        events.append({"type": "content_block_start", **at, "content_block": head})
+        events += [{"type": "content_block_delta", **at, "delta": d} for d in deltas]
+        events.append({"type": "content_block_stop", **at})
+    stop = {"stop_reason": message.get("stop_reason"), "stop_sequence": None}
+    output = {"output_tokens": usage.get("output_tokens", 0)}
+    events.append({"type": "message_delta", "delta": stop, "usage": output})
+    events.append({"type": "message_stop"})
+    return events
+
+
+def anthropic_error(turn: Turn) -> Json:
+    """An error body of the Messages API."""
+    return {"type": "error", "error": {"type": turn.error_type, "message": turn.content}}

@@ -1,0 +1,287 @@
+"""Anthropic's Messages API (`client.messages.create` of the `anthropic` SDK), natively.
+
+The history is Messages API messages: the leading system messages go out as `system=`; an
+assistant message's content is its blocks as received (`text`, `tool_use`, `thinking`...);
+all the results of a round go back in one user message of `tool_result` blocks, in the
+order of the calls. `max_tokens`, which the API requires, defaults to `MAX_TOKENS` (give
+`max_tokens=` to the conversation to change it). Structured output is the API's own JSON
+output (`output_config={"format": {"type": "json_schema", ...}}`).
+
+A stream is read from its events: `message_start` (id, model, input usage),
+`content_block_start` / `content_block_delta` (`text_delta` to `on_text`,
+`input_json_delta` pieces of a call's input) / `content_block_stop`, `message_delta`
+(stop reason, output usage) and `message_stop`; an `error` event is a `ConversationError`.
+The SDK is never imported here: the client brings it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ...dispatch.calling import call_hook
+from ...errors import ConversationError
+from ...formats import FORMATS
+from ...formats.base import is_json_object
+from ...jsonvalues import strict_decoder
+from ...result import ToolCall, ToolResult
+from ..history import units
+from .base import Answer, Message, Request
+from .openai_chat import plain
+
+__all__ = ["MAX_TOKENS", "AnthropicMessages", "MessageStreamAssembler", "decode_message"]
+
+MAX_TOKENS = 4096
+"""The `max_tokens` sent when the conversation was given none (the API requires one)."""
+
+_FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "content_filter",
+}
+_SYSTEM_ROLES = ("system", "developer")
+_MAX_MESSAGE = 300
+
+
+class AnthropicMessages:
+    """The provider of the Messages API (see the module docstring)."""
+
+    name = "anthropic"
+    dialect = "anthropic"
+    keeps_history = False
+
+    def __init__(self) -> None:
+        self.fmt = FORMATS["anthropic"]
+
+    def check_choice(self, choice: str) -> None:
+        """Every choice has a Messages API form (`auto`, `none`, `any`, a tool)."""
+
+    def encode(self, request: Request) -> dict[str, Any]:
+        history = request.history
+        start = 0
+        while start < len(history) and history[start].get("role") in _SYSTEM_ROLES:
+            start += 1
+        out: dict[str, Any] = {"max_tokens": MAX_TOKENS, **request.options}
+        out["model"] = request.model
+        system = [m.get("content") for m in history[:start]]
+        if system:
+            out["system"] = "\n\n".join(c for c in system if isinstance(c, str))
+        out["messages"] = history[start:]
+        if request.tools:
+            out["tools"] = request.tools
+            out["tool_choice"] = _choice(request.choice)
+        if request.output is not None:
+            given = out.get("output_config")
+            asked = {"format": {"type": "json_schema", "schema": request.output.sent}}
+            out["output_config"] = {**given, **asked} if isinstance(given, dict) else asked
+        return out
+
+    def create(self, client: Any) -> Callable[..., Any]:
+        return client.messages.create  # type: ignore[no-any-return]
+
+    def stream_options(self, request_options: Mapping[str, Any]) -> dict[str, Any]:
+        return {"stream": True}  # the events carry the usage unasked
+
+    def decode(self, response: Any) -> Answer:
+        return decode_message(plain(response))
+
+    def assembler(self, on_text: Callable[[str], None] | None) -> MessageStreamAssembler:
+        return MessageStreamAssembler(on_text)
+
+    def calls(self, answer: Answer) -> list[ToolCall]:
+        return self.fmt.parse_calls(answer.message)
+
+    def took(self, answer: Answer, drop_calls: bool) -> tuple[list[Message], bool]:
+        blocks = [_echo_block(b) for b in answer.message.get("content") or ()]
+        if drop_calls:  # a final answer keeps no call, nor the thinking that led to it
+            blocks = [b for b in blocks if b.get("type") not in ("tool_use", "thinking")]
+        blocks = [b for b in blocks if b.get("type") != "text" or b.get("text")]
+        if not blocks:  # the API refuses an empty assistant message
+            return [], False
+        return [{"role": "assistant", "content": blocks}], True
+
+    def results(self, results: Sequence[ToolResult]) -> list[Message]:
+        if not results:
+            return []
+        return [{"role": "user", "content": [dict(self.fmt.observation(r)) for r in results]}]
+
+    def user(self, text: str) -> Message:
+        return {"role": "user", "content": text}
+
+    def units(self, messages: Sequence[Message]) -> list[list[Message]]:
+        return units(messages)
+
+
+def _choice(choice: str) -> dict[str, Any]:
+    if choice in ("auto", "none"):
+        return {"type": choice}
+    if choice == "required":
+        return {"type": "any"}
+    return {"type": "tool", "name": choice}
+
+
+def _echo_block(block: Any) -> dict[str, Any]:
+    """A content block to send back: a `tool_use` with the keys a request takes and an
+    input that is an object (`{}` for one cut off or malformed: the result says why); a
+    text block without the nulls the API answers with; any other block as received."""
+    if not isinstance(block, dict):
+        raise ConversationError("the endpoint answered a content block that is not an object")
+    kind = block.get("type")
+    if kind == "tool_use":
+        given = block.get("input")
+        sent = given if isinstance(given, dict) else {}
+        return {"type": "tool_use", "id": block.get("id"), "name": block.get("name"), "input": sent}
+    if kind == "text":
+        return {k: v for k, v in block.items() if v is not None}
+    return block
+
+
+def decode_message(data: Any) -> Answer:
+    """A Messages API `message` (plain data) -> an `Answer`."""
+    if not isinstance(data, dict) or data.get("type", "message") != "message":
+        if isinstance(data, dict) and data.get("type") == "error":
+            raise ConversationError(f"the endpoint answered an error: {_error_text(data)}")
+        raise ConversationError("the endpoint answered something that is not a message")
+    content = data.get("content")
+    if not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
+        raise ConversationError("the endpoint answered a message without a list of content blocks")
+    texts = []
+    for block in content:
+        if block.get("type") == "text":
+            text = block.get("text")
+            if not isinstance(text, str):
+                raise ConversationError("the endpoint answered a text block without text")
+            texts.append(text)
+    stop = data.get("stop_reason")
+    message = {"role": "assistant", "content": content}
+    rid, model = data.get("id"), data.get("model")
+    return Answer.of(
+        {
+            "message": message,
+            "entries": [message],
+            "text": "".join(texts),
+            "finish_reason": _FINISH.get(stop, stop) if isinstance(stop, str) else None,
+            "usage": _usage(data.get("usage")),
+            "id": rid if isinstance(rid, str) else None,
+            "model": model if isinstance(model, str) else None,
+        }
+    )
+
+
+def _usage(usage: Any) -> dict[str, Any] | None:
+    """The Messages API's usage with `input_tokens` counting the cached input too."""
+    if usage is None:
+        return None
+    if not isinstance(usage, dict):
+        raise ConversationError("the endpoint answered a usage that is not an object")
+    out = {k: v for k, v in usage.items() if v is not None}
+    cached = [out.get(k) for k in ("cache_creation_input_tokens", "cache_read_input_tokens")]
+    counts = [c for c in cached if isinstance(c, int) and not isinstance(c, bool) and c > 0]
+    if counts and isinstance(out.get("input_tokens"), int):
+        out["input_tokens"] += sum(counts)
+    return out or None
+
+
+def _error_text(data: dict[str, Any]) -> str:
+    error = data.get("error")
+    if isinstance(error, dict):
+        message, kind = error.get("message"), error.get("type")
+        text = message if isinstance(message, str) else "no message"
+        return (f"{kind}: {text}" if isinstance(kind, str) else text)[:_MAX_MESSAGE]
+    return "no message"
+
+
+class MessageStreamAssembler:
+    """Feeds on streamed events; `result()` is the same `Answer` as `decode_message`."""
+
+    def __init__(self, on_text: Callable[[str], None] | None = None) -> None:
+        self.on_text = on_text
+        self.message: dict[str, Any] | None = None
+        self.blocks: dict[int, dict[str, Any]] = {}
+        self.inputs: dict[int, list[str]] = {}
+        self.usage: dict[str, Any] = {}
+        self.stop_reason: Any = None
+        self.stopped = False
+        self.events = 0
+
+    def feed(self, event: Any) -> None:
+        self.events += 1
+        data = plain(event)
+        if not isinstance(data, dict):
+            raise ConversationError("the endpoint streamed an unusable event")
+        try:
+            text = self._read(data)
+        except ConversationError:
+            raise
+        except (AttributeError, TypeError, KeyError, ValueError) as exc:  # an event of junk
+            raise ConversationError(
+                f"the endpoint streamed an event of an unexpected shape ({type(exc).__name__})"
+            ) from exc
+        if text and self.on_text is not None:  # outside the try: on_text's errors are its own
+            call_hook(self.on_text, text)
+
+    def _read(self, data: dict[str, Any]) -> str | None:
+        kind = data.get("type")
+        if kind == "error":
+            raise ConversationError(f"the endpoint streamed an error: {_error_text(data)}")
+        if kind == "message_start":
+            message = data.get("message")
+            if not isinstance(message, dict):
+                raise ConversationError("the endpoint streamed message_start without a message")
+            self.message = message
+            self.usage.update(message.get("usage") or {})
+            return None
+        index = data.get("index")
+        if kind == "content_block_start" and isinstance(index, int):
+            block = data.get("content_block")
+            if not isinstance(block, dict):
+                raise ConversationError("the endpoint streamed a content block that is not one")
+            self.blocks[index] = dict(block)
+        elif kind == "content_block_delta" and isinstance(index, int):
+            return self._delta(index, data.get("delta") or {})
+        elif kind == "message_delta":
+            delta = data.get("delta") or {}
+            self.stop_reason = delta.get("stop_reason", self.stop_reason)
+            self.usage.update({k: v for k, v in (data.get("usage") or {}).items() if v is not None})
+        elif kind == "message_stop":
+            self.stopped = True
+        return None
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> str | None:
+        block = self.blocks.setdefault(index, {"type": "text", "text": ""})
+        kind = delta.get("type")
+        if kind == "text_delta":
+            text = delta.get("text")
+            if not isinstance(text, str):
+                raise ConversationError("the endpoint streamed text that is not text")
+            block["text"] = (block.get("text") or "") + text
+            return text
+        if kind == "input_json_delta":
+            piece = delta.get("partial_json")
+            if not isinstance(piece, str):
+                raise ConversationError("the endpoint streamed call input that is not text")
+            self.inputs.setdefault(index, []).append(piece)
+        elif kind == "thinking_delta" and isinstance(delta.get("thinking"), str):
+            block["thinking"] = (block.get("thinking") or "") + delta["thinking"]
+        elif kind == "signature_delta" and isinstance(delta.get("signature"), str):
+            block["signature"] = (block.get("signature") or "") + delta["signature"]
+        return None
+
+    def result(self) -> Answer:
+        if not self.events:
+            raise ConversationError("the endpoint streamed no events (an empty or invalid stream)")
+        if self.message is None or not self.stopped:
+            raise ConversationError("the stream ended before the message was complete")
+        content = []
+        for index in sorted(self.blocks):
+            block = self.blocks[index]
+            text = "".join(self.inputs.get(index, ()))
+            if text.strip():  # none: the input of content_block_start ({}) stands
+                # a call whose input is not a JSON object keeps it as text: dispatch says why
+                block["input"] = strict_decoder.decode(text) if is_json_object(text) else text
+            content.append(block)
+        message = {**self.message, "content": content, "stop_reason": self.stop_reason}
+        return decode_message({**message, "usage": self.usage or None})

@@ -1,0 +1,154 @@
+"""The provider seam: what the loop asks of a wire API, and the neutral types it gets back.
+
+A `Provider` is the only place that knows a wire format. The loop hands it a `Request`
+(the model, the history to send, the tools and the choice, the output type) and gets the
+keyword arguments of the SDK's create method back (`encode`); the driver performs or
+streams the call (`create`, `stream_options`) and the provider reads what came back into
+an `Answer` (`decode`, or `assembler` piece by piece). The provider also says what the
+answer adds to the history (`took`), how tool results are written back (`results`: one
+entry per result, or all of them in one message), what a user message looks like (`user`)
+and how the history splits into units that trimming keeps or drops whole (`units`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ...formats import Format
+from ...jsonvalues import safe_json
+from ...result import ToolCall, ToolResult
+from ..output import OutputSpec
+
+__all__ = ["Answer", "Answers", "Assembler", "Message", "Provider", "Request"]
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One model answer, decoded: `message` is the answer as plain data (what the hooks see
+    and the calls are read from), `entries` what it adds to the history as received,
+    `text` its answer text, `finish_reason` why it ended ("stop", "length",
+    "content_filter", "tool_calls" or the provider's own word), `usage` its token counts
+    (a dict in the provider's own keys, or None)."""
+
+    message: Message
+    entries: tuple[Message, ...]
+    text: str
+    finish_reason: str | None = None
+    usage: Mapping[str, Any] | None = None
+    id: str | None = None
+    model: str | None = None
+
+    @classmethod
+    def of(cls, normalized: Mapping[str, Any]) -> Answer:
+        """From the normalized dict the OpenAI readers build (see `openai_chat`), made
+        safe JSON (no lone surrogates)."""
+        data = safe_json(dict(normalized))
+        return cls(
+            message=data["message"],
+            entries=tuple(data["entries"]),
+            text=data["text"],
+            finish_reason=data.get("finish_reason"),
+            usage=data.get("usage"),
+            id=data.get("id"),
+            model=data.get("model"),
+        )
+
+    def traced(self) -> dict[str, Any]:
+        """What the observer reads (see `observe.ModelCallTrace.end`)."""
+        return {
+            "id": self.id,
+            "model": self.model,
+            "finish_reason": self.finish_reason,
+            "usage": self.usage,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What the loop wants to send: `history` is what to send of it (trimmed already, or
+    only what a server that keeps the history lacks, continuing `previous_id`); `tools`
+    the definitions to offer (none: offer none) with `choice` ("auto", "none",
+    "required" or a tool name)."""
+
+    model: str
+    history: list[Message]
+    options: Mapping[str, Any] = field(default_factory=dict)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    choice: str = "auto"
+    output: OutputSpec | None = None
+    previous_id: str | None = None
+    server_state: bool = False
+
+
+class Assembler(Protocol):
+    """Reads a stream piece by piece; `result()` is the answer."""
+
+    def feed(self, chunk: Any) -> None: ...
+
+    def result(self) -> Answer: ...
+
+
+class Answers:
+    """An assembler of the normalized dicts the OpenAI readers build, giving `Answer`s."""
+
+    __slots__ = ("inner",)
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner  # a StreamAssembler or a ResponseStreamAssembler
+
+    def feed(self, chunk: Any) -> None:
+        self.inner.feed(chunk)
+
+    def result(self) -> Answer:
+        return Answer.of(self.inner.result())
+
+
+class Provider(Protocol):
+    """One wire API (see the module docstring). `name` is its `gen_ai.provider.name`;
+    `fmt` the format of its tool definitions; `dialect` the name a saved state keeps."""
+
+    name: str
+    dialect: str
+    fmt: Format
+    keeps_history: bool  # the endpoint can keep the history (`previous_id`)
+
+    def check_choice(self, choice: str) -> None:
+        """Raise `UsageError` for a tool choice the API cannot express."""
+
+    def encode(self, request: Request) -> dict[str, Any]:
+        """The keyword arguments of the SDK's create method."""
+
+    def create(self, client: Any) -> Callable[..., Any]:
+        """The SDK's create method of `client`."""
+
+    def stream_options(self, request_options: Mapping[str, Any]) -> dict[str, Any]:
+        """The keyword arguments that make the call a stream."""
+
+    def decode(self, response: Any) -> Answer:
+        """A plain (not streamed) answer."""
+
+    def assembler(self, on_text: Callable[[str], None] | None) -> Assembler:
+        """A reader of a streamed answer; `on_text` gets each piece of text."""
+
+    def calls(self, answer: Answer) -> list[ToolCall]:
+        """The calls the answer makes, in order."""
+
+    def took(self, answer: Answer, drop_calls: bool) -> tuple[list[Message], bool]:
+        """The entries the answer adds to the history (without its calls when
+        `drop_calls`), and whether they are all it said (a server that keeps the history
+        then holds the same)."""
+
+    def results(self, results: Sequence[ToolResult]) -> list[Message]:
+        """The history entries that answer a round's calls with `results`."""
+
+    def user(self, text: str) -> Message:
+        """A user message."""
+
+    def units(self, messages: Sequence[Message]) -> list[list[Message]]:
+        """The history in the units trimming keeps or drops whole (a call with its
+        answers)."""

@@ -1,0 +1,338 @@
+"""The chat-completions provider (`OpenAIChat`): requests, answers, plain or streamed.
+
+Answers are read into one normalized shape (`Normalized`), then an `Answer`:
+
+- `message`: what the model sent, as plain data: what `parse_calls` reads and hooks see;
+- `entries`: what the model added to the history, as received (here: the one message);
+- `text`: its answer text; `finish_reason`; `usage` (a dict or None); `id`; `model`.
+
+The non-streaming `ChatCompletion` and a stream of `ChatCompletionChunk`s end up as the same
+dict, so the loop never knows which one it got; `responses_api` reads the Responses API
+into the same shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+from ...dispatch.calling import call_hook
+from ...errors import ConversationError, UsageError
+from ...formats import Dialect, Format
+from ...formats.base import is_json_object
+from ...result import ToolCall, ToolResult
+from ..history import CALL_KEYS, units
+from .base import Answer, Answers, Assembler, Message, Request
+
+__all__ = ["Normalized", "OpenAIChat", "StreamAssembler", "normalize_completion", "plain"]
+
+Normalized = dict[str, Any]
+
+
+def plain(obj: Any) -> Any:
+    """An SDK object as the plain data the server sent (unset fields left out)."""
+    if obj is None or isinstance(obj, (str, int, float, bool, list, dict)):
+        return obj
+    dump = getattr(obj, "model_dump", None)
+    if dump is None:
+        raise ConversationError(f"the endpoint answered an unusable {type(obj).__name__}")
+    try:  # what the server sent, as it sent it: no warnings about the SDK's expectations
+        return dump(exclude_unset=True, warnings=False)
+    except TypeError:  # a model_dump without `warnings` (pydantic 1 style)
+        return dump(exclude_unset=True)
+
+
+def _clean_message(message: dict[str, Any]) -> dict[str, Any]:
+    """Keep what the server sent; drop keys the server left null (except content). Content
+    given as a list of parts becomes their text; any other content that is not a string is
+    an unusable answer."""
+    out = {k: v for k, v in message.items() if v is not None or k == "content"}
+    out.setdefault("role", "assistant")
+    out["content"] = _content_text(out.get("content"))
+    return out
+
+
+def _content_text(content: Any) -> str | None:
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(p, dict) for p in content):
+        texts = [p.get("text") for p in content if p.get("type") in ("text", "output_text")]
+        if all(isinstance(t, str) for t in texts):
+            return "".join(texts)
+    raise ConversationError(
+        f"the endpoint answered content that is not text ({type(content).__name__})"
+    )
+
+
+def normalize_completion(response: Any) -> Normalized:
+    """A non-streaming chat completion (SDK object or dict) -> the plain shape."""
+    data = plain(response)
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not choices or not isinstance(choices[0], dict):
+        raise ConversationError("the endpoint answered without any choices")
+    choice = choices[0]
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise ConversationError("the endpoint answered a choice without a message")
+    return _normalized(
+        _clean_message(message),
+        choice.get("finish_reason"),
+        data.get("usage"),
+        data.get("id"),
+        data.get("model"),
+    )
+
+
+def _normalized(
+    message: dict[str, Any], finish: Any, usage: Any, rid: Any, model: Any
+) -> Normalized:
+    return {
+        "message": message,
+        "entries": [message],
+        "text": message.get("content") or "",
+        "finish_reason": finish,
+        "usage": usage or None,
+        "id": _text(rid),
+        "model": _text(model),
+    }
+
+
+def _piece(value: Any) -> str:
+    """A streamed piece of call arguments: text, or nothing."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ConversationError("the endpoint streamed call arguments that are not text")
+    return value
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+class StreamAssembler:
+    """Feeds on streamed chunks; `result()` is the same shape as `normalize_completion`."""
+
+    def __init__(self, on_text: Callable[[str], None] | None = None) -> None:
+        self.on_text = on_text
+        self.parts: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.function_call: dict[str, str] | None = None
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.chunks = 0
+        self.id: str | None = None
+        self.model: str | None = None
+
+    def feed(self, chunk: Any) -> None:
+        self.chunks += 1
+        try:
+            texts = self._read(chunk)
+        except ConversationError:
+            raise
+        except (AttributeError, TypeError, KeyError, ValueError) as exc:  # a chunk of junk
+            raise ConversationError(
+                f"the endpoint streamed a chunk of an unexpected shape ({type(exc).__name__})"
+            ) from exc
+        if self.on_text is not None:  # outside the try: on_text's errors are the app's own
+            for text in texts:
+                call_hook(self.on_text, text)
+
+    def _read(self, chunk: Any) -> list[str]:
+        data = plain(chunk)
+        if not isinstance(data, dict):
+            raise ConversationError("the endpoint streamed an unusable chunk")
+        if data.get("usage"):
+            if not isinstance(data["usage"], dict):
+                raise ConversationError("the endpoint streamed a usage that is not an object")
+            self.usage = data["usage"]
+        self.id = self.id or _text(data.get("id"))
+        self.model = self.model or _text(data.get("model"))
+        texts: list[str] = []
+        for choice in data.get("choices") or ():
+            if choice.get("index", 0) != 0:
+                continue
+            texts.extend(self._delta(choice.get("delta") or {}))
+            if choice.get("finish_reason"):
+                self.finish_reason = _text(choice["finish_reason"])
+        return texts
+
+    def _delta(self, delta: dict[str, Any]) -> list[str]:
+        text = delta.get("content")
+        if text is not None and not isinstance(text, str):
+            raise ConversationError("the endpoint streamed content that is not text")
+        if text:
+            self.parts.append(text)
+        for fragment in delta.get("tool_calls") or ():
+            self._tool_fragment(fragment)
+        if delta.get("function_call"):
+            fc = delta["function_call"]
+            current = self.function_call or {"name": "", "arguments": ""}
+            current["name"] = current["name"] or fc.get("name") or ""
+            current["arguments"] += _piece(fc.get("arguments"))
+            self.function_call = current
+        return [text] if text else []
+
+    def _tool_fragment(self, fragment: dict[str, Any]) -> None:
+        index = fragment.get("index")
+        if index is None:  # a server that numbers nothing: an id starts a call, the rest follow it
+            last = max(self.calls, default=-1)
+            index = last + 1 if fragment.get("id") or last < 0 else last
+        call = self.calls.setdefault(
+            index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+        )
+        if fragment.get("id"):
+            call["id"] = call["id"] or fragment["id"]
+        function = fragment.get("function") or {}
+        if function.get("name") and not call["function"]["name"]:
+            call["function"]["name"] = function["name"]
+        call["function"]["arguments"] += _piece(function.get("arguments"))
+
+    def result(self) -> Normalized:
+        if not self.chunks:
+            raise ConversationError("the endpoint streamed no chunks (an empty or invalid stream)")
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": "".join(self.parts) if self.parts else None,
+        }
+        if self.calls:
+            message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
+        if self.function_call is not None:
+            message["function_call"] = self.function_call
+        return _normalized(message, self.finish_reason, self.usage, self.id, self.model)
+
+
+class OpenAIChat:
+    """Chat completions (`client.chat.completions.create`) in one of its dialects: `tools`,
+    the legacy `functions`, or ChatGLM3's (see `formats`)."""
+
+    name = "openai"
+    keeps_history = False
+
+    def __init__(
+        self, fmt: Format, assistant_content: Literal["empty", "null", "omit"] = "empty"
+    ) -> None:
+        if fmt.dialect is None:  # the drivers only take formats from DIALECTS
+            raise UsageError(f"the {fmt.name} format has no conversation dialect")
+        self.fmt = fmt
+        self.spoken: Dialect = fmt.dialect
+        self.dialect = self.spoken.name
+        self.assistant_content = assistant_content
+
+    def check_choice(self, choice: str) -> None:
+        self.spoken.choice(choice)
+
+    def encode(self, request: Request) -> dict[str, Any]:
+        return encode(self.spoken, request)
+
+    def create(self, client: Any) -> Callable[..., Any]:
+        return client.chat.completions.create  # type: ignore[no-any-return]
+
+    def stream_options(self, request_options: Mapping[str, Any]) -> dict[str, Any]:
+        if "stream_options" in request_options:
+            return {"stream": True}
+        return {"stream": True, "stream_options": {"include_usage": True}}
+
+    def decode(self, response: Any) -> Answer:
+        return Answer.of(normalize_completion(response))
+
+    def assembler(self, on_text: Callable[[str], None] | None) -> Assembler:
+        return Answers(StreamAssembler(on_text))
+
+    def calls(self, answer: Answer) -> list[ToolCall]:
+        return self.fmt.parse_calls(answer.message)
+
+    def took(self, answer: Answer, drop_calls: bool) -> tuple[list[Message], bool]:
+        keys, content = self.spoken.call_keys, self.assistant_content
+        return [echo(entry, drop_calls, keys, content) for entry in answer.entries], True
+
+    def results(self, results: Sequence[ToolResult]) -> list[Message]:
+        return [dict(self.fmt.observation(r)) for r in results]
+
+    def user(self, text: str) -> Message:
+        return {"role": "user", "content": text}
+
+    def units(self, messages: Sequence[Message]) -> list[list[Message]]:
+        return units(messages)
+
+
+def echo(
+    message: Message,
+    drop_calls: bool,
+    call_keys: tuple[str, ...] = (),
+    assistant_content: Literal["empty", "null", "omit"] = "empty",
+) -> Message:
+    """The assistant message as received; empty content normalised for picky servers (a
+    message with calls under `call_keys` and no content gets `assistant_content`). An item
+    of the Responses API (it has a `type`) goes back as received."""
+    if "type" in message:
+        return echo_item(message)
+    out = dict(message)
+    if drop_calls:  # every kind of call, not only the dialect's: none may stay unanswered
+        for key in CALL_KEYS:
+            out.pop(key, None)
+    else:
+        _repair_arguments(out)
+    has_calls = any(out.get(k) for k in call_keys)
+    if has_calls and not out.get("content"):
+        if assistant_content == "empty":
+            out["content"] = ""
+        elif assistant_content == "null":
+            out["content"] = None
+        else:
+            out.pop("content", None)
+    elif out.get("content") is None:
+        out["content"] = ""
+    return out
+
+
+def encode(dialect: Dialect, request: Request) -> dict[str, Any]:
+    """The request in an OpenAI API's keys (chat completions or the Responses API)."""
+    out: dict[str, Any] = {} if request.server_state else dict(dialect.client_state)
+    out.update(request.options)
+    out["model"] = request.model
+    out[dialect.history_key] = request.history
+    key = dialect.server_state_key
+    if request.previous_id is not None and key is not None:
+        out[key] = request.previous_id
+    if request.tools:
+        out[dialect.tools_key] = request.tools
+        out[dialect.choice_key] = dialect.choice(request.choice)
+    if request.output is not None:
+        output = request.output
+        asked = dialect.output_format(output.name, output.sent, output.strict)
+        for name, value in asked.items():
+            given = out.get(name)  # e.g. text={"verbosity": ...} keeps its other keys
+            out[name] = {**given, **value} if isinstance(given, dict) else value
+    return out
+
+
+def echo_item(item: Message) -> Message:
+    """An item of the Responses API (it has a `type`) goes back exactly as received, but a
+    call whose arguments are not a JSON object goes back with `{}` (see `_repair_arguments`)."""
+    if item.get("type") == "function_call" and not is_json_object(item.get("arguments")):
+        return {**item, "arguments": "{}"}
+    return item
+
+
+def _repair_arguments(message: Message) -> None:
+    """Calls whose arguments are not a JSON object (a local model cut off mid-call) are sent
+    back with `{}`: servers such as llama.cpp's refuse the whole history otherwise, and the
+    model would never read the observation that tells it what went wrong."""
+    calls = message.get("tool_calls")
+    if isinstance(calls, list) and any(not is_json_object(_arguments_of(c)) for c in calls):
+        message["tool_calls"] = [
+            c if is_json_object(_arguments_of(c)) else _with_arguments(c, "{}") for c in calls
+        ]
+    legacy = message.get("function_call")
+    if isinstance(legacy, dict) and not is_json_object(legacy.get("arguments")):
+        message["function_call"] = {**legacy, "arguments": "{}"}
+
+
+def _arguments_of(call: Any) -> Any:
+    function = call.get("function") if isinstance(call, dict) else None
+    return function.get("arguments") if isinstance(function, dict) else "{}"
+
+
+def _with_arguments(call: dict[str, Any], arguments: str) -> dict[str, Any]:
+    return {**call, "function": {**call["function"], "arguments": arguments}}

@@ -1,0 +1,218 @@
+"""The Responses API provider (`OpenAIResponses`); its answers, plain or streamed, are read
+into the normalized shape of `openai_chat`, then an `Answer`.
+
+`message` is the response as plain data (the format's `parse_calls` reads its `output`);
+`entries` are its output items exactly as received (messages, function calls, reasoning
+and any other item), to be passed back unchanged; `text` joins the `output_text` parts of
+its messages; an incomplete response finishes with "length" or "content_filter".
+
+A stream is read from its events: `response.output_text.delta` (each piece goes to
+`on_text`), `response.function_call_arguments.delta` and the output item events build the
+items; the final `response.completed` or `response.incomplete` event completes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ...dispatch.calling import call_hook
+from ...errors import ConversationError, UsageError
+from ...formats import Dialect, Format
+from ...result import ToolCall, ToolResult
+from ..history import client_call, units
+from .base import Answer, Answers, Assembler, Message, Request
+from .openai_chat import Normalized, echo, encode, plain
+
+__all__ = ["OpenAIResponses", "ResponseStreamAssembler", "normalize_response"]
+
+_FINISH = {"max_output_tokens": "length", "content_filter": "content_filter"}
+_DONE_EVENTS = ("response.completed", "response.incomplete", "response.failed")
+_MAX_MESSAGE = 300
+
+
+def normalize_response(response: Any) -> Normalized:
+    """A Responses API `response` (SDK object or dict) -> the plain shape."""
+    data = plain(response)
+    if not isinstance(data, dict):
+        raise ConversationError("the endpoint answered something that is not a response")
+    status = data.get("status")
+    if status == "failed" or data.get("error"):
+        raise ConversationError(f"the endpoint's response failed: {_error_text(data.get('error'))}")
+    if status not in (None, "completed", "incomplete"):
+        raise ConversationError(
+            f"the endpoint answered a response that is not finished (status {_short(status)})"
+        )
+    items = data.get("output")
+    if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+        raise ConversationError("the endpoint answered a response without a list of output items")
+    finish = "stop"
+    if status == "incomplete":
+        details = data.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, dict) else None
+        finish = _FINISH.get(reason, "length") if isinstance(reason, str) else "length"
+    rid, model = data.get("id"), data.get("model")
+    return {
+        "message": data,
+        "entries": items,
+        "text": "".join(_texts(items)),
+        "finish_reason": finish,
+        "usage": data.get("usage") or None,
+        "id": rid if isinstance(rid, str) else None,
+        "model": model if isinstance(model, str) else None,
+    }
+
+
+def _texts(items: list[dict[str, Any]]) -> list[str]:
+    return [
+        part["text"]
+        for item in items
+        if item.get("type") == "message" and isinstance(item.get("content"), list)
+        for part in item["content"]
+        if isinstance(part, dict)
+        and part.get("type") == "output_text"
+        and isinstance(part.get("text"), str)
+    ]
+
+
+def _short(value: Any) -> str:
+    return repr(value)[:40]
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, dict):
+        message = error.get("message")
+        code = error.get("code")
+        text = message if isinstance(message, str) else "no message"
+        return (f"{code}: {text}" if isinstance(code, str) else text)[:_MAX_MESSAGE]
+    return "no message"
+
+
+class ResponseStreamAssembler:
+    """Feeds on streamed events; `result()` is the same shape as `normalize_response`.
+
+    The final event normally carries every item; when it does not, the items are built
+    from the item events and the deltas (an item whose `output_item.done` came is whole).
+    """
+
+    def __init__(self, on_text: Callable[[str], None] | None = None) -> None:
+        self.on_text = on_text
+        self.items: dict[int, dict[str, Any]] = {}
+        self.done: set[int] = set()
+        self.texts: dict[int, dict[int, list[str]]] = {}
+        self.arguments: dict[int, list[str]] = {}
+        self.response: dict[str, Any] | None = None
+        self.events = 0
+
+    def feed(self, event: Any) -> None:
+        self.events += 1
+        data = plain(event)
+        if not isinstance(data, dict):
+            raise ConversationError("the endpoint streamed an unusable event")
+        kind = data.get("type")
+        if kind == "error":
+            raise ConversationError(f"the endpoint streamed an error: {_error_text(data)}")
+        if kind in _DONE_EVENTS:
+            response = data.get("response")
+            if not isinstance(response, dict):
+                raise ConversationError(f"the endpoint streamed {kind} without a response")
+            self.response = response
+            return
+        index, delta = data.get("output_index"), data.get("delta")
+        if not isinstance(index, int):
+            return
+        if kind in ("response.output_item.added", "response.output_item.done"):
+            if isinstance(data.get("item"), dict):
+                self.items[index] = data["item"]
+                if kind == "response.output_item.done":
+                    self.done.add(index)
+        elif kind == "response.output_text.delta" and isinstance(delta, str) and delta:
+            if self.on_text is not None:
+                call_hook(self.on_text, delta)
+            part = data.get("content_index")
+            part = part if isinstance(part, int) else 0
+            self.texts.setdefault(index, {}).setdefault(part, []).append(delta)
+        elif kind == "response.function_call_arguments.delta" and isinstance(delta, str):
+            self.arguments.setdefault(index, []).append(delta)
+
+    def _item(self, index: int) -> dict[str, Any]:
+        item = dict(self.items.get(index) or {})
+        if index in self.done:
+            return item
+        if index in self.arguments:
+            item.setdefault("type", "function_call")
+            item["arguments"] = "".join(self.arguments[index])
+        if index in self.texts:
+            item.setdefault("type", "message")
+            item.setdefault("role", "assistant")
+            texts = self.texts[index]
+            item["content"] = [
+                {"type": "output_text", "text": "".join(texts[part]), "annotations": []}
+                for part in sorted(texts)
+            ]
+        return item
+
+    def result(self) -> Normalized:
+        if not self.events:
+            raise ConversationError("the endpoint streamed no events (an empty or invalid stream)")
+        if self.response is None:
+            raise ConversationError("the stream ended before the response was complete")
+        response = self.response
+        built = sorted({*self.items, *self.texts, *self.arguments})
+        if not response.get("output") and built:  # a final event without the items
+            response = {**response, "output": [self._item(i) for i in built]}
+        return normalize_response(response)
+
+
+class OpenAIResponses:
+    """The Responses API (`client.responses.create`): the history is input items, sent
+    with `store: false`, or kept by the server (`previous_response_id`)."""
+
+    name = "openai"
+    keeps_history = True
+
+    def __init__(self, fmt: Format) -> None:
+        if fmt.dialect is None:
+            raise UsageError(f"the {fmt.name} format has no conversation dialect")
+        self.fmt = fmt
+        self.spoken: Dialect = fmt.dialect
+        self.dialect = self.spoken.name
+
+    def check_choice(self, choice: str) -> None:
+        self.spoken.choice(choice)
+
+    def encode(self, request: Request) -> dict[str, Any]:
+        return encode(self.spoken, request)
+
+    def create(self, client: Any) -> Callable[..., Any]:
+        return client.responses.create  # type: ignore[no-any-return]
+
+    def stream_options(self, request_options: Mapping[str, Any]) -> dict[str, Any]:
+        return {"stream": True}  # a stream reports usage unasked
+
+    def decode(self, response: Any) -> Answer:
+        return Answer.of(normalize_response(response))
+
+    def assembler(self, on_text: Callable[[str], None] | None) -> Assembler:
+        return Answers(ResponseStreamAssembler(on_text))
+
+    def calls(self, answer: Answer) -> list[ToolCall]:
+        return self.fmt.parse_calls(answer.message)
+
+    def took(self, answer: Answer, drop_calls: bool) -> tuple[list[Message], bool]:
+        entries = answer.entries
+        if drop_calls and any(client_call(e) for e in entries):
+            # a final answer keeps no call items, nor the reasoning that led to them
+            kept = [e for e in entries if not client_call(e) and e.get("type") != "reasoning"]
+        else:
+            kept = list(entries)
+        return [echo(e, drop_calls) for e in kept], len(kept) == len(entries)
+
+    def results(self, results: Sequence[ToolResult]) -> list[Message]:
+        return [dict(self.fmt.observation(r)) for r in results]
+
+    def user(self, text: str) -> Message:
+        return {"role": "user", "content": text}
+
+    def units(self, messages: Sequence[Message]) -> list[list[Message]]:
+        return units(messages)

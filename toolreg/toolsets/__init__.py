@@ -1,0 +1,38 @@
+"""Toolsets: what supplies the tools a model is offered and a call runs.
+
+`ToolRegistry` is a toolset; so is a `Mount` of an MCP server; `filtered`, `prefixed`,
+`combined` and `searchable` compose them. `Conversation(toolset=...)`, a toolset's
+`dispatcher` and `toolreg serve` / `asgi_app` take any of them. See `base` for the
+protocol.
+"""
+
+from __future__ import annotations
+
+from .base import BaseToolset, StepContext, ToolMap, Toolset, check_search, label_of
+from .views import (
+    Combined,
+    Filtered,
+    Prefixed,
+    Searchable,
+    combined,
+    filtered,
+    prefixed,
+    searchable,
+)
+
+__all__ = [
+    "BaseToolset",
+    "Combined",
+    "Filtered",
+    "Prefixed",
+    "Searchable",
+    "StepContext",
+    "ToolMap",
+    "Toolset",
+    "check_search",
+    "combined",
+    "filtered",
+    "label_of",
+    "prefixed",
+    "searchable",
+]
