@@ -57,7 +57,7 @@ def test_the_readme_lists_every_reply_field() -> None:
 def test_the_constants_are_the_declarations() -> None:
     assert tuple(f.name for f in dataclasses.fields(Reply)) == REPLY_FIELDS
     assert "repeated_calls" in STOP_REASONS
-    assert len(set(STOP_REASONS)) == len(STOP_REASONS) == 7
+    assert len(set(STOP_REASONS)) == len(STOP_REASONS) == 9
 
 
 def polling_registry() -> ToolRegistry:

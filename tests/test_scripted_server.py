@@ -602,3 +602,76 @@ def test_history_problems_is_public_and_reads_both_shapes() -> None:
     assert history_problems(chat) == ["the call 'c1' is never answered"]
     items = [*HI, fc_item("a"), fc_item("b"), fc_output("b"), fc_output("a")]
     assert history_problems(items) == []  # Responses API outputs may come in any order
+
+
+# -- before_send: pacing and cutting answers ---------------------------------------------------
+
+
+def test_before_send_sees_every_chunk_in_order_before_it_is_sent() -> None:
+    seen: list[tuple[int, Any]] = []
+    client_saw_call = threading.Event()
+    order: list[str] = []
+
+    def before_send(index: int, chunk: dict[str, Any]) -> None:
+        seen.append((index, chunk))
+        if index == 0 and chunk["choices"] and chunk["choices"][0]["finish_reason"]:
+            # the stream is held here until the client has read the call's chunks
+            order.append("client read the call" if client_saw_call.wait(5) else "timed out")
+            order.append("finish sent")
+
+    turn = tool_calls(call("f", {"x": 1}), call("g"))
+    with ScriptedServer([turn, text("ok")], before_send=before_send) as server:
+        chunks = []
+        for chunk in ask(server, stream=True):
+            chunks.append(chunk.model_dump(exclude_unset=True))
+            if chunk.choices and chunk.choices[0].delta.tool_calls:
+                client_saw_call.set()
+        plain = ask(server)
+    assert order == ["client read the call", "finish sent"]
+    assert [i for i, _ in seen] == [0] * len(chunks) + [1]  # one call for the plain answer
+    assert [c for _, c in seen[:-1]] == chunks
+    assert seen[-1][1]["object"] == "chat.completion"
+    assert plain.choices[0].message.content == "ok"
+
+
+def test_before_send_paces_responses_events() -> None:
+    kinds: list[str] = []
+    with ScriptedServer(
+        [tool_call("f", x=1)], before_send=lambda i, e: kinds.append(e["type"])
+    ) as s:
+        events = [e.type for e in s.client().responses.create(model="m", input="hi", stream=True)]
+    assert kinds == events
+    assert kinds[0] == "response.created"
+    assert kinds[-1] == "response.completed"
+
+
+def test_before_send_raising_cuts_the_stream_off() -> None:
+    def cut(index: int, chunk: dict[str, Any]) -> None:
+        if chunk["choices"] and chunk["choices"][0]["finish_reason"]:
+            raise RuntimeError("cut here")
+
+    with ScriptedServer([tool_call("f", x=1)], before_send=cut) as server:
+        received: list[Any] = []
+        stream = ask(server, stream=True)
+        with pytest.raises(Exception) as failed:  # httpx's or openai's, by SDK version
+            received.extend(stream)
+        assert type(failed.value).__module__.split(".")[0] in ("httpx", "openai", "httpcore")
+        assert received
+        assert all(not c.choices[0].finish_reason for c in received if c.choices)
+        server.assert_all_consumed()  # a cut answer is scripted, not a server error
+
+
+def test_before_send_raising_drops_a_plain_answer() -> None:
+    def cut(index: int, body: dict[str, Any]) -> None:
+        raise RuntimeError("gone")
+
+    with (
+        ScriptedServer([text("never")], before_send=cut) as server,
+        pytest.raises(openai.APIConnectionError),
+    ):
+        ask(server)
+
+
+def test_before_send_must_be_callable() -> None:
+    with pytest.raises(UsageError, match="before_send must be a callable"):
+        ScriptedServer([], before_send=0.5)  # type: ignore[arg-type]

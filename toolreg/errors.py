@@ -12,7 +12,10 @@ ToolregError
 │   ├── ToolTimeoutError
 │   ├── ToolDeniedError        a tool that needs confirmation was not approved
 │   ├── RepeatedCallError      the conversation loop refused a call repeated round after round
+│   ├── CallLimitError         the conversation loop refused a call past max_calls / max_tool_calls
 │   └── ToolExecutionError     the original exception chained, never shown to the model
+│       ├── RetryRequestedError the tool raised `ToolRetry`: the model may try again
+│       └── ToolFailedError    the tool raised `ToolFailed`: final, the model is told so
 ├── ConversationError          e.g. the endpoint answered something unusable
 └── UsageError                 toolreg itself was misused: a bad option, a wrong type;
     │                          also a ValueError and a TypeError
@@ -26,6 +29,8 @@ ToolregError
                                tampered with
 
 ToolError                      raised by a tool author to send a chosen message to the model
+├── ToolRetry                  ... asking the model to call again, fixed (costs a retry)
+└── ToolFailed                 ... saying that the call cannot succeed (costs no retry)
 ```
 
 Definition errors are raised when a tool is registered or exported: they are programming
@@ -35,7 +40,7 @@ to the caller: the application, not the model, has to change something.
 
 Every call error has a `kind` (a class attribute, one per class) that names it in a
 `ToolResult.error_kind`: `unknown_tool`, `invalid_json`, `invalid_arguments`, `timeout`,
-`denied`, `repeated`, `execution_error`.
+`denied`, `repeated`, `call_limit`, `execution_error`, `retry`, `failed`.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "CallLimitError",
     "ConversationError",
     "ConversationStateError",
     "DuplicateToolError",
@@ -51,13 +57,17 @@ __all__ = [
     "MissingContextError",
     "PinFileError",
     "RepeatedCallError",
+    "RetryRequestedError",
     "StateConflictError",
     "ToolCallError",
     "ToolDefinitionError",
     "ToolDeniedError",
     "ToolError",
     "ToolExecutionError",
+    "ToolFailed",
+    "ToolFailedError",
     "ToolNotFoundError",
+    "ToolRetry",
     "ToolTimeoutError",
     "ToolregError",
     "UnknownToolError",
@@ -214,10 +224,31 @@ class RepeatedCallError(ToolCallError):
     kind = "repeated"
 
 
+class CallLimitError(ToolCallError):
+    """A conversation turn's limit on calls (`max_calls`, `max_tool_calls`) was reached: the
+    call did not run."""
+
+    kind = "call_limit"
+
+
 class ToolExecutionError(ToolCallError):
     """The tool raised. The original exception is `__cause__`; it never reaches the model."""
 
     kind = "execution_error"
+
+
+class RetryRequestedError(ToolExecutionError):
+    """The tool raised `ToolRetry`: its message asks the model to call again, corrected.
+    In a conversation it costs the tool one retry (`retries=`, `tool_retries=`)."""
+
+    kind = "retry"
+
+
+class ToolFailedError(ToolExecutionError):
+    """The tool raised `ToolFailed`: the call cannot succeed, and the model is told not to
+    retry it. It costs no retry."""
+
+    kind = "failed"
 
 
 class ConversationError(ToolregError):
@@ -244,6 +275,21 @@ class ToolError(Exception):
     def __init__(self, message: str) -> None:
         self.message = message
         super().__init__(message)
+
+
+class ToolRetry(ToolError):
+    """Raise inside a tool to ask the model to try again: `message` (what to fix) goes to
+    the model as written, and in a conversation the call costs the tool one retry of its
+    budget (`register_tool(retries=...)`, else `Conversation(tool_retries=...)`).
+
+    Named for what the tool asks for, beside `ToolError` (a failure, no budget) and
+    `ToolFailed` (final): the tool raises it, the model retries."""
+
+
+class ToolFailed(ToolError):
+    """Raise inside a tool when the call cannot succeed however it is made (the account is
+    closed, the service is gone): `message` goes to the model as written, followed by a
+    line telling it not to retry; it costs no retry."""
 
 
 class UsageError(ToolregError, ValueError, TypeError):

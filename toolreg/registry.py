@@ -112,6 +112,7 @@ class ToolRegistry:
         defer_loading: bool = False,
         examples: Iterable[Mapping[str, Any]] = (),
         scopes: Iterable[str] = (),
+        retries: int | None = None,
         replace: bool = False,
     ) -> Callable[[F], F]: ...
 

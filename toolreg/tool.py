@@ -78,6 +78,10 @@ class Tool:
     """Example arguments, each valid for `parameters` (checked at registration); exported
     as Anthropic's `input_examples`, appended to the description for other providers."""
     scopes: frozenset[str] = frozenset()
+    retries: int | None = None
+    """Calls of this tool in one conversation turn that may ask the model to try again
+    (invalid arguments, `ToolRetry`) before the turn stops; None: the conversation's
+    `tool_retries`."""
     is_async: bool = False
     params: tuple[ParamRecord, ...] = ()
     description_source: str = "none"
@@ -248,6 +252,7 @@ OPTIONS = frozenset(
         "defer_loading",
         "examples",
         "scopes",
+        "retries",
     }
 )
 """Options `register_tool` / `register_schema` accept besides `name` and `description`."""
@@ -405,6 +410,16 @@ def _check_options(owner: str, fields: dict[str, Any]) -> None:
             raise ToolDefinitionError(
                 f"{key} must be True or False", function=owner, fix=f"pass {key}=True"
             )
+    retries = fields.get("retries")
+    if retries is not None and (
+        isinstance(retries, bool) or not isinstance(retries, int) or retries < 0
+    ):
+        raise ToolDefinitionError(
+            f"retries={retries!r} must be a whole number >= 0, or None (the conversation's "
+            "tool_retries)",
+            function=owner,
+            fix="pass retries=2",
+        )
     title = fields.get("title")
     if title is not None and (not isinstance(title, str) or not title.strip()):
         raise ToolDefinitionError(

@@ -63,6 +63,7 @@ from .offer import (
     select,
 )
 from .output import OutputSpec
+from .policies import CallPolicy, OnCallLimit
 from .providers import Answer, dialect_for, dialect_names, provider_for
 from .reply import Hooks, PendingCall, Reply
 from .state import (
@@ -126,6 +127,10 @@ class _Base:
         key: Any = None,
         tool_search: int | ToolSearch | None = None,
         deferred_search: DeferredSearch = "function",
+        tool_retries: int | None = 2,
+        max_calls: Mapping[str, int] | None = None,
+        max_tool_calls: int | None = None,
+        on_call_limit: OnCallLimit = "tell",
         **request_options: Any,
     ) -> None:
         dialect = dialect_for(client, dialect)
@@ -185,8 +190,16 @@ class _Base:
             force_tools=force_tools,
             max_repeats=max_repeats,
             answer=self._answer,
+            policy=CallPolicy(
+                tool_retries,
+                {} if max_calls is None else max_calls,
+                max_tool_calls,
+                on_call_limit,
+                budget_of=self._retries_of,
+            ),
         )
         provider = self._settings.provider
+        self._settings.policy.check_names(self.registry.names())
         provider.check_choice(tool_choice)  # one the dialect cannot express fails now
         if force_tools:
             provider.check_choice("required")
@@ -365,6 +378,7 @@ class _Base:
                 "output_strict": self.output_strict,
                 "tool_search": None if self.tool_search is None else self.tool_search.to_json(),
                 "deferred_search": self.deferred_search,
+                **settings.policy.to_json(),
                 "request_options": settings.request_options,
             },
             messages=self.messages,
@@ -399,9 +413,10 @@ class _Base:
         signed one given without a key.
 
         `options` override saved ones (e.g. `stream=True`), but a saved tool filter and
-        saved limits (`max_rounds`, `max_repeats`, `output_retries`) only narrow the ones
-        given here. A state that is malformed, was resumed already, or whose pending call's
-        tool changed its definition, is refused with a `ConversationStateError`."""
+        saved limits (`max_rounds`, `max_repeats`, `output_retries`, `tool_retries`) only
+        narrow the ones given here. A state that is malformed, was resumed already, or whose
+        pending call's tool changed its definition, is refused with a
+        `ConversationStateError`."""
         if "state_store" in options:
             raise UsageError(
                 "from_state() rebuilds a conversation from a state you hold; one with "
@@ -535,6 +550,11 @@ class _Base:
         if tool.defer_loading and call.name not in self.discovered:
             return not_loaded(call) if call.name in {t.name for t in self._allowed()} else None
         return None
+
+    def _retries_of(self, name: str) -> int | None:
+        """A tool's own retry budget (`register_tool(retries=...)`); None: the default."""
+        tool = self.registry.get(name)
+        return None if tool is None else tool.retries
 
     def _settings_for(self, output_type: Any) -> LoopSettings:
         if output_type is None:

@@ -34,6 +34,7 @@ from ..formats import Format
 from ..result import ToolCall, ToolResult
 from .history import trim_to_limits
 from .output import OutputSpec
+from .policies import CallPolicy
 from .providers import Answer, Provider, Request
 from .reply import (
     Hooks,
@@ -120,6 +121,7 @@ class LoopSettings:
     # the conversation's own answer to a call that dispatch does not run (a tool search),
     # or None for a call that goes to dispatch
     answer: Callable[[ToolCall], ToolResult | None] | None = None
+    policy: CallPolicy = field(default_factory=CallPolicy)  # retries, call limits: policies
 
     @property
     def fmt(self) -> Format:
@@ -386,10 +388,16 @@ def _edited(result: ToolResult, arguments: dict[str, Any]) -> ToolResult:
 def _precheck(
     s: LoopSettings, state: TurnState, calls: list[ToolCall]
 ) -> Generator[Step, Any, dict[int, ToolResult]]:
-    """Answers for calls that must not run: vetoed by a hook, or repeated for 3 rounds; and
+    """Answers for calls that must not run: past a call limit, vetoed by a hook, or repeated
+    for 3 rounds; and
     the conversation's own answers (`answer`) to the calls it answers itself."""
     answered: dict[int, ToolResult] = {}
+    made = s.policy.counted(state.results)  # the calls of this turn so far, by tool
     for i, call in enumerate(calls):
+        over = s.policy.over_limit(call, made)  # max_calls, max_tool_calls
+        if over is not None:
+            answered[i] = over
+            continue
         verdict = yield from _hook(s, "before_tool_call", ToolCallEvent(state.calls_made, call))
         if verdict is False or isinstance(verdict, str):
             why = verdict or f"Tool '{call.name}' was not run: the application blocked it."
@@ -459,6 +467,12 @@ def _after_tools(
     keys = {_call_key(c): r.content for c, r in zip(calls, results)}
     kept = (s.max_repeats or 2) - 1  # the rounds the guard looks back at
     state.recent = [*state.recent[-kept:], keys]
+    spent = s.policy.retries_spent(state.results)
+    if spent is not None:
+        return _reply(state, spent, "retry_limit")
+    limited = s.policy.call_limit_stop(results)  # on_call_limit="stop"
+    if limited is not None:
+        return _reply(state, limited, "call_limit")
     if results and all(r.ok and r.return_direct for r in results):
         text = "\n\n".join(r.content for r in results)
         return _reply(state, text, "return_direct")

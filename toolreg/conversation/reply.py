@@ -33,6 +33,8 @@ StopReason = Literal[
     "return_direct",  # every tool of the last round is return_direct: their output is the text
     "max_rounds",  # max_rounds rounds of tool calls; the last call forbade tools
     "repeated_calls",  # the same call was refused after max_repeats rounds; tools forbidden
+    "retry_limit",  # a tool's calls needed more retries than its budget (retries=, tool_retries=)
+    "call_limit",  # on_call_limit="stop": a call past max_calls / max_tool_calls was refused
     "length",  # the answer was cut off at the token limit (finish reason "length")
     "content_filter",  # the endpoint filtered the answer
     "approval_required",  # confirm="defer": the calls in Reply.pending wait for a person

@@ -42,14 +42,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import (
+    CallLimitError,
     ConversationError,
     ConversationStateError,
     InvalidArgumentsError,
     InvalidJSONError,
     RepeatedCallError,
+    RetryRequestedError,
     ToolCallError,
     ToolDeniedError,
     ToolExecutionError,
+    ToolFailedError,
     ToolTimeoutError,
     UnknownToolError,
     UsageError,
@@ -61,6 +64,7 @@ from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch
 from ..tool import Tool
 from .loop import PausedRound, TurnState, Verdict
+from .policies import NARROWING, SAVED, CallPolicy, narrowed_calls
 from .reply import PendingCall, Usage
 
 __all__ = [
@@ -108,6 +112,9 @@ _ERRORS: dict[str, type[ToolCallError]] = {
         ToolDeniedError,
         RepeatedCallError,
         ToolExecutionError,
+        RetryRequestedError,
+        ToolFailedError,
+        CallLimitError,
     )
 }
 Json = dict[str, Any]
@@ -389,6 +396,8 @@ def load_state(state: Any, keys: list[bytes] | None = None) -> Loaded:
     if version == 2:  # before tool search: none was asked for, nothing was found
         options.setdefault("tool_search", None)
     options.setdefault("deferred_search", "function")  # before the Responses API's own
+    for name, default in CallPolicy().to_json().items():  # states from before the policies
+        options.setdefault(name, default)
     messages = copy_json(_get(state, "messages", list))
     for message in messages:
         _check_message(message)
@@ -702,6 +711,7 @@ SAVED_OPTIONS: dict[str, Callable[[Any], bool]] = {
     "output_strict": _flag,
     "tool_search": lambda value: value is None or isinstance(value, dict),
     "deferred_search": _text,
+    **SAVED,
 }
 """The options a state saves, each with the type check its value passes (the values are
 checked again by the constructor)."""
@@ -717,7 +727,8 @@ CONSTRUCTOR_OPTIONS = frozenset(
 _LOOP_KEYS = frozenset(
     {"messages", "input", "functions", "function_call", "previous_response_id", "stream"}
 )
-_LIMITS = ("max_rounds", "max_repeats", "output_retries")  # a saved limit only narrows
+_LIMITS = ("max_rounds", "max_repeats", "output_retries", *NARROWING)  # saved ones narrow
+_OPEN_LIMITS = frozenset({"max_repeats", *NARROWING})  # None: no limit
 
 
 def saved_options(options: Json) -> tuple[str, Json, Json]:
@@ -759,10 +770,12 @@ def resumed_options(
         (options if name in CONSTRUCTOR_OPTIONS else requested)[name] = value
     for limit in _LIMITS:
         mine, theirs = given.get(limit), saved[limit]
-        valid = _count_or_none if limit == "max_repeats" else _count
+        valid = _count_or_none if limit in _OPEN_LIMITS else _count
         if limit in given and valid(mine):
             bounded = [v for v in (mine, theirs) if v is not None]
             options[limit] = min(bounded) if bounded else None
+    if isinstance(given.get("max_calls"), Mapping):
+        options["max_calls"] = narrowed_calls(given["max_calls"], saved["max_calls"])
     if given.get("tools") is not None and saved["tools"] is not None:
         options["tools"] = _narrowed_filter(given["tools"], saved["tools"], registry)
     return options, requested

@@ -21,9 +21,13 @@ from typing import Any, Union
 from ..errors import (
     InvalidArgumentsError,
     MissingContextError,
+    RetryRequestedError,
     ToolCallError,
     ToolError,
     ToolExecutionError,
+    ToolFailed,
+    ToolFailedError,
+    ToolRetry,
     UnknownToolError,
     UsageError,
     exception_text,
@@ -351,6 +355,14 @@ class Dispatcher:
 
     def _execution_error(self, tool: Tool, exc: Exception, context: Any) -> ToolExecutionError:
         chosen = _chosen_message(exc) if isinstance(exc, ToolError) else None
+        if isinstance(exc, ToolRetry):  # the model is asked to call again, corrected
+            _log_refusal(tool.name, chosen or "(retry)")
+            text = chosen or f"Tool '{tool.name}' asked for the call to be made again, corrected."
+            return RetryRequestedError(text, tool_name=tool.name)
+        if isinstance(exc, ToolFailed):  # final: the model is told not to retry
+            _log_refusal(tool.name, chosen or "(failed)")
+            text = chosen or f"Tool '{tool.name}' failed."
+            return ToolFailedError(f"{text}\n{_FINAL}", tool_name=tool.name)
         if chosen:  # the tool author's own words for the model, exactly
             _log_refusal(tool.name, chosen)
             message = chosen
@@ -362,6 +374,9 @@ class Dispatcher:
             _log_failure(tool.name, exc, detail)
             message = failure_text(tool.name, exc, detail, self.settings.errors, context)
         return ToolExecutionError(message, tool_name=tool.name)
+
+
+_FINAL = "This failure is final: do not call the tool again for it."
 
 
 def _chosen_message(exc: ToolError) -> str | None:

@@ -9,6 +9,13 @@ the client and the wire (SDK parsing, streaming, errors) is exercised as in prod
         server.assert_request(1, contains_tool_result="call_1")
         server.assert_all_consumed()
 
+``before_send`` paces or cuts answers: it is called before each streamed chunk (a chat
+chunk, a Responses API event or a Messages API event, as a dict) and before a plain answer's
+body, with the index of the request in :attr:`ScriptedServer.requests`; it may sleep (a model
+that takes its time) or wait for an event (a test that holds the stream at a chunk). If it
+raises, the answer stops there: a stream ends without its remaining chunks and the connection
+is dropped (a cut-off stream), a plain answer is never sent.
+
 ``POST /v1/chat/completions`` (plain or ``"stream": true``), ``POST /v1/responses`` and
 Anthropic's ``POST /v1/messages`` (plain or streamed) each answer the next turn;
 ``GET /v1/models`` lists the model. No turn left, an unknown path or a body that is not a
@@ -31,7 +38,7 @@ import json
 import socket
 import threading
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -48,7 +55,7 @@ if TYPE_CHECKING:
     import openai
 
 Json = dict[str, Any]
-Reply = tuple[int, "Json | list[bytes]"]
+Reply = tuple[int, "Json | list[bytes] | _Paced"]
 
 _CHAT = "/v1/chat/completions"
 _RESPONSES = "/v1/responses"
@@ -63,8 +70,20 @@ class ScriptedServer:
     two endpoints) in arrival order; ``errors`` records what the server could not answer.
     """
 
-    def __init__(self, turns: Iterable[TurnLike] = (), *, model: str = "scripted-model") -> None:
+    def __init__(
+        self,
+        turns: Iterable[TurnLike] = (),
+        *,
+        model: str = "scripted-model",
+        before_send: Callable[[int, Json], object] | None = None,
+    ) -> None:
+        if before_send is not None and not callable(before_send):
+            raise UsageError(
+                f"ScriptedServer: before_send must be a callable (index, chunk), "
+                f"not {type(before_send).__name__}"
+            )
         self.model = model
+        self.before_send = before_send
         self.requests: list[Json] = []
         self.paths: list[str] = []
         self.errors: list[str] = []
@@ -300,7 +319,10 @@ class ScriptedServer:
                 why = f"returned {type(made).__name__}, not a Turn"
                 return self._fail(500, f"dynamic turn for requests[{number}] {why}", "dynamic_turn")
             turn = made
-        return self._encode(turn, path, body, number + 1, history)
+        status, payload = self._encode(turn, path, body, number + 1, history)
+        if self.before_send is None or turn.kind == "error" or isinstance(payload, _Paced):
+            return status, payload
+        return status, _Paced(number, payload, self.before_send)
 
     def _history_of(self, path: str, body: Json) -> tuple[list[Json], str | None]:
         """The whole history of a request, and why OpenAI would refuse it (None: it would
@@ -365,6 +387,28 @@ class ScriptedServer:
         return status, {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
+class _Paced:
+    """An answer to send through `before_send`: the request's index and the payload."""
+
+    def __init__(
+        self, index: int, payload: Json | list[bytes], pace: Callable[[int, Json], object]
+    ) -> None:
+        self.index, self.payload, self.pace = index, payload, pace
+
+    def before(self, frame: Json | bytes) -> None:
+        """Call `before_send` for a plain body or an SSE frame ("[DONE]" is not a chunk)."""
+        if not isinstance(frame, bytes):
+            self.pace(self.index, frame)
+            return
+        data = frame.decode().rpartition("data: ")[2].strip()
+        if data != "[DONE]":
+            self.pace(self.index, json.loads(data))
+
+
+class _Cut(Exception):
+    """`before_send` raised: the answer stops here."""
+
+
 def _describe(turn: TurnLike) -> str:
     return repr(turn) if isinstance(turn, Turn) else f"dynamic {getattr(turn, '__name__', turn)}"
 
@@ -388,12 +432,16 @@ class _Handler(BaseHTTPRequestHandler):
             status, payload = self.server.scripted._fail(500, f"internal error {exc!r}", "bug")
         try:
             self._send(status, payload)
-        except (BrokenPipeError, ConnectionResetError):  # the client went away mid-answer
+        except (BrokenPipeError, ConnectionResetError, _Cut):  # the answer stopped midway
             self.close_connection = True
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
-    def _send(self, status: int, payload: Json | list[bytes]) -> None:
+    def _send(self, status: int, payload: Json | list[bytes] | _Paced) -> None:
+        paced = payload if isinstance(payload, _Paced) else None
+        payload = payload.payload if isinstance(payload, _Paced) else payload
+        if isinstance(payload, dict):
+            _pace(paced, payload)
         self.send_response(status)
         if isinstance(payload, dict):
             data = json.dumps(safe_json(payload), ensure_ascii=False).encode()
@@ -407,8 +455,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
         for frame in payload:
+            _pace(paced, frame)
             self.wfile.write(b"%x\r\n%s\r\n" % (len(frame), frame))
         self.wfile.write(b"0\r\n\r\n")
+
+
+def _pace(paced: _Paced | None, frame: Json | bytes) -> None:
+    if paced is None:
+        return
+    try:
+        paced.before(frame)
+    except Exception as exc:
+        raise _Cut from exc
 
 
 class _HTTPServer(ThreadingHTTPServer):
