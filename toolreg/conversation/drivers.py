@@ -32,7 +32,8 @@ from typing_extensions import Self
 from ..dispatch import ConfirmCallback
 from ..dispatch.calling import call_hook
 from ..errors import ConversationError, ConversationStateError, ToolCallError, UsageError
-from ..formats import DIALECTS, Dialect, export_tools
+from ..formats import DIALECTS, Dialect
+from ..formats.responses import TOOL_SEARCH_CALL
 from ..jsonvalues import safe_json
 from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
@@ -51,7 +52,16 @@ from .loop import (
     resume_loop,
     run_loop,
 )
-from .offer import SEARCH_TOOL, answer_search, check_always, not_loaded, search_tool, select
+from .offer import (
+    SEARCH_TOOL,
+    DeferredSearch,
+    answer_search,
+    check_always,
+    check_deferred_search,
+    not_loaded,
+    search_definitions,
+    select,
+)
 from .output import OutputSpec
 from .policies import CallPolicy, OnCallLimit
 from .providers import Answer, dialect_for, dialect_names, provider_for
@@ -116,6 +126,7 @@ class _Base:
         conversation_id: str | None = None,
         key: Any = None,
         tool_search: int | ToolSearch | None = None,
+        deferred_search: DeferredSearch = "function",
         tool_retries: int | None = 2,
         max_calls: Mapping[str, int] | None = None,
         max_tool_calls: int | None = None,
@@ -124,6 +135,7 @@ class _Base:
     ) -> None:
         dialect = dialect_for(client, dialect)
         _check_options(dialect, max_rounds, output_retries, final_call, assistant_content)
+        check_deferred_search(deferred_search, dialect)
         _check_seed_options(advertise_required, force_tools, max_repeats, strict, output_strict)
         _check_state_option(state, dialect, confirm, request_options)
         if hooks is not None and not isinstance(hooks, Hooks):
@@ -144,6 +156,7 @@ class _Base:
         self.tool_filter = None if tools is None else _tool_filter(self.registry, tools)
         self.tool_search = ToolSearch.of(tool_search)
         check_always(self.registry, self.tool_search)
+        self.deferred_search: DeferredSearch = deferred_search
         self.discovered: list[str] = []
         """Deferred tools (`defer_loading=True`) the model found with `search_tools`: they
         are offered from then on (saved by `export_state`)."""
@@ -364,6 +377,7 @@ class _Base:
                 "max_repeats": settings.max_repeats,
                 "output_strict": self.output_strict,
                 "tool_search": None if self.tool_search is None else self.tool_search.to_json(),
+                "deferred_search": self.deferred_search,
                 **settings.policy.to_json(),
                 "request_options": settings.request_options,
             },
@@ -468,9 +482,11 @@ class _Base:
 
     def offered_names(self) -> list[str]:
         """The tools offered to the model: `tools=` entries are tool names or tags; a
-        deferred tool (`defer_loading=True`) once `search_tools` found it."""
+        deferred tool (`defer_loading=True`) once `search_tools` found it (with
+        `deferred_search="hosted"`, from the start: the server searches them)."""
         found = set(self.discovered)
-        return [t.name for t in self._allowed() if not t.defer_loading or t.name in found]
+        hosted = self.deferred_search == "hosted"
+        return [t.name for t in self._allowed() if hosted or not t.defer_loading or t.name in found]
 
     def _allowed(self) -> list[Tool]:
         """The tools `tools=` allows, deferred or not."""
@@ -482,7 +498,10 @@ class _Base:
     def _tool_definitions(self, history: list[Message]) -> list[dict[str, Any]]:
         allowed = self._allowed()
         found = set(self.discovered)
-        names = [t.name for t in allowed if not t.defer_loading or t.name in found]
+        mode = self.deferred_search
+        names = self.offered_names()
+        if mode == "client":  # those found are loaded by the history's tool_search_output
+            names = [t.name for t in self.registry.tools(names) if not t.defer_loading]
         if self.tool_search is not None:
             chosen = set(select(self.registry, self.tool_search, names, history)) | found
             names = [name for name in names if name in chosen]
@@ -493,28 +512,42 @@ class _Base:
             offered = self.registry.get_tools(
                 fmt, strict=strict, names=names, advertise_required=required
             )
-        if any(t.defer_loading and t.name not in found for t in allowed):
-            if SEARCH_TOOL in self.registry:
+        if mode == "function":  # a found tool is a plain function here
+            offered = [{k: v for k, v in d.items() if k != "defer_loading"} for d in offered]
+        if any(t.defer_loading and (mode == "hosted" or t.name not in found) for t in allowed):
+            if mode == "function" and SEARCH_TOOL in self.registry:
                 raise UsageError(
                     f"the registry has a tool named {SEARCH_TOOL!r}, the name of the search "
                     "tool its deferred tools (defer_loading=True) need: rename that tool"
                 )
-            search = export_tools([search_tool()], fmt, strict=strict, advertise_required=required)
-            offered = [*offered, *search]
+            offered = [*offered, *search_definitions(mode, fmt, strict, required)]
         return offered
+
+    def _found_definitions(self, names: list[str]) -> list[dict[str, Any]]:
+        """What a client-executed tool search loads: the definitions of the tools found."""
+        if not names:
+            return []
+        fmt, strict = self._settings.fmt.name, self.strict or None
+        required = self.advertise_required
+        return self.registry.get_tools(fmt, strict=strict, names=names, advertise_required=required)
 
     def _answer(self, call: ToolCall) -> ToolResult | None:
         """The conversation's own answer to a `search_tools` call (while some allowed tool
         is deferred), and to a call of a deferred tool not found yet; None for every other
         call (dispatch runs it)."""
-        if call.name == SEARCH_TOOL and SEARCH_TOOL not in self.registry:
+        mode = self.deferred_search
+        searching = {"function": SEARCH_TOOL, "client": TOOL_SEARCH_CALL}.get(mode)
+        if call.name == searching and call.name not in self.registry:
             allowed = self._allowed()
             if any(t.defer_loading for t in allowed):
                 among = [t.name for t in allowed]
-                return answer_search(self.registry, call, among, self.discovered)
+                definitions = self._found_definitions if mode == "client" else None
+                return answer_search(self.registry, call, among, self.discovered, definitions)
             return None
         tool = self.registry.get(call.name) if isinstance(call.name, str) else None
-        if tool is not None and tool.defer_loading and call.name not in self.discovered:
+        if mode == "hosted" or tool is None:
+            return None
+        if tool.defer_loading and call.name not in self.discovered:
             return not_loaded(call) if call.name in {t.name for t in self._allowed()} else None
         return None
 

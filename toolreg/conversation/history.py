@@ -13,16 +13,17 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["CALL_ITEMS", "CALL_KEYS", "answered_prefix", "trim_history", "units"]
+__all__ = ["CALL_ITEMS", "CALL_KEYS", "answered_prefix", "client_call", "trim_history", "units"]
 
 CALL_KEYS = ("tool_calls", "function_call")
 """The keys of an assistant message that carry calls, in every chat dialect."""
 
-CALL_ITEMS = ("function_call",)
-"""The types of the Responses API items that are calls the client answers."""
+CALL_ITEMS = ("function_call", "tool_search_call")
+"""The types of the Responses API items that are calls (a tool search executed by the
+server is answered by the server's `tool_search_output`, in the same response)."""
 
 _ANSWER_ROLES = {"tool", "function", "observation"}
-_ANSWER_ITEMS = {"function_call_output"}
+_ANSWER_ITEMS = {"function_call_output", "tool_search_output"}
 Message = dict[str, Any]
 
 
@@ -45,6 +46,15 @@ def _blocks(entry: Message, kind: str) -> int:
     if not isinstance(content, list):
         return 0
     return sum(1 for block in content if isinstance(block, dict) and block.get("type") == kind)
+
+
+def client_call(entry: Message) -> bool:
+    """Whether `entry` is a Responses API call item the client must answer: a function
+    call, or a tool search the client executes."""
+    kind = entry.get("type")
+    return kind == "function_call" or (
+        kind == "tool_search_call" and entry.get("execution") == "client"
+    )
 
 
 def _calls_opened(entry: Message) -> int:

@@ -7,20 +7,44 @@ the last user message; a call to any other allowed tool still runs (it was offer
 Tools registered with `defer_loading=True` are not offered at all until the model finds
 them: while the conversation allows any, a `search_tools` tool is offered, answered here
 (it runs nothing), and what it finds is offered from the next model call on.
+
+On the Responses API the search can be the API's own (`deferred_search=`): "client" offers
+the `tool_search` tool executed by toolreg's index (its `tool_search_output` carries the
+definitions found, loaded from then on by the history itself); "hosted" sends the deferred
+tools with `defer_loading: true` and the hosted `tool_search` tool, and the server searches.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from ..errors import InvalidArgumentsError, ToolCallError, UnknownToolError, UsageError
+from ..formats import export_tools
+from ..formats.responses import tool_search_tool
 from ..registry import ToolRegistry
 from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch, called_names, query_text
 from ..tool import Tool
 
-__all__ = ["SEARCH_TOOL", "answer_search", "check_always", "not_loaded", "search_tool", "select"]
+__all__ = [
+    "DEFERRED_SEARCH",
+    "SEARCH_TOOL",
+    "DeferredSearch",
+    "answer_search",
+    "check_always",
+    "check_deferred_search",
+    "not_loaded",
+    "search_definitions",
+    "search_tool",
+    "select",
+]
+
+DeferredSearch = Literal["function", "client", "hosted"]
+DEFERRED_SEARCH: tuple[DeferredSearch, ...] = ("function", "client", "hosted")
+"""How the model searches deferred tools: toolreg's `search_tools` function (any endpoint),
+the Responses API's `tool_search` executed by toolreg ("client") or by the server."""
 
 SEARCH_TOOL = "search_tools"
 MAX_FOUND = 10  # tools one search may load
@@ -42,6 +66,31 @@ def check_always(registry: ToolRegistry, option: ToolSearch | None) -> None:
             f"neither a registered tool nor a tag; registered: "
             f"{', '.join(registry.names()[:20]) or 'none'}"
         )
+
+
+def check_deferred_search(mode: Any, dialect: str) -> None:
+    """`deferred_search=` is one of `DEFERRED_SEARCH`; the API's own needs the Responses API."""
+    if mode not in DEFERRED_SEARCH or isinstance(mode, bool):
+        raise UsageError(
+            f"deferred_search={mode!r}: one of {', '.join(map(repr, DEFERRED_SEARCH))}"
+        )
+    if mode != "function" and dialect != "responses":
+        raise UsageError(
+            f"deferred_search={mode!r} is the Responses API's tool_search: it needs "
+            f'dialect="responses" (the {dialect!r} dialect gets the search_tools function)'
+        )
+
+
+def search_definitions(
+    mode: DeferredSearch, fmt: str, strict: bool | None, required: bool
+) -> list[dict[str, Any]]:
+    """The search tool offered while some allowed tool is deferred and not found yet."""
+    if mode == "hosted":
+        return [dict(tool_search_tool())]
+    tool = search_tool()
+    if mode == "client":
+        return [dict(tool_search_tool(tool.description, dict(tool.parameters)))]
+    return export_tools([tool], fmt, strict=strict, advertise_required=required)
 
 
 def select(
@@ -78,24 +127,31 @@ def search_tool() -> Tool:
 
 
 def answer_search(
-    registry: ToolRegistry, call: ToolCall, among: list[str], discovered: list[str]
+    registry: ToolRegistry,
+    call: ToolCall,
+    among: list[str],
+    discovered: list[str],
+    definitions: Callable[[list[str]], list[dict[str, Any]]] | None = None,
 ) -> ToolResult:
-    """The answer to a model's `search_tools` call: the tools found (now in `discovered`,
-    once each), or a short text that says nothing was."""
+    """The answer to a model's search call (`search_tools`, or the Responses API's
+    client-executed tool search): the tools found (now in `discovered`, once each), or a
+    short text that says nothing was. With `definitions`, the result's `value` is the
+    definitions of the tools found (what a `tool_search_output` item carries)."""
     try:
-        query, limit = _search_arguments(call.arguments)
+        query, limit = _search_arguments(call)
     except ToolCallError as err:
         return _failed(call, err)
     found = registry.search_tools(query, limit=limit, among=among)
+    value = None if definitions is None else definitions([t.name for t in found])
     if not found:
         shown = json.dumps(query[:80], ensure_ascii=False)
         content = f"No tool matches {shown}. Try other words, or go on without a tool."
-        return ToolResult(SEARCH_TOOL, call.call_id, True, content)
+        return ToolResult(call.name, call.call_id, True, content, value=value)
     known = set(discovered)
     discovered.extend(t.name for t in found if t.name not in known)
     lines = [f"Found {len(found)} tool(s); call them from your next step on:"]
     lines += [f"- {t.name}: {_shown(t.description)}" for t in found]
-    return ToolResult(SEARCH_TOOL, call.call_id, True, "\n".join(lines))
+    return ToolResult(call.name, call.call_id, True, "\n".join(lines), value=value)
 
 
 def not_loaded(call: ToolCall) -> ToolResult:
@@ -107,29 +163,30 @@ def not_loaded(call: ToolCall) -> ToolResult:
     return _failed(call, UnknownToolError(message, tool_name=call.name))
 
 
-def _search_arguments(arguments: Any) -> tuple[str, int]:
+def _search_arguments(call: ToolCall) -> tuple[str, int]:
+    arguments = call.arguments
     if isinstance(arguments, (str, bytes)):
         if len(arguments) > _MAX_ARGUMENTS:
-            raise _invalid("its arguments are too long")
+            raise _invalid(call, "its arguments are too long")
         try:
             arguments = json.loads(arguments or "{}")
         except (ValueError, RecursionError):
-            raise _invalid("its arguments are not a JSON object") from None
+            raise _invalid(call, "its arguments are not a JSON object") from None
     if not isinstance(arguments, dict):
-        raise _invalid("its arguments are not a JSON object")
+        raise _invalid(call, "its arguments are not a JSON object")
     query, limit = arguments.get("query"), arguments.get("limit", 5)
     if not isinstance(query, str) or not query.strip():
-        raise _invalid("'query' must be a non-empty string")
+        raise _invalid(call, "'query' must be a non-empty string")
     if isinstance(limit, bool) or not isinstance(limit, int):
         limit = 5
     return query[:1000], min(max(limit, 1), MAX_FOUND)
 
 
-def _invalid(problem: str) -> InvalidArgumentsError:
+def _invalid(call: ToolCall, problem: str) -> InvalidArgumentsError:
     return InvalidArgumentsError(
-        f"Invalid arguments for tool '{SEARCH_TOOL}': {problem}, e.g. "
+        f"Invalid arguments for tool '{call.name}': {problem}, e.g. "
         '{"query": "create a calendar event"}.',
-        tool_name=SEARCH_TOOL,
+        tool_name=call.name,
     )
 
 

@@ -395,6 +395,7 @@ def load_state(state: Any, keys: list[bytes] | None = None) -> Loaded:
     options = copy_json(_get(state, "options", dict))
     if version == 2:  # before tool search: none was asked for, nothing was found
         options.setdefault("tool_search", None)
+    options.setdefault("deferred_search", "function")  # before the Responses API's own
     for name, default in CallPolicy().to_json().items():  # states from before the policies
         options.setdefault(name, default)
     messages = copy_json(_get(state, "messages", list))
@@ -450,7 +451,10 @@ def _check_message(message: Any) -> None:
         raise _bad(f"a message has the role {role[:40]!r}")
     for key in ("content", "name", "call_id", "tool_call_id", "arguments", "output"):
         value = message.get(key)
-        if value is not None and not isinstance(value, (str, list) if key == "content" else str):
+        kinds: Any = (str, list) if key == "content" else str
+        if key == "arguments" and kind == "tool_search_call":
+            kinds = (str, dict)  # the Responses API's tool search sends an object
+        if value is not None and not isinstance(value, kinds):
             raise _bad(f"a message's {key!r} is neither text nor null")
     calls = message.get("tool_calls")
     if calls is not None and (
@@ -706,6 +710,7 @@ SAVED_OPTIONS: dict[str, Callable[[Any], bool]] = {
     "max_repeats": _count_or_none,
     "output_strict": _flag,
     "tool_search": lambda value: value is None or isinstance(value, dict),
+    "deferred_search": _text,
     **SAVED,
 }
 """The options a state saves, each with the type check its value passes (the values are

@@ -2,20 +2,43 @@
 
 `ToolDefinition` and `Observation` are the shapes of the `anthropic` SDK's `ToolParam` and
 `ToolResultBlockParam` with the keys toolreg writes (the SDK is not a dependency).
+
+Tool search: a tool registered with `defer_loading=True` is written with `"defer_loading":
+true`, and `tool_search_tool("bm25" | "regex")` is the server tool that searches the
+deferred tools sent with the request (the API's `tool_search_tool_bm25_20251119` /
+`tool_search_tool_regex_20251119`). An application that searches itself (toolreg's index:
+`registry.search_tools(query)`) answers its own search tool's call with
+`tool_references(call_id, names)`: a `tool_result` of `tool_reference` blocks, which load the
+deferred tools named.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal
 
 from typing_extensions import NotRequired, TypedDict
 
 from ..definition.names import NAME_RULES
+from ..errors import UsageError
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
 from .base import Format, entries, make_call
 
-__all__ = ["FORMAT", "Observation", "ToolDefinition", "definition", "observation", "parse_calls"]
+__all__ = [
+    "FORMAT",
+    "SEARCH_TOOLS",
+    "Observation",
+    "ToolDefinition",
+    "ToolReference",
+    "ToolReferences",
+    "ToolSearchTool",
+    "definition",
+    "observation",
+    "parse_calls",
+    "tool_references",
+    "tool_search_tool",
+]
 
 
 class ToolDefinition(TypedDict):
@@ -26,6 +49,7 @@ class ToolDefinition(TypedDict):
     input_schema: dict[str, Any]
     strict: NotRequired[bool]
     input_examples: NotRequired[list[dict[str, Any]]]
+    defer_loading: NotRequired[bool]
 
 
 class Observation(TypedDict):
@@ -35,6 +59,41 @@ class Observation(TypedDict):
     tool_use_id: str
     content: str
     is_error: bool
+
+
+class ToolSearchTool(TypedDict):
+    """The server tool that searches deferred tools (the SDK's `ToolSearchToolBm25_20251119Param`
+    and `ToolSearchToolRegex20251119Param`)."""
+
+    type: Literal["tool_search_tool_bm25_20251119", "tool_search_tool_regex_20251119"]
+    name: Literal["tool_search_tool_bm25", "tool_search_tool_regex"]
+
+
+class ToolReference(TypedDict):
+    """A `tool_reference` block: loads the deferred tool `tool_name`."""
+
+    type: Literal["tool_reference"]
+    tool_name: str
+
+
+class Text(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class ToolReferences(TypedDict):
+    """A `tool_result` block of `tool_reference` blocks: an application's own tool search."""
+
+    type: Literal["tool_result"]
+    tool_use_id: str
+    content: list[ToolReference | Text]
+
+
+SEARCH_TOOLS: dict[str, ToolSearchTool] = {
+    "bm25": {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"},
+    "regex": {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"},
+}
+"""The API's tool search server tools, by the kind of query the model writes."""
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
@@ -47,7 +106,30 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefi
         out["strict"] = True
     if tool.examples:  # the API's own field: the description stays as written
         out["input_examples"] = [dict(example) for example in tool.examples]
+    if tool.defer_loading:  # loaded when a tool search returns a reference to it
+        out["defer_loading"] = True
     return out
+
+
+def tool_search_tool(kind: Literal["bm25", "regex"] = "bm25") -> ToolSearchTool:
+    """The server tool that searches the deferred tools: natural-language queries ("bm25")
+    or regular expressions the model writes ("regex")."""
+    found = SEARCH_TOOLS.get(kind) if isinstance(kind, str) else None
+    if found is None:
+        raise UsageError(f"tool_search_tool({kind!r}): choose 'bm25' or 'regex'")
+    return {"type": found["type"], "name": found["name"]}
+
+
+def tool_references(tool_use_id: str, names: Iterable[str]) -> ToolReferences:
+    """The `tool_result` answering an application's own search tool with the tools it
+    found, as `tool_reference` blocks (each must be a deferred tool sent with the request);
+    none found is a short text, never an empty result."""
+    content: list[ToolReference | Text] = [
+        {"type": "tool_reference", "tool_name": name} for name in names
+    ]
+    if not content:
+        content = [{"type": "text", "text": "No tool matches. Try other words."}]
+    return {"type": "tool_result", "tool_use_id": tool_use_id, "content": content}
 
 
 def observation(result: ToolResult) -> Observation:

@@ -4,31 +4,64 @@ Its conversation dialect ("responses") sends the history as input items (`input`
 `function_call` items and answers each with a `function_call_output` item; the client keeps
 the history (`store: false`) unless the server is asked to (`previous_response_id`).
 Typed with the `openai` SDK's own param types, like `formats.openai`.
+
+The API's own tool search: a tool registered with `defer_loading=True` is written with
+`"defer_loading": true`; `tool_search_tool()` is the `tool_search` tool, hosted (the server
+searches the deferred tools sent with the request) or client-executed (the model's
+`tool_search_call` item is read as a call named `TOOL_SEARCH_CALL`, and `observation` writes
+its result as a `tool_search_output` item carrying the definitions found). `namespace_tool`
+groups tools under one `namespace`; a `function_call` item with a `namespace` is read as
+the flat name `namespace_name` (`call_name`), so a tool registered as `crm_find_order` is
+offered as `find_order` in the namespace `crm`. Items are echoed back as received, their
+`namespace` and `caller` fields (a call made by a program: `{"type": "program", ...}`)
+included; such a call is dispatched like any other.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..definition.names import NAME_RULES
+from ..errors import UsageError
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
 from .base import Dialect, Format, entries, make_call
 
 if TYPE_CHECKING:
-    from openai.types.responses import FunctionToolParam
+    from openai.types.responses import (
+        FunctionToolParam,
+        NamespaceToolParam,
+        ResponseToolSearchOutputItemParamParam,
+        ToolSearchToolParam,
+    )
     from openai.types.responses.response_input_param import FunctionCallOutput
 
 __all__ = [
     "FORMAT",
+    "NAMESPACE_SEPARATOR",
+    "TOOL_SEARCH_CALL",
     "Observation",
     "ToolDefinition",
+    "ToolSearchOutput",
+    "call_name",
     "choice",
     "definition",
+    "namespace_tool",
     "observation",
     "parse_calls",
     "text_format",
+    "tool_search_output",
+    "tool_search_tool",
 ]
+
+TOOL_SEARCH_CALL = "tool search"
+"""The name a client-executed `tool_search_call` item is read as: no tool can have it (it
+holds a space), so it never reaches a registered tool by mistake."""
+
+NAMESPACE_SEPARATOR = "_"
+"""Between a namespace and a function's name in the flat name: `crm` + `find_order` is
+`crm_find_order`, the name the tool is registered (and offered elsewhere) as."""
 
 ToolDefinition: TypeAlias = "FunctionToolParam"
 """One entry of `tools=` in `client.responses.create`: the SDK's type."""
@@ -36,22 +69,89 @@ ToolDefinition: TypeAlias = "FunctionToolParam"
 Observation: TypeAlias = "FunctionCallOutput"
 """The `function_call_output` input item answering one call: the SDK's type."""
 
+ToolSearchOutput: TypeAlias = "ResponseToolSearchOutputItemParamParam"
+"""The `tool_search_output` input item answering a client-executed tool search."""
+
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
     # `strict` is always sent: the Responses API defaults to strict when it is left out.
+    out: ToolDefinition
     if tool.described_with_examples:
-        return {
+        out = {
             "type": "function",
             "name": tool.name,
             "description": tool.described_with_examples,
             "parameters": parameters,
             "strict": strict,
         }
-    return {"type": "function", "name": tool.name, "parameters": parameters, "strict": strict}
+    else:
+        out = {"type": "function", "name": tool.name, "parameters": parameters, "strict": strict}
+    if tool.defer_loading:  # found by the API's tool search (`tool_search_tool`)
+        out["defer_loading"] = True
+    return out
 
 
-def observation(result: ToolResult) -> Observation:
-    """The `function_call_output` input item answering one call."""
+def tool_search_tool(
+    description: str | None = None, parameters: dict[str, Any] | None = None
+) -> ToolSearchToolParam:
+    """The `tool_search` tool: hosted (no arguments: the server searches the tools sent with
+    `defer_loading`), or client-executed with the `parameters` schema its calls fill (the
+    application answers each `tool_search_call` with `tool_search_output`)."""
+    if parameters is None:
+        if description is not None:
+            raise UsageError("tool_search_tool(description=...) needs parameters= (client search)")
+        return {"type": "tool_search"}
+    out: ToolSearchToolParam = {"type": "tool_search", "execution": "client"}
+    if description:
+        out["description"] = description
+    out["parameters"] = parameters
+    return out
+
+
+def namespace_tool(
+    name: str, description: str, definitions: Iterable[ToolDefinition]
+) -> NamespaceToolParam:
+    """The function `definitions` (this format's, e.g. from `get_tools("responses")`) as one
+    `namespace` tool: each is offered under its name without the `name_` prefix, which every
+    one must have (a call in the namespace is read back as the flat name, see `call_name`)."""
+    prefix = name + NAMESPACE_SEPARATOR
+    if not NAME_RULES["responses"][0].fullmatch(name) or not description.strip():
+        raise UsageError(
+            f"namespace_tool({name!r}, ...): a name of a-z A-Z 0-9 _ - and a description "
+            "that says what its tools are for"
+        )
+    inside: list[Any] = []  # the SDK's ToolFunction: a function definition's keys
+    for entry in definitions:
+        local = entry["name"].removeprefix(prefix)
+        if local == entry["name"] or not local:
+            raise UsageError(
+                f"namespace_tool({name!r}): the tool {entry['name']!r} does not start with "
+                f"{prefix!r}; register it as {prefix}{entry['name']} (the flat name used "
+                "where there are no namespaces)"
+            )
+        inside.append({**entry, "name": local})
+    return {"type": "namespace", "name": name, "description": description, "tools": inside}
+
+
+def tool_search_output(call_id: str, tools: list[Any]) -> ToolSearchOutput:
+    """The `tool_search_output` item answering a client-executed `tool_search_call`: the
+    definitions it loads (none: nothing was found)."""
+    return {
+        "type": "tool_search_output",
+        "call_id": call_id,
+        "execution": "client",
+        "status": "completed",
+        "tools": tools,
+    }
+
+
+def observation(result: ToolResult) -> Observation | ToolSearchOutput:
+    """The input item answering one call: the `function_call_output` item, or for a tool
+    search (`TOOL_SEARCH_CALL`) the `tool_search_output` item with the definitions in
+    `result.value` (none when the search failed)."""
+    if result.tool_name == TOOL_SEARCH_CALL:
+        found = result.value if result.ok and isinstance(result.value, list) else []
+        return tool_search_output(result.call_id or "", found)
     return {
         "type": "function_call_output",
         "call_id": result.call_id or "",
@@ -59,13 +159,26 @@ def observation(result: ToolResult) -> Observation:
     }
 
 
+def call_name(item: dict[str, Any]) -> Any:
+    """The flat name a `function_call` item calls: `namespace_name` inside a namespace."""
+    name, namespace = item.get("name"), item.get("namespace")
+    if isinstance(namespace, str) and namespace and isinstance(name, str):
+        return namespace + NAMESPACE_SEPARATOR + name
+    return name
+
+
 def parse_calls(response: Any) -> list[ToolCall]:
-    """The `function_call` items of a Responses API response (or of its `output` list)."""
-    return [
-        make_call(item.get("name"), item.get("arguments"), item.get("call_id"))
-        for item in entries(response, "output")
-        if item.get("type") == "function_call"
-    ]
+    """The calls of a Responses API response (or of its `output` list): its `function_call`
+    items (by flat name: see `call_name`) and its client-executed `tool_search_call` items
+    (named `TOOL_SEARCH_CALL`); hosted searches are the server's, not calls."""
+    calls = []
+    for item in entries(response, "output"):
+        kind = item.get("type")
+        if kind == "function_call":
+            calls.append(make_call(call_name(item), item.get("arguments"), item.get("call_id")))
+        elif kind == "tool_search_call" and item.get("execution") == "client":
+            calls.append(make_call(TOOL_SEARCH_CALL, item.get("arguments"), item.get("call_id")))
+    return calls
 
 
 def choice(choice: str) -> Any:

@@ -2,7 +2,8 @@
 
 - `ScriptedServer`: a real OpenAI-compatible HTTP server on 127.0.0.1 that answers from a
   script of turns (`text`, `tool_call`, `tool_calls`, `function_call`, `raw`, `error`,
-  `empty`) and records every request; `server.client()` is an `openai.OpenAI` bound to it.
+  `empty`, `tool_search_call`) and records every request; `server.client()` is an
+  `openai.OpenAI` bound to it.
 - `call_tool`: call a registered tool by name exactly as a model would.
 - `assert_schema` / `schema_snapshot`: check what a model is told about your tools;
 - `history_problems`: what OpenAI would refuse in a history (a call left unanswered, an
@@ -35,6 +36,7 @@ from .turns import (
     text,
     tool_call,
     tool_calls,
+    tool_search_call,
 )
 
 __all__ = [
@@ -57,6 +59,7 @@ __all__ = [
     "text",
     "tool_call",
     "tool_calls",
+    "tool_search_call",
 ]
 
 

@@ -54,7 +54,9 @@ def tool_results(body: Json) -> list[tuple[str, str]]:
 def history_problems(entries: list[Json]) -> list[str]:
     """What OpenAI refuses in a history: a call left unanswered, an answer to no call, a call
     answered twice. Chat: an assistant's `tool_calls` are answered by the `tool` messages
-    right after it; Responses API: every `function_call` has one `function_call_output`.
+    right after it; Responses API: every `function_call` has one `function_call_output`, every
+    client-executed `tool_search_call` one `tool_search_output` (a hosted search's are the
+    server's).
     Legacy `function` and ChatGLM3 `observation` messages carry no id: they answer the calls
     before them in order."""
     problems: list[str] = []
@@ -74,10 +76,12 @@ def history_problems(entries: list[Json]) -> list[str]:
         for arguments in _echoed_arguments(entry):
             if not _is_json_object(arguments):  # llama.cpp's server answers HTTP 500 here
                 problems.append(f"Failed to parse tool call arguments as JSON: {arguments!r:.60}")
-        if kind == "function_call":
+        if entry.get("execution") == "server":
+            pass  # a hosted tool search: the server's call, answered by the server
+        elif kind in ("function_call", "tool_search_call"):
             answers.setdefault(str(entry.get("call_id")), 0)
-        elif kind == "function_call_output":
-            answer(str(entry.get("call_id")), "a function_call_output")
+        elif kind in ("function_call_output", "tool_search_output"):
+            answer(str(entry.get("call_id")), f"a {kind}")
         elif role == "tool":
             call_id = str(entry.get("tool_call_id"))
             answer(call_id, "a tool message")
@@ -177,10 +181,19 @@ def _is_json_object(arguments: Any) -> bool:
 
 
 def tool_names(body: Json) -> list[str]:
-    """Names of the offered tools (chat ``tools``, Responses ``tools``, legacy ``functions``)."""
+    """Names of the offered tools (chat ``tools``, Responses ``tools``, legacy ``functions``);
+    a Responses ``namespace``'s functions as ``namespace.name``, its ``tool_search`` tool as
+    ``tool_search``."""
     names: list[str] = []
     for entry in [*(body.get("tools") or []), *(body.get("functions") or [])]:
-        if isinstance(entry, dict):
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("type") == "namespace" and isinstance(entry.get("tools"), list):
+            inside = [t for t in entry["tools"] if isinstance(t, dict)]
+            names += [f"{entry.get('name')}.{t.get('name')}" for t in inside]
+        elif entry.get("type") == "tool_search":
+            names.append("tool_search")
+        else:
             fn = entry.get("function")
             fn = fn if isinstance(fn, dict) else entry
             names.append(str(fn.get("name")))

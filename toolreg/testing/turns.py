@@ -166,6 +166,22 @@ def raw(
     return Turn("raw", None, (), encoded, finish_reason, _usage(usage), label=f"raw({encoded})")
 
 
+def tool_search_call(
+    arguments: Mapping[str, Any] | None = None, *, id: str = "search_1", **kw: Any
+) -> Turn:
+    """(/v1/responses) The model asks the client to search its tools: a ``tool_search_call``
+    item with ``"execution": "client"``. ``tool_search_call(query="calendar")``."""
+    item = {
+        "type": "tool_search_call",
+        "id": f"ts_{id}",
+        "call_id": id,
+        "execution": "client",
+        "status": "completed",
+        "arguments": {**(arguments or {}), **kw},
+    }
+    return raw([item])
+
+
 def error(
     status: int,
     message: str = "Scripted error",

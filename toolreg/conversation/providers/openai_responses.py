@@ -20,7 +20,7 @@ from ...dispatch.calling import call_hook
 from ...errors import ConversationError, UsageError
 from ...formats import Dialect, Format
 from ...result import ToolCall, ToolResult
-from ..history import CALL_ITEMS, units
+from ..history import client_call, units
 from .base import Answer, Answers, Assembler, Message, Request
 from .openai_chat import Normalized, echo, encode, plain
 
@@ -201,9 +201,9 @@ class OpenAIResponses:
 
     def took(self, answer: Answer, drop_calls: bool) -> tuple[list[Message], bool]:
         entries = answer.entries
-        if drop_calls and any(e.get("type") in CALL_ITEMS for e in entries):
+        if drop_calls and any(client_call(e) for e in entries):
             # a final answer keeps no call items, nor the reasoning that led to them
-            kept = [e for e in entries if e.get("type") not in (*CALL_ITEMS, "reasoning")]
+            kept = [e for e in entries if not client_call(e) and e.get("type") != "reasoning"]
         else:
             kept = list(entries)
         return [echo(e, drop_calls) for e in kept], len(kept) == len(entries)
