@@ -244,7 +244,8 @@ class McpApp:
             if body is None:
                 await _respond(send, 413, b"Request body too large")
                 return
-            over = None if self._buckets is None else _over_limit(self._buckets, body, caller)
+            message = _message(body)  # parsed once, for the limits and the fast path
+            over = None if self._buckets is None else _over_limit(self._buckets, message, caller)
             if over is not None:
                 await _respond(send, *over)
                 return
@@ -254,7 +255,7 @@ class McpApp:
                 else (
                     None
                     if unusual
-                    else await _unless_gone(self._fast(headers, body, caller), receive)
+                    else await _unless_gone(self._fast(headers, message, caller), receive)
                 )
             )
             if answer is _GONE:
@@ -323,10 +324,13 @@ class McpApp:
         )
 
     # -- the fast path -------------------------------------------------------------------
-    async def _fast(self, headers: Mapping[str, str], body: bytes, caller: Caller) -> bytes | None:
-        """The response to a plain stateless `tools/call` or `tools/list`, or None to leave
-        the request to the SDK (which then answers it, errors included, its own way)."""
-        request = fast_request(headers, body)
+    async def _fast(
+        self, headers: Mapping[str, str], message: object, caller: Caller
+    ) -> bytes | None:
+        """The response to a plain stateless `tools/call` or `tools/list` (`message`: the
+        parsed body), or None to leave the request to the SDK (which then answers it,
+        errors included, its own way)."""
+        request = _fast_request(headers, message)
         if request is None:
             return None
         if request.method == "tools/list":
@@ -406,12 +410,23 @@ def fast_request(headers: Mapping[str, str], body: bytes) -> FastRequest | None:
     whose envelope (2026-07-28) and params pass the SDK's `classify_inbound_request` and
     `validate_client_request`, and that asks for no progress or log notifications.
     """
+    return _fast_request(headers, _message(body))
+
+
+_NOT_JSON = object()
+
+
+def _message(body: bytes) -> object:
+    """The request body parsed, or `_NOT_JSON`."""
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+
+
+def _fast_request(headers: Mapping[str, str], message: object) -> FastRequest | None:
     version = headers.get("mcp-protocol-version")
     if version is None or not _accepts(headers):
-        return None
-    try:
-        message = json.loads(body)
-    except (ValueError, RecursionError):
         return None
     if type(message) is not dict or message.get("jsonrpc") != "2.0":
         return None
@@ -465,15 +480,12 @@ def _read_headers(raw: Iterable[tuple[bytes, bytes]]) -> tuple[dict[str, str], b
 
 
 def _over_limit(
-    buckets: Buckets, body: bytes, caller: Caller
+    buckets: Buckets, message: object, caller: Caller
 ) -> tuple[int, bytes, list[Any]] | None:
-    """The 429 for a `tools/call` over one of the caller's limits, else None."""
-    try:
-        message = json.loads(body)
-    except (ValueError, RecursionError):
-        return None  # not a call: the SDK answers it
+    """The 429 for a `tools/call` (`message`: the parsed body) over one of the caller's
+    limits, else None."""
     if type(message) is not dict or message.get("method") != "tools/call":
-        return None
+        return None  # not a call (or not JSON): the SDK answers it
     params = message.get("params")
     name = params.get("name") if type(params) is dict else None
     wait, which = buckets.take(caller.identity, name if isinstance(name, str) else "")

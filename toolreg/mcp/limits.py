@@ -101,8 +101,8 @@ class Buckets:
         self._overall = overall
         self._tools = dict(tools)
         self._lock = threading.Lock()
-        # (caller, tool or "") -> (tokens, last refill, monotonic)
-        self._state: collections.OrderedDict[tuple[str, str], list[float]] = (
+        # caller -> {tool, or "" for the overall limit: [tokens, last refill (monotonic)]}
+        self._state: collections.OrderedDict[str, dict[str, list[float]]] = (
             collections.OrderedDict()
         )
 
@@ -116,35 +116,39 @@ class Buckets:
 
     def take(self, caller: str, tool: str) -> tuple[float, str]:
         """(seconds to wait, the tool whose limit it is or "" for the overall one)."""
-        checks = []
-        if self._overall is not None:
-            checks.append(("", self._overall))
-        rate = self._tools.get(tool)
-        if rate is not None:
-            checks.append((tool, rate))
+        overall, rate = self._overall, self._tools.get(tool)
         now = time.monotonic()
         with self._lock:
-            states = [(name, rate, self._bucket(caller, name, rate, now)) for name, rate in checks]
-            for name, (calls, per), state in states:
-                if state[0] < 1.0:
-                    return (1.0 - state[0]) * per / calls, name
-            for _, _, state in states:
-                state[0] -= 1.0
+            buckets = self._state.get(caller)
+            if buckets is None:
+                buckets = self._state[caller] = {}
+                if len(self._state) > MAX_CALLERS:
+                    self._state.popitem(last=False)
+            else:
+                self._state.move_to_end(caller)
+            first = None if overall is None else _refill(buckets, "", overall, now)
+            if first is not None and first[0] < 1.0:
+                return (1.0 - first[0]) * overall[1] / overall[0], ""  # type: ignore[index]
+            second = None if rate is None else _refill(buckets, tool, rate, now)
+            if second is not None:
+                if second[0] < 1.0:
+                    return (1.0 - second[0]) * rate[1] / rate[0], tool  # type: ignore[index]
+                second[0] -= 1.0
+            if first is not None:
+                first[0] -= 1.0
         return 0.0, ""
 
-    def _bucket(self, caller: str, name: str, rate: Rate, now: float) -> list[float]:
-        key = (caller, name)
-        state = self._state.get(key)
-        calls, per = rate
-        if state is None:
-            state = self._state[key] = [float(calls), now]
-            while len(self._state) > MAX_CALLERS * 2:
-                self._state.popitem(last=False)
-        else:
-            self._state.move_to_end(key)
-            state[0] = min(float(calls), state[0] + (now - state[1]) * calls / per)
-            state[1] = now
-        return state
+
+def _refill(buckets: dict[str, list[float]], name: str, rate: Rate, now: float) -> list[float]:
+    """The bucket `name` of one caller, refilled up to `now` (full when new)."""
+    state = buckets.get(name)
+    calls, per = rate
+    if state is None:
+        state = buckets[name] = [float(calls), now]
+    else:
+        state[0] = min(float(calls), state[0] + (now - state[1]) * calls / per)
+        state[1] = now
+    return state
 
 
 def _period(seconds: float) -> str:
