@@ -15,7 +15,7 @@ from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionToo
 from openai.types.responses import FunctionToolParam
 from openai.types.shared_params import FunctionDefinition
 
-from toolreg import Param, ToolDefinitionError, ToolRegistry
+from toolreg import Param, ToolDefinitionError, ToolRegistry, UsageError
 from toolreg.formats import FORMATS
 
 SIX = ("openai", "responses", "anthropic", "gemini", "mcp", "chatglm3")
@@ -729,3 +729,29 @@ def test_mcp_title_and_idempotent_hint() -> None:
     assert read["annotations"] == {"readOnlyHint": True}  # the hint means nothing there
     with pytest.raises(ToolDefinitionError, match="title must be a non-empty string"):
         reg.register_tool(title="  ", name="blank")(lambda: None)
+
+
+def test_get_tools_takes_a_format_object_of_ones_own() -> None:
+    # One get_tools for every format: a name, or a Format object (here, a provider of one's
+    # own), cached by identity, so two formats with one name never share definitions.
+    import dataclasses
+
+    from toolreg import formats as fmts
+
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def ping(host: str) -> str:
+        """Ping a host."""
+        return host
+
+    def short(tool: Any, parameters: dict[str, Any], strict: bool) -> dict[str, Any]:
+        return {"tool": tool.name, "args": sorted(parameters["properties"]), "strict": strict}
+
+    mine = dataclasses.replace(fmts.openai.FORMAT, name="openai", definition=short, dialect=None)
+    assert reg.get_tools(mine) == [{"tool": "ping", "args": ["host"], "strict": False}]
+    assert reg.get_tools(mine, strict=True)[0]["strict"] is True
+    assert reg.get_tools("openai")[0]["type"] == "function"  # the name is the SDK's format
+    assert reg.get_tools(fmts.anthropic.FORMAT) == reg.get_tools("anthropic")
+    with pytest.raises(UsageError, match="unknown format 'claude'; choose one of openai"):
+        reg.get_tools("claude")

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, overload
+
+from typing_extensions import Unpack
 
 from . import formats
-from .dispatch import CallLike, ConfirmCallback, Dispatcher, DispatchSettings, ErrorMode
+from .dispatch import Dispatcher, DispatchSettings, ErrorMode
 from .dispatch.calling import rank
 from .errors import DuplicateToolError, ToolDefinitionError, ToolNotFoundError, UsageError
 from .formats import export_tools
-from .result import ToolResult
 from .tool import ResultFilter, Tool
 
 if TYPE_CHECKING:  # the index loads on the first search (its patterns take ~6 ms to compile)
@@ -25,6 +26,22 @@ if TYPE_CHECKING:  # the index loads on the first search (its patterns take ~6 m
 __all__ = ["Ranker", "ToolRegistry", "default_registry"]
 
 F = TypeVar("F", bound=Callable[..., Any])
+D = TypeVar("D")
+
+
+class ExportOptions(TypedDict, total=False):
+    """The options of `ToolRegistry.get_tools`, declared once for its typed overloads."""
+
+    strict: bool | None
+    """Export strict schemas (True), loose ones (False), or each tool's own flag (None)."""
+    names: Sequence[str] | None
+    """Only these tools, in this order (unknown names raise `ToolNotFoundError`)."""
+    tags: Iterable[str] | None
+    """Only tools carrying at least one of these tags."""
+    advertise_required: bool
+    """False leaves `required` out of the parameters (not with strict)."""
+
+
 Ranker = Callable[[str, list[Tool]], Iterable[Tool]]
 """`ranker(query, candidates)`: the candidates (the index's best, best first) in the
 application's order; it may drop some (e.g. below an embedding similarity)."""
@@ -32,7 +49,7 @@ _CANDIDATES = 32  # tools a ranker sees at least (4 x limit when that is more)
 _MAX_EXPORTS = 256  # cached exports per registry before the cache starts over
 
 
-class ToolRegistry:
+class ToolRegistry(Dispatcher):
     """A set of tools a model may call: register, look up, export, dispatch. A `Toolset`
     (see `toolreg.toolsets`): it offers every tool to every step, and `revision` grows with
     each registration and unregistration.
@@ -41,8 +58,9 @@ class ToolRegistry:
     near-miss arguments), `errors` (what the model reads of an exception: "redact" by
     default, "mask" or "full"),
     `max_payload_bytes` and `max_depth` (limits on the arguments), `max_concurrency` (for
-    `dispatch_many`), `max_result_chars` (default cut for results). The registry holds a
-    `Dispatcher` over its own tool map; the dispatch verbs here hand over to it.
+    `dispatch_many`), `max_result_chars` (default cut for results). The registry is the
+    `Dispatcher` of its own tool map: `dispatch_tool`, `dispatch_many`, their async twins and
+    `check_call` are the dispatcher's, declared once there.
     """
 
     def __init__(
@@ -63,12 +81,12 @@ class ToolRegistry:
             )
         self._tools: dict[str, Tool] = {}
         self._lock = threading.RLock()
-        self._exports: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        self._exports: dict[tuple[Any, ...], tuple[formats.Format[Any, Any], list[Any]]] = {}
         self._index: SearchIndex | None = None  # built by the first search
         self.revision = 0
         """Grows with every change of the tools (the `Toolset` protocol's)."""
         self.ranker = ranker
-        self.dispatcher = Dispatcher(
+        super().__init__(
             self._tools,
             DispatchSettings(
                 coerce=coerce,
@@ -81,9 +99,9 @@ class ToolRegistry:
         )
 
     @property
-    def settings(self) -> DispatchSettings:
-        """The dispatch settings this registry was made with."""
-        return self.dispatcher.settings
+    def dispatcher(self) -> Dispatcher:
+        """What runs calls of these tools (the `Toolset` protocol's): the registry itself."""
+        return self
 
     # -- registration ---------------------------------------------------------------------
     @overload
@@ -267,152 +285,50 @@ class ToolRegistry:
             return found
         return _ranked(rank(ranker, query, found), found, limit)
 
-    # -- dispatch (the registry's Dispatcher does the work) --------------------------------
-    def dispatch_tool(
-        self,
-        name: str,
-        arguments: str | bytes | Mapping[str, Any] | None = None,
-        *,
-        context: Any = None,
-        allowed: Iterable[str] | None = None,
-        call_id: str | None = None,
-        confirm: ConfirmCallback | None = None,
-    ) -> ToolResult:
-        """Run one call from a model. Never raises for the model's mistakes or the tool's."""
-        return self.dispatcher.dispatch_tool(
-            name, arguments, context=context, allowed=allowed, call_id=call_id, confirm=confirm
-        )
-
-    async def adispatch_tool(
-        self,
-        name: str,
-        arguments: str | bytes | Mapping[str, Any] | None = None,
-        *,
-        context: Any = None,
-        allowed: Iterable[str] | None = None,
-        call_id: str | None = None,
-        confirm: ConfirmCallback | None = None,
-    ) -> ToolResult:
-        """`dispatch_tool` for async code: async tools are awaited, sync ones run in a thread."""
-        return await self.dispatcher.adispatch_tool(
-            name, arguments, context=context, allowed=allowed, call_id=call_id, confirm=confirm
-        )
-
-    def dispatch_many(
-        self,
-        calls: Iterable[CallLike],
-        *,
-        context: Any = None,
-        allowed: Iterable[str] | None = None,
-        confirm: ConfirmCallback | None = None,
-    ) -> list[ToolResult]:
-        """Run several calls concurrently (threads); results in the order of the calls."""
-        return self.dispatcher.dispatch_many(
-            calls, context=context, allowed=allowed, confirm=confirm
-        )
-
-    async def adispatch_many(
-        self,
-        calls: Iterable[CallLike],
-        *,
-        context: Any = None,
-        allowed: Iterable[str] | None = None,
-        confirm: ConfirmCallback | None = None,
-    ) -> list[ToolResult]:
-        """Run several calls concurrently (tasks), at most `max_concurrency` at a time."""
-        return await self.dispatcher.adispatch_many(
-            calls, context=context, allowed=allowed, confirm=confirm
-        )
-
     # -- export ---------------------------------------------------------------------------
-    # One overload per format name, typed by what that format writes (the `openai` SDK's own
-    # param types for OpenAI's APIs), so `tools=registry.get_tools()` type-checks against the
-    # SDK; a format name only known at run time gets plain dicts. mypy calls a Literal overload
-    # and the `str` one "overlapping": both are true at run time (a TypedDict is a dict).
+    # Typed per format, with the options declared once (`ExportOptions`): a format name gets
+    # what that format writes (the `openai` SDK's own param types for OpenAI's APIs), so
+    # `tools=registry.get_tools()` type-checks against the SDK; a `Format` object gets its
+    # `DefinitionT`; a name only known at run time gets plain dicts. mypy calls a Literal
+    # overload and the `str` one "overlapping": both are true at run time.
     @overload
     def get_tools(  # type: ignore[overload-overlap]
-        self,
-        format: Literal["openai"] = "openai",
-        *,
-        strict: bool | None = None,
-        names: Sequence[str] | None = None,
-        tags: Iterable[str] | None = None,
-        advertise_required: bool = True,
+        self, format: Literal["openai"] = "openai", **options: Unpack[ExportOptions]
     ) -> list[formats.openai.ToolDefinition]: ...
     @overload
     def get_tools(  # type: ignore[overload-overlap]
-        self,
-        format: Literal["responses"],
-        *,
-        strict: bool | None = None,
-        names: Sequence[str] | None = None,
-        tags: Iterable[str] | None = None,
-        advertise_required: bool = True,
+        self, format: Literal["responses"], **options: Unpack[ExportOptions]
     ) -> list[formats.responses.ToolDefinition]: ...
     @overload
     def get_tools(  # type: ignore[overload-overlap]
-        self,
-        format: Literal["anthropic"],
-        *,
-        strict: bool | None = None,
-        names: Sequence[str] | None = None,
-        tags: Iterable[str] | None = None,
-        advertise_required: bool = True,
+        self, format: Literal["anthropic"], **options: Unpack[ExportOptions]
     ) -> list[formats.anthropic.ToolDefinition]: ...
     @overload
     def get_tools(  # type: ignore[overload-overlap]
-        self,
-        format: Literal["gemini"],
-        *,
-        strict: bool | None = None,
-        names: Sequence[str] | None = None,
-        tags: Iterable[str] | None = None,
-        advertise_required: bool = True,
+        self, format: Literal["gemini"], **options: Unpack[ExportOptions]
     ) -> list[formats.gemini.ToolDefinition]: ...
     @overload
     def get_tools(  # type: ignore[overload-overlap]
-        self,
-        format: Literal["mcp"],
-        *,
-        strict: bool | None = None,
-        names: Sequence[str] | None = None,
-        tags: Iterable[str] | None = None,
-        advertise_required: bool = True,
+        self, format: Literal["mcp"], **options: Unpack[ExportOptions]
     ) -> list[formats.mcp.ToolDefinition]: ...
     @overload
     def get_tools(  # type: ignore[overload-overlap]
-        self,
-        format: Literal["chatglm3"],
-        *,
-        strict: bool | None = None,
-        names: Sequence[str] | None = None,
-        tags: Iterable[str] | None = None,
-        advertise_required: bool = True,
+        self, format: Literal["chatglm3"], **options: Unpack[ExportOptions]
     ) -> list[formats.chatglm3.ToolDefinition]: ...
     @overload
     def get_tools(  # type: ignore[overload-overlap]
-        self,
-        format: Literal["functions"],
-        *,
-        strict: bool | None = None,
-        names: Sequence[str] | None = None,
-        tags: Iterable[str] | None = None,
-        advertise_required: bool = True,
+        self, format: Literal["functions"], **options: Unpack[ExportOptions]
     ) -> list[formats.functions.ToolDefinition]: ...
     @overload
     def get_tools(
-        self,
-        format: str,
-        *,
-        strict: bool | None = None,
-        names: Sequence[str] | None = None,
-        tags: Iterable[str] | None = None,
-        advertise_required: bool = True,
-    ) -> list[dict[str, Any]]: ...
+        self, format: formats.Format[D, Any], **options: Unpack[ExportOptions]
+    ) -> list[D]: ...
+    @overload
+    def get_tools(self, format: str, **options: Unpack[ExportOptions]) -> list[dict[str, Any]]: ...
 
     def get_tools(
         self,
-        format: str = "openai",
+        format: str | formats.Format[Any, Any] = "openai",
         *,
         strict: bool | None = None,
         names: Sequence[str] | None = None,
@@ -421,26 +337,32 @@ class ToolRegistry:
     ) -> list[Any]:
         """Definitions of the selected tools in `format`; cached until the registry changes.
 
-        Typed per format name: `get_tools()` is a list of the `openai` SDK's
-        `ChatCompletionToolParam`, `get_tools("responses")` of its Responses `FunctionToolParam`,
-        the other formats of their module's `ToolDefinition`. The returned dicts are shared with
-        the cache: treat them as read-only.
+        `format` is a format's name (`toolreg.formats.FORMATS`) or a `Format` object, e.g.
+        one of your own. Typed per format: `get_tools()` is a list of the `openai` SDK's
+        `ChatCompletionToolParam`, `get_tools("responses")` of its Responses
+        `FunctionToolParam`, the other names of their module's `ToolDefinition`, a `Format`
+        of its `DefinitionT`. The returned dicts are shared with the cache: treat them as
+        read-only. An unknown format name is a `UsageError` listing the names.
         """
         names = None if names is None else _name_list(names)
         wanted = _tag_set(tags)
-        key = (format, strict, None if names is None else tuple(names), wanted, advertise_required)
+        form = formats.format_named(format) if isinstance(format, str) else format
+        # A name, or a Format object by identity (the entry keeps it, so its id stays its own).
+        which = format if isinstance(format, str) else id(format)
+        key = (which, strict, None if names is None else tuple(names), wanted, advertise_required)
         exports = self._exports
-        cached = exports.get(key)
-        if cached is None:
-            cached = export_tools(
+        entry = exports.get(key)
+        if entry is None or entry[0] is not form:
+            defs = export_tools(
                 self.tools(names, wanted),
-                format,
+                form,
                 strict=strict,
                 advertise_required=advertise_required,
             )
             if len(exports) >= _MAX_EXPORTS:  # e.g. a different `names=` per request
                 exports.clear()
-            exports[key] = cached
+            entry = exports[key] = (form, defs)
+        cached = entry[1]
         return list(cached)
 
 

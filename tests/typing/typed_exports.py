@@ -102,6 +102,12 @@ def runtime_format(name: str) -> None:
     assert_type(registry.get_tools(name), list[dict[str, Any]])
 
 
+def format_objects() -> None:
+    # A `Format` object is typed by what it writes, the options keep their types.
+    assert_type(registry.get_tools(anthropic.FORMAT), list[anthropic.ToolDefinition])
+    assert_type(registry.get_tools(mcp.FORMAT, strict=True, tags=["x"]), list[mcp.ToolDefinition])
+
+
 reveal_type(registry.get_tools())
 reveal_type(registry.get_tools("openai"))
 reveal_type(registry.get_tools("responses"))

@@ -28,3 +28,6 @@ def misuse(client: OpenAI, result: ToolResult) -> None:
     chat_tools[0]["function"]["paramters"]  # error: typeddict-item
     claude[0]["inputSchema"]  # error: typeddict-item
     registry.get_tools("mcp")[0]["annotations"]["readonlyHint"]  # error: typeddict-item
+    registry.get_tools(strict="yes")  # error: call-overload
+    registry.get_tools("openai", stirct=True)  # error: call-overload
+    registry.get_tools(anthropic.FORMAT)[0]["inputSchema"]  # error: typeddict-item

@@ -49,19 +49,20 @@ def format_named(name: str) -> Format:
 
 def export_tools(
     tools: Iterable[Tool],
-    fmt: str = "openai",
+    fmt: str | Format[Any, Any] = "openai",
     *,
     strict: bool | None = None,
     advertise_required: bool = True,
-) -> list[dict[str, Any]]:
-    """Tool definitions in format `fmt`; `strict=None` uses each tool's own `strict` flag."""
-    form = format_named(fmt)
+) -> list[Any]:
+    """Tool definitions in format `fmt` (a name or a `Format`); `strict=None` uses each
+    tool's own `strict` flag."""
+    form = format_named(fmt) if isinstance(fmt, str) else fmt
     out = []
     for tool in tools:
         rule = check_name(tool.name, form.name_rule)
         if rule is not None:
             raise ToolDefinitionError(
-                f"the name {tool.name!r} is not valid for {fmt} ({rule})",
+                f"the name {tool.name!r} is not valid for {form.name} ({rule})",
                 function=tool.name,
                 fix="register the tool with name=... that this provider accepts",
             )
