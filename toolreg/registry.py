@@ -108,6 +108,8 @@ class ToolRegistry:
         examples: Iterable[Mapping[str, Any]] = (),
         scopes: Iterable[str] = (),
         retries: int | None = None,
+        input_guardrails: Callable[[Any], Any] | Iterable[Callable[[Any], Any]] = (),
+        output_guardrails: Callable[[Any], Any] | Iterable[Callable[[Any], Any]] = (),
         replace: bool = False,
     ) -> Callable[[F], F]: ...
 
