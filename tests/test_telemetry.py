@@ -481,3 +481,27 @@ def test_a_mount_sends_baggage_only_when_asked(otel: Telemetry) -> None:
     local = ToolRegistry()
     with pytest.raises(toolreg.UsageError, match="baggage= must be True or False"):
         mount(local, server.url + "/mcp", baggage="yes")  # type: ignore[arg-type]
+
+
+def test_guardrail_verdicts_are_events_on_the_turn_span(
+    otel: Telemetry, tools: ToolRegistry
+) -> None:
+    def only_oslo(event: Any) -> str | None:
+        return None if event.arguments["city"] == "Oslo" else "Only Oslo."
+
+    script = [
+        tool_calls(call("get_weather", city="Oslo"), call("get_weather", city="Rome")),
+        text("ok"),
+    ]
+    with ScriptedServer(script) as server:
+        chat = Conversation(
+            server.client(), server.model, registry=tools, input_guardrails=only_oslo
+        )
+        chat.send("Weather?")
+    (turn,) = otel.spans("invoke_agent")
+    events = [dict(e.attributes or {}) for e in turn.events if e.name == "toolreg.guardrail"]
+    assert [e["toolreg.guardrail.verdict"] for e in events] == ["allow", "reject"]
+    assert {e["toolreg.guardrail.stage"] for e in events} == {"input"}
+    assert {e["gen_ai.tool.name"] for e in events} == {"get_weather"}
+    assert events[0]["toolreg.guardrail.name"].endswith("only_oslo")
+    assert "Only Oslo." not in str(events)  # the message is content: never on a span

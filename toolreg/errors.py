@@ -13,10 +13,12 @@ ToolregError
 │   ├── ToolDeniedError        a tool that needs confirmation was not approved
 │   ├── RepeatedCallError      the conversation loop refused a call repeated round after round
 │   ├── CallLimitError         the conversation loop refused a call past max_calls / max_tool_calls
+│   ├── GuardrailRejectedError a guardrail refused a call's arguments or withheld its result
 │   └── ToolExecutionError     the original exception chained, never shown to the model
 │       ├── RetryRequestedError the tool raised `ToolRetry`: the model may try again
 │       └── ToolFailedError    the tool raised `ToolFailed`: final, the model is told so
 ├── ConversationError          e.g. the endpoint answered something unusable
+├── GuardrailTripped           a guardrail raised: the conversation turn is stopped
 └── UsageError                 toolreg itself was misused: a bad option, a wrong type;
     │                          also a ValueError and a TypeError
     ├── ToolNotFoundError      a lookup by a name no tool has; also a KeyError
@@ -40,7 +42,7 @@ to the caller: the application, not the model, has to change something.
 
 Every call error has a `kind` (a class attribute, one per class) that names it in a
 `ToolResult.error_kind`: `unknown_tool`, `invalid_json`, `invalid_arguments`, `timeout`,
-`denied`, `repeated`, `call_limit`, `execution_error`, `retry`, `failed`.
+`denied`, `repeated`, `call_limit`, `rejected`, `execution_error`, `retry`, `failed`.
 """
 
 from __future__ import annotations
@@ -52,6 +54,8 @@ __all__ = [
     "ConversationError",
     "ConversationStateError",
     "DuplicateToolError",
+    "GuardrailRejectedError",
+    "GuardrailTripped",
     "InvalidArgumentsError",
     "InvalidJSONError",
     "MissingContextError",
@@ -231,6 +235,13 @@ class CallLimitError(ToolCallError):
     kind = "call_limit"
 
 
+class GuardrailRejectedError(ToolCallError):
+    """A conversation's guardrail refused a call's arguments (the call did not run) or
+    withheld its result; the model reads the guardrail's message instead."""
+
+    kind = "rejected"
+
+
 class ToolExecutionError(ToolCallError):
     """The tool raised. The original exception is `__cause__`; it never reaches the model."""
 
@@ -267,6 +278,20 @@ class ConversationError(ToolregError):
     def __str__(self) -> str:
         text = super().__str__()
         return text if self.endpoint is None else f"{self.endpoint}: {text}"
+
+
+class GuardrailTripped(ToolregError):
+    """A guardrail raised: the conversation turn stops (the history stays as it was before
+    the `send`, as after a hook's exception). The guardrail's exception is `__cause__`.
+
+    `guardrail` names the function, `stage` is "input" or "output", `tool_name` the call's
+    tool."""
+
+    def __init__(self, message: str, *, guardrail: str, stage: str, tool_name: str) -> None:
+        self.guardrail = guardrail
+        self.stage = stage
+        self.tool_name = tool_name
+        super().__init__(message)
 
 
 class ToolError(Exception):

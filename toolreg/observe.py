@@ -69,6 +69,11 @@ class Observer(Protocol):
         """A conversation turn of the conversation called `name` begins."""
         ...
 
+    def guardrail(self, stage: str, tool: str, guardrail: str, verdict: str) -> None:
+        """A guardrail (`stage` "input" or "output") allowed or rejected (`verdict`) a call
+        of `tool`, inside the current turn."""
+        ...
+
 
 class ObserverSlot:
     """Holds the observer, if any. One per process: instrumentation is process-wide, like

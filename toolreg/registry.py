@@ -132,6 +132,8 @@ class ToolRegistry(Dispatcher):
         scopes: Iterable[str] = (),
         retries: int | None = None,
         task: Literal["optional", "required"] | None = None,
+        input_guardrails: Callable[[Any], Any] | Iterable[Callable[[Any], Any]] = (),
+        output_guardrails: Callable[[Any], Any] | Iterable[Callable[[Any], Any]] = (),
         replace: bool = False,
     ) -> Callable[[F], F]: ...
 

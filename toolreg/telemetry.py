@@ -286,6 +286,18 @@ class _OpenTelemetry:
         )
         return _TurnTrace(self, span)
 
+    def guardrail(self, stage: str, tool: str, guardrail: str, verdict: str) -> None:
+        """A `toolreg.guardrail` event on the current span (the turn's)."""
+        self.trace.get_current_span().add_event(
+            "toolreg.guardrail",
+            {
+                "toolreg.guardrail.stage": stage,
+                "toolreg.guardrail.name": guardrail[:_MAX_ATTRIBUTE],
+                "toolreg.guardrail.verdict": verdict,
+                "gen_ai.tool.name": _printable(tool),
+            },
+        )
+
     def failed(self, span: Span, error_type: str, description: str) -> None:
         from opentelemetry.trace import Status, StatusCode
 

@@ -85,6 +85,11 @@ class Tool:
     task: Literal["optional", "required"] | None = None
     """Served over MCP, run as a task (`toolreg.mcp.tasks`) when the client supports them:
     `"optional"` runs inline for a client that does not, `"required"` refuses it."""
+    input_guardrails: tuple[Callable[[Any], Any], ...] = ()
+    """Run by a conversation on a call's validated arguments before it runs (see
+    `toolreg.conversation.guardrails`); not by `dispatch_tool` itself."""
+    output_guardrails: tuple[Callable[[Any], Any], ...] = ()
+    """Run by a conversation on a call's result before the model reads it."""
     is_async: bool = False
     params: tuple[ParamRecord, ...] = ()
     description_source: str = "none"
@@ -191,9 +196,13 @@ class Tool:
         nodes: Mapping[int, Node] | None = None,
         untrusted: bool = False,
         examples: Any = (),
+        input_guardrails: Any = (),
+        output_guardrails: Any = (),
         **fields: Any,
     ) -> Tool:
         _check_options(owner, fields)
+        fields["input_guardrails"] = _check_guardrails(owner, "input", input_guardrails)
+        fields["output_guardrails"] = _check_guardrails(owner, "output", output_guardrails)
         name, parameters = fields["name"], fields["parameters"]
         if fields.get("strict"):  # fail loud now, not at export
             signature = "params" in fields  # from_function; from_schema has no signature
@@ -257,6 +266,8 @@ OPTIONS = frozenset(
         "scopes",
         "retries",
         "task",
+        "input_guardrails",
+        "output_guardrails",
     }
 )
 """Options `register_tool` / `register_schema` accept besides `name` and `description`."""
@@ -489,6 +500,22 @@ def _check_examples(owner: str, examples: Any, validator: Validator) -> tuple[di
             )
         out.append(json.loads(text))  # a copy the caller cannot change
     return tuple(out)
+
+
+def _check_guardrails(owner: str, stage: str, given: Any) -> tuple[Callable[[Any], Any], ...]:
+    """`input_guardrails=` / `output_guardrails=`: one callable or a list of them."""
+    found = (given,) if callable(given) else given
+    if isinstance(found, (str, bytes, Mapping)) or not isinstance(found, Iterable):
+        found = (given,)
+    out = tuple(found)
+    if not all(callable(g) for g in out):
+        raise ToolDefinitionError(
+            f"{stage}_guardrails must be functions (or a list of them)",
+            function=owner,
+            fix=f"pass {stage}_guardrails=[check], where check(event) returns None, False or "
+            "a message",
+        )
+    return out
 
 
 def _check_tags(owner: str, tags: Iterable[str]) -> Iterable[str]:

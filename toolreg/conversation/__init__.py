@@ -8,10 +8,13 @@
   `STOP_REASONS` and `REPLY_FIELDS` list every `stop_reason` and every field of a `Reply`;
 - `state`: a conversation (a turn paused for approvals too) as plain JSON and back;
 - `output`: structured output (`output_type=`);
-- `history`: `trim_history`.
+- `history`: `trim_history`;
+- `policies`: retry budgets and call limits; `guardrails`: checks on a call's input and
+  output (`GuardrailInput`, `GuardrailOutput`).
 """
 
 from .drivers import AsyncConversation, Conversation, run_conversation
+from .guardrails import GuardrailInput, GuardrailOutput
 from .history import trim_history
 from .reply import (
     REPLY_FIELDS,
@@ -32,6 +35,8 @@ __all__ = [
     "STOP_REASONS",
     "AsyncConversation",
     "Conversation",
+    "GuardrailInput",
+    "GuardrailOutput",
     "Hooks",
     "ModelCallEvent",
     "ModelResponseEvent",

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 from typing_extensions import Self
 
 from ..dispatch import ConfirmCallback
-from ..dispatch.calling import call_hook
+from ..dispatch.calling import aguard, call_hook, guard
 from ..errors import ConversationError, ConversationStateError, ToolCallError, UsageError
 from ..formats import DIALECTS, Dialect
 from ..formats.responses import TOOL_SEARCH_CALL
@@ -40,6 +40,7 @@ from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch
 from ..tool import Tool
 from .endpoints import endpoint_errors, endpoint_url
+from .guardrails import Guardrail, Guardrails, GuardStep, check_guardrails, guardrail_list
 from .history import answered_prefix
 from .loop import (
     HookStep,
@@ -131,6 +132,8 @@ class _Base:
         max_calls: Mapping[str, int] | None = None,
         max_tool_calls: int | None = None,
         on_call_limit: OnCallLimit = "tell",
+        input_guardrails: Guardrail | Sequence[Guardrail] | None = None,
+        output_guardrails: Guardrail | Sequence[Guardrail] | None = None,
         **request_options: Any,
     ) -> None:
         dialect = dialect_for(client, dialect)
@@ -140,8 +143,15 @@ class _Base:
         _check_state_option(state, dialect, confirm, request_options)
         if hooks is not None and not isinstance(hooks, Hooks):
             raise UsageError(f"hooks must be a toolreg.Hooks, not {type(hooks).__name__}")
+        guards = Guardrails(
+            guardrail_list("input_guardrails", input_guardrails),
+            guardrail_list("output_guardrails", output_guardrails),
+            of_tool=self._guardrails_of,
+            arguments=self._validated,
+        )
         if not self._awaits_hooks:
             _check_sync_hooks(hooks, on_text)
+            check_guardrails(_guardrails_given(guards, registry or default_registry))
         trims = max_history_messages is not None or max_history_chars is not None
         if state == "server" and trims:
             raise UsageError(
@@ -197,6 +207,7 @@ class _Base:
                 on_call_limit,
                 budget_of=self._retries_of,
             ),
+            guardrails=guards,
         )
         provider = self._settings.provider
         self._settings.policy.check_names(self.registry.names())
@@ -551,6 +562,22 @@ class _Base:
             return not_loaded(call) if call.name in {t.name for t in self._allowed()} else None
         return None
 
+    def _guardrails_of(self, name: str) -> tuple[tuple[Guardrail, ...], tuple[Guardrail, ...]]:
+        """A tool's own input and output guardrails (`register_tool(input_guardrails=...)`)."""
+        tool = self.registry.get(name)
+        return ((), ()) if tool is None else (tool.input_guardrails, tool.output_guardrails)
+
+    def _validated(self, call: ToolCall) -> dict[str, Any] | None:
+        """A call's arguments as dispatch will run them, for its input guardrails; None for
+        a call dispatch refuses (it answers that itself)."""
+        try:
+            _, arguments = self.registry.dispatcher.check_call(
+                call.name, call.arguments, context=self.context, allowed=self.offered_names()
+            )
+        except ToolCallError:
+            return None
+        return arguments
+
     def _retries_of(self, name: str) -> int | None:
         """A tool's own retry budget (`register_tool(retries=...)`); None: the default."""
         tool = self.registry.get(name)
@@ -639,6 +666,37 @@ async def _arun_hook(step: HookStep) -> Any:
     """The async driver's call of a hook: an awaitable answer is awaited."""
     answer = call_hook(step.hook, step.event)
     return (await answer) if _awaitable(answer) else answer
+
+
+def _guardrails_given(guards: Guardrails, registry: ToolRegistry) -> list[tuple[str, Any]]:
+    """Every guardrail a sync conversation would call, labelled as it was given."""
+    given = [("input_guardrails", g) for g in guards.input]
+    given += [("output_guardrails", g) for g in guards.output]
+    for tool in registry.tools():
+        given += [(f"{tool.name}: input_guardrails", g) for g in tool.input_guardrails]
+        given += [(f"{tool.name}: output_guardrails", g) for g in tool.output_guardrails]
+    return given
+
+
+def _run_guardrail(step: GuardStep) -> Any:
+    """The sync driver's call of a guardrail: an awaitable answer is a mistake."""
+    answer = guard(step.guardrail, step.event, step.label, step.stage, step.event.tool_name)
+    if _awaitable(answer):
+        if inspect.iscoroutine(answer):
+            answer.close()  # never awaited: no "was never awaited" RuntimeWarning
+        raise UsageError(
+            f"the {step.stage} guardrail {step.label} returned {type(answer).__name__}, which "
+            "Conversation cannot await (its verdict would be lost); use AsyncConversation, "
+            "or make it return its verdict"
+        )
+    return answer
+
+
+async def _arun_guardrail(step: GuardStep) -> Any:
+    """The async driver's call of a guardrail: an awaitable answer is awaited."""
+    tool = step.event.tool_name
+    answer = guard(step.guardrail, step.event, step.label, step.stage, tool)
+    return (await aguard(answer, step.label, step.stage, tool)) if _awaitable(answer) else answer
 
 
 def _approve(tool: Tool, arguments: dict[str, Any]) -> bool:
@@ -878,6 +936,8 @@ class Conversation(_Base):
                 answer: Any
                 if isinstance(step, HookStep):
                     answer = _run_hook(f"hooks.{step.name}", step.hook, step.event)
+                elif isinstance(step, GuardStep):
+                    answer = _run_guardrail(step)
                 elif isinstance(step, ModelStep):
                     with model_call(step.request, self.client, provider) as call:
                         answer = call.response = self._model(step.request)
@@ -1023,6 +1083,8 @@ class AsyncConversation(_Base):
                 answer: Any
                 if isinstance(step, HookStep):
                     answer = await _arun_hook(step)
+                elif isinstance(step, GuardStep):
+                    answer = await _arun_guardrail(step)
                 elif isinstance(step, ModelStep):
                     with model_call(step.request, self.client, provider) as call:
                         answer = call.response = await self._model(step.request)

@@ -32,6 +32,7 @@ from ..errors import (
 )
 from ..formats import Format
 from ..result import ToolCall, ToolResult
+from .guardrails import Guardrails, GuardStep
 from .history import trim_to_limits
 from .output import OutputSpec
 from .policies import CallPolicy
@@ -49,6 +50,7 @@ from .reply import (
 )
 
 __all__ = [
+    "GuardStep",
     "HookStep",
     "LoopSettings",
     "ModelStep",
@@ -93,7 +95,7 @@ class HookStep:
     event: Any
 
 
-Step: TypeAlias = ModelStep | ToolsStep | HookStep
+Step: TypeAlias = ModelStep | ToolsStep | HookStep | GuardStep
 _FINISH_REASONS: dict[str, StopReason] = {"length": "length", "content_filter": "content_filter"}
 
 
@@ -122,6 +124,7 @@ class LoopSettings:
     # or None for a call that goes to dispatch
     answer: Callable[[ToolCall], ToolResult | None] | None = None
     policy: CallPolicy = field(default_factory=CallPolicy)  # retries, call limits: policies
+    guardrails: Guardrails = field(default_factory=Guardrails)  # on input and output
 
     @property
     def fmt(self) -> Format:
@@ -220,7 +223,15 @@ def resume_loop(
         verdict = verdicts[pending.call_id]
         if verdict.approved:
             arguments = pending.arguments if verdict.arguments is None else verdict.arguments
-            approved.append((i, ToolCall(pending.tool_name, arguments, pending.call_id)))
+            call = ToolCall(pending.tool_name, arguments, pending.call_id)
+            if verdict.arguments is not None:  # edited: the input guardrails check them again
+                refused = yield from s.guardrails.check_input(
+                    call, state.calls_made, verdict.arguments, edited=True
+                )
+                if refused is not None:
+                    paused.results[i] = refused
+                    continue
+            approved.append((i, call))
         else:
             why = _declined(pending.tool_name, verdict.reason)
             denial = ToolDeniedError(why, tool_name=pending.tool_name)
@@ -228,6 +239,7 @@ def resume_loop(
     ran: list[ToolResult] = (
         (yield ToolsStep([c for _, c in approved], approved=True)) if approved else []
     )
+    ran = yield from s.guardrails.check_outputs(state.calls_made, ran)
     for (i, call), result in zip(approved, ran):
         edited = verdicts[call.call_id or ""].arguments
         paused.results[i] = result if edited is None else _edited(result, edited)
@@ -340,6 +352,7 @@ def _round(
         calls[i] = ToolCall(calls[i].name, calls[i].arguments, waiting.call_id)
     to_run = [c for i, c in enumerate(calls) if i not in answered and i not in pending]
     ran: list[ToolResult] = (yield ToolsStep(to_run)) if to_run else []
+    ran = yield from s.guardrails.check_outputs(state.calls_made, ran)
     done = _merge(calls, answered, ran, pending)
     for i in sorted(done):
         yield from _hook(s, "after_tool_call", ToolResultEvent(state.calls_made, done[i]))
@@ -388,8 +401,8 @@ def _edited(result: ToolResult, arguments: dict[str, Any]) -> ToolResult:
 def _precheck(
     s: LoopSettings, state: TurnState, calls: list[ToolCall]
 ) -> Generator[Step, Any, dict[int, ToolResult]]:
-    """Answers for calls that must not run: past a call limit, vetoed by a hook, or repeated
-    for 3 rounds; and
+    """Answers for calls that must not run: past a call limit, vetoed by a hook, repeated
+    for 3 rounds, or refused by an input guardrail; and
     the conversation's own answers (`answer`) to the calls it answers itself."""
     answered: dict[int, ToolResult] = {}
     made = s.policy.counted(state.results)  # the calls of this turn so far, by tool
@@ -409,6 +422,8 @@ def _precheck(
             state.stop_requested = True
             continue
         own = None if s.answer is None else s.answer(call)  # e.g. a tool search
+        if own is None:  # a call for dispatch: the input guardrails first
+            own = yield from s.guardrails.check_input(call, state.calls_made)
         if own is not None:
             answered[i] = own
     return answered

@@ -720,6 +720,7 @@ CONSTRUCTOR_OPTIONS = frozenset(
     {
         *SAVED_OPTIONS,
         *("client", "model", "registry", "system", "context", "hooks", "on_text", "key"),
+        *("input_guardrails", "output_guardrails"),
         *("state_store", "conversation_id"),
     }
 )

@@ -15,7 +15,7 @@ from typing import Any
 from ..observe import OBSERVER, ModelCallTrace
 from .providers import Answer
 
-__all__ = ["ModelCall", "model_call", "turn"]
+__all__ = ["ModelCall", "guardrail_verdict", "model_call", "turn"]
 
 
 @contextlib.contextmanager
@@ -66,3 +66,10 @@ def model_call(request: Mapping[str, Any], client: Any, provider: str) -> Iterat
         call.trace.fail(exc)
         raise
     call.trace.end({} if call.response is None else call.response.traced())
+
+
+def guardrail_verdict(stage: str, tool: str, guardrail: str, rejection: str | None) -> None:
+    """A guardrail's verdict on a call (`rejection`: None when it allowed the call)."""
+    observer = OBSERVER.current
+    if observer is not None:
+        observer.guardrail(stage, tool, guardrail, "allow" if rejection is None else "reject")

@@ -16,6 +16,8 @@
 |                                |                  | turn ends and the history stays as it was    |
 | a search `ranker=`             | `rank`           | a bug in the application: propagated (the    |
 |                                |                  | search raises; nothing is half-ranked)       |
+| a conversation's guardrail     | `guard`,         | the guardrail stops the turn: raised as      |
+|                                | `aguard`         | `GuardrailTripped` (the exception chained)   |
 | an MCP server's `context=`     | `make_context`   | the call is refused (`ToolDeniedError`): a   |
 | factory (deps from a request)  |                  | `ToolError`'s message as written, else a     |
 |                                |                  | fixed text (the exception chained, unshown)  |
@@ -46,6 +48,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import (
+    GuardrailTripped,
     ToolDeniedError,
     ToolError,
     ToolExecutionError,
@@ -61,12 +64,14 @@ if TYPE_CHECKING:  # loaded only when needed: asyncio (~20 ms) when something is
 
 __all__ = [
     "acall",
+    "aguard",
     "ask",
     "call",
     "call_hook",
     "convert",
     "fill_default",
     "filter_result",
+    "guard",
     "make_context",
     "rank",
     "run_coroutine",
@@ -339,6 +344,34 @@ def filter_result(tool: Tool, result_filter: Callable[[Any], Any], value: Any) -
 def call_hook(hook: Callable[[Any], T], event: Any) -> T:
     """A conversation hook or `on_text`: its exception propagates (a bug to fix)."""
     return hook(event)
+
+
+def guard(guardrail: Callable[[Any], Any], event: Any, label: str, stage: str, tool: str) -> Any:
+    """A conversation's guardrail on one call: its answer (an awaitable one as it is, for
+    `aguard`); whatever it raises stops the turn, as `GuardrailTripped`."""
+    try:
+        return guardrail(event)
+    except Exception as exc:
+        raise _tripped(exc, label, stage, tool) from exc
+
+
+async def aguard(answer: Awaitable[Any], label: str, stage: str, tool: str) -> Any:
+    """What an async guardrail's awaitable answer comes to; an exception, as in `guard`."""
+    try:
+        return await answer
+    except Exception as exc:
+        raise _tripped(exc, label, stage, tool) from exc
+
+
+def _tripped(exc: Exception, label: str, stage: str, tool: str) -> GuardrailTripped:
+    detail = exception_text(exc)
+    return GuardrailTripped(
+        f"the {stage} guardrail {label} stopped the turn at a call of tool '{tool}': "
+        f"{type(exc).__name__}" + (f": {detail}" if detail else ""),
+        guardrail=label,
+        stage=stage,
+        tool_name=tool,
+    )
 
 
 def rank(ranker: Callable[[str, list[Tool]], Any], query: str, candidates: list[Tool]) -> Any:
