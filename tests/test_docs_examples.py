@@ -1,0 +1,155 @@
+"""Every example of the documentation runs, alone, and every page shows them from the files.
+
+Each file under docs/examples/ is copied alone into an empty directory and run there as
+`__main__` in a process of its own (a `test_*.py` file under pytest), with no endpoint
+configured: a model is played by `toolreg.testing.ScriptedServer` on 127.0.0.1. So no
+example can lean on another's names, on the checkout's files or on the network. The
+processes are forked from a server that has imported the libraries and nothing else
+(`multiprocessing`'s forkserver), which saves each example a second of imports. The
+pages hold no Python code of their own: they include these files, and every file is
+included somewhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import re
+import runpy
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+EXAMPLES = DOCS / "examples"
+PAGES = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
+# examples that start MCP servers (HTTP or stdio subprocesses): a few seconds each
+SLOW = {"mcp_auth.py", "mcp_mount_stdio.py", "mcp_pin.py", "mcp_serve_mount.py"}
+INCLUDE = re.compile(r"^```\{literalinclude\}\s+(\S+)", re.MULTILINE)
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "TOOLREG_MODEL")}
+    return {**env, "PYTHONIOENCODING": "utf-8", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _examples() -> list[object]:
+    return [
+        pytest.param(path, id=path.name, marks=[pytest.mark.slow] if path.name in SLOW else [])
+        for path in sorted(EXAMPLES.glob("*.py"))
+    ]
+
+
+def _fences(page: Path) -> list[tuple[str, str]]:
+    tokens = MarkdownIt("commonmark").parse(page.read_text(encoding="utf-8"))
+    return [(t.info.strip(), t.content) for t in tokens if t.type == "fence"]
+
+
+def _run_example(folder: str, name: str) -> None:
+    """In the forked process: run `name` in `folder` as `python name` would, output to a file."""
+    os.chdir(folder)
+    for key in ("OPENAI_BASE_URL", "TOOLREG_MODEL"):
+        os.environ.pop(key, None)
+    sys.path[0:0] = [folder]
+    sys.argv = [name]
+    with (
+        open("output.txt", "w", encoding="utf-8") as out,
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(out),
+    ):
+        runpy.run_path(name, run_name="__main__")
+
+
+@pytest.fixture(scope="module")
+def forkserver() -> multiprocessing.context.BaseContext:
+    if "forkserver" not in multiprocessing.get_all_start_methods():  # Windows
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["openai", "toolreg", "toolreg.conversation", "toolreg.testing"])
+    return context
+
+
+@pytest.mark.parametrize("example", _examples())
+def test_each_example_runs_alone(
+    example: Path, tmp_path: Path, forkserver: multiprocessing.context.BaseContext
+) -> None:
+    shutil.copy(example, tmp_path / example.name)
+    if example.name.startswith("test_"):
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", example.name]
+        done = subprocess.run(
+            command,
+            cwd=tmp_path,
+            env=_env(),
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, f"{example.name} failed:\n{done.stdout}\n{done.stderr}"
+        return
+    process = forkserver.Process(target=_run_example, args=(str(tmp_path), example.name))
+    process.start()
+    process.join(timeout=120)
+    if process.exitcode is None:
+        process.kill()
+    output = (tmp_path / "output.txt").read_text(encoding="utf-8", errors="replace")
+    assert process.exitcode == 0, f"{example.name} failed (exit {process.exitcode}):\n{output}"
+
+
+def test_pages_include_examples_and_hold_no_python_of_their_own() -> None:
+    included: set[Path] = set()
+    for page in PAGES:
+        for info, content in _fences(page):
+            assert info != "python", f"{page.relative_to(ROOT)}: a python block; make it a file"
+            match = INCLUDE.match(f"```{info}")
+            if match:
+                target = (page.parent / match.group(1)).resolve()
+                assert target.is_file(), f"{page.relative_to(ROOT)} includes {match.group(1)}"
+                included.add(target)
+    examples = {p.resolve() for p in EXAMPLES.glob("*.py")}
+    assert included <= examples, "pages include only files under docs/examples/"
+    orphans = sorted(p.name for p in examples - included)
+    assert not orphans, f"examples no page shows: {orphans}"
+
+
+def _command_lines() -> list[object]:
+    lines = []
+    for page in PAGES:
+        for info, content in _fences(page):
+            if info != "bash":
+                continue
+            for line in content.splitlines():
+                # chat and serve run until stopped (tests/test_mcp_serve.py starts serve)
+                running = line.startswith(("toolreg chat", "toolreg serve"))
+                if line.startswith("toolreg ") and not running:
+                    lines.append(line)
+    return [
+        pytest.param(line, marks=[pytest.mark.slow] if "mcp:" in line else [])
+        for line in sorted(set(lines))
+    ]
+
+
+@pytest.mark.parametrize("line", _command_lines())
+def test_each_command_of_the_pages_runs(line: str, tmp_path: Path) -> None:
+    args = shlex.split(line)[1:]
+    if "--lock" in args:  # `toolreg mcp pin` writes its pin file: not into the checkout
+        args[args.index("--lock") + 1] = str(tmp_path / "tools.lock")
+    done = subprocess.run(
+        [sys.executable, "-m", "toolreg", *args],
+        cwd=ROOT,  # the pages' commands name the samples/ of the checkout
+        env=_env(),
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, f"{line}\n{done.stderr}"
