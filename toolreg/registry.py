@@ -107,6 +107,7 @@ class ToolRegistry:
         defer_loading: bool = False,
         examples: Iterable[Mapping[str, Any]] = (),
         scopes: Iterable[str] = (),
+        eager: bool | None = None,
         replace: bool = False,
     ) -> Callable[[F], F]: ...
 

@@ -78,6 +78,9 @@ class Tool:
     """Example arguments, each valid for `parameters` (checked at registration); exported
     as Anthropic's `input_examples`, appended to the description for other providers."""
     scopes: frozenset[str] = frozenset()
+    eager: bool | None = None
+    """Start it while the model still streams, once its arguments are complete: True, False
+    (never), or None: when it is `read_only` or `idempotent`. Never one needing confirmation."""
     is_async: bool = False
     params: tuple[ParamRecord, ...] = ()
     description_source: str = "none"
@@ -248,6 +251,7 @@ OPTIONS = frozenset(
         "defer_loading",
         "examples",
         "scopes",
+        "eager",
     }
 )
 """Options `register_tool` / `register_schema` accept besides `name` and `description`."""
@@ -417,11 +421,28 @@ def _check_options(owner: str, fields: dict[str, Any]) -> None:
             function=owner,
             fix="pass coerce=False",
         )
+    _check_eager(owner, fields)
     for key in ("result_filter", "function"):
         if fields.get(key) is not None and not callable(fields[key]):
             raise ToolDefinitionError(
                 f"{key} must be callable", function=owner, fix=f"pass a function as {key}="
             )
+
+
+def _check_eager(owner: str, fields: dict[str, Any]) -> None:
+    eager = fields.get("eager")
+    if eager is not None and not isinstance(eager, bool):
+        raise ToolDefinitionError(
+            "eager must be True, False or None (read_only or idempotent tools start early)",
+            function=owner,
+            fix="pass eager=True",
+        )
+    if eager and (fields.get("destructive") or fields.get("requires_confirmation")):
+        raise ToolDefinitionError(
+            "eager=True: a tool that needs confirmation never starts before it is confirmed",
+            function=owner,
+            fix="drop eager=True, or destructive=/requires_confirmation=",
+        )
 
 
 MAX_EXAMPLES = 10

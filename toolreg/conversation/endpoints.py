@@ -20,9 +20,13 @@ __all__ = ["ENDPOINTS", "Assembler", "Endpoint", "endpoint_errors", "endpoint_ur
 
 
 class Assembler(Protocol):
-    """Reads a stream piece by piece; `result()` is the normalized answer."""
+    """Reads a stream piece by piece; `result()` is the normalized answer; `completed()`
+    the calls complete so far and not given out yet, each alone in a message that the
+    format's `parse_calls` reads."""
 
     def feed(self, chunk: Any) -> None: ...
+
+    def completed(self) -> list[dict[str, Any]]: ...
 
     def result(self) -> Normalized: ...
 

@@ -14,6 +14,7 @@ A turn's progress is a `TurnState`: a turn that stops for approvals keeps it (wi
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 from collections.abc import Callable, Generator, Mapping
@@ -67,9 +68,15 @@ logger = logging.getLogger("toolreg")
 
 @dataclass(frozen=True, slots=True)
 class ModelStep:
-    """Call the model with these keyword arguments; answer with the normalized response."""
+    """Call the model with these keyword arguments; answer with the normalized response.
+
+    `early` (eager start on, streaming): for each call complete in the stream (a message
+    holding it alone), drive `early(message)` (it yields `HookStep`s: the call's prechecks)
+    to the call to start now, or None: it waits for its round. A started call is answered
+    by its own run when a `ToolsStep` asks for it; one that none asks for is discarded."""
 
     request: dict[str, Any]
+    early: Callable[[Message], Generator[Step, Any, ToolCall | None]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +127,8 @@ class LoopSettings:
     # the conversation's own answer to a call that dispatch does not run (a tool search),
     # or None for a call that goes to dispatch
     answer: Callable[[ToolCall], ToolResult | None] | None = None
+    # eager start: whether a call may start while the answer still streams (None: never)
+    eager: Callable[[ToolCall], bool] | None = None
 
     @property
     def dialect(self) -> Dialect:
@@ -172,6 +181,9 @@ class TurnState:
     previous_id: str | None = None
     known: int = 0
     over_history_limit: bool = False  # trimming had to keep more than the limits allow
+    # calls of the answer being streamed whose prechecks ran already (eager start), each
+    # with the answer they left (None: it runs); not saved: a turn pauses after its round
+    early: list[tuple[ToolCall, ToolResult | None]] = field(default_factory=list)
 
 
 def run_loop(s: LoopSettings, state: TurnState) -> Generator[Step, Any, Reply]:
@@ -183,7 +195,9 @@ def run_loop(s: LoopSettings, state: TurnState) -> Generator[Step, Any, Reply]:
             state.final = state.limit_reached = True
         request = _request(s, state)
         yield from _hook(s, "before_model_call", ModelCallEvent(state.calls_made + 1, request))
-        response = safe_json((yield ModelStep(request)))  # no lone surrogates
+        state.early.clear()
+        early = None if s.eager is None or state.final else functools.partial(_early, s, state)
+        response = safe_json((yield ModelStep(request, early)))  # no lone surrogates
         state.calls_made += 1
         state.usage = state.usage.add(response.get("usage"))
         message, finish = response["message"], response.get("finish_reason")
@@ -443,24 +457,54 @@ def _edited(result: ToolResult, arguments: dict[str, Any]) -> ToolResult:
 def _precheck(
     s: LoopSettings, state: TurnState, calls: list[ToolCall]
 ) -> Generator[Step, Any, dict[int, ToolResult]]:
-    """Answers for calls that must not run: vetoed by a hook, or repeated for 3 rounds; and
-    the conversation's own answers (`answer`) to the calls it answers itself."""
+    """Answers for calls that must not run (see `_check`); a call checked while the answer
+    streamed (eager start) is not checked again."""
     answered: dict[int, ToolResult] = {}
     for i, call in enumerate(calls):
-        verdict = yield from _hook(s, "before_tool_call", ToolCallEvent(state.calls_made, call))
-        if verdict is False or isinstance(verdict, str):
-            why = verdict or f"Tool '{call.name}' was not run: the application blocked it."
-            answered[i] = _synthetic(call, ToolDeniedError(why, tool_name=call.name))
-            continue
-        repeated = _repeats(s, state, call)
-        if repeated is not None:
-            answered[i] = _synthetic(call, repeated)
-            state.stop_requested = True
-            continue
-        own = None if s.answer is None else s.answer(call)  # e.g. a tool search
-        if own is not None:
-            answered[i] = own
+        found = next((j for j, (c, _) in enumerate(state.early) if c == call), None)
+        if found is not None:
+            answer = state.early.pop(found)[1]
+        else:
+            answer = yield from _check(s, state, call, state.calls_made)
+        if answer is not None:
+            answered[i] = answer
+    state.early.clear()
     return answered
+
+
+def _check(
+    s: LoopSettings, state: TurnState, call: ToolCall, number: int
+) -> Generator[Step, Any, ToolResult | None]:
+    """The answer to a call that must not run: vetoed by a hook, or repeated for 3 rounds;
+    or the conversation's own answer (`answer`) to a call it answers itself. None: it runs."""
+    verdict = yield from _hook(s, "before_tool_call", ToolCallEvent(number, call))
+    if verdict is False or isinstance(verdict, str):
+        why = verdict or f"Tool '{call.name}' was not run: the application blocked it."
+        return _synthetic(call, ToolDeniedError(why, tool_name=call.name))
+    repeated = _repeats(s, state, call)
+    if repeated is not None:
+        state.stop_requested = True
+        return _synthetic(call, repeated)
+    return None if s.answer is None else s.answer(call)  # e.g. a tool search
+
+
+def _early(
+    s: LoopSettings, state: TurnState, message: Message
+) -> Generator[Step, Any, ToolCall | None]:
+    """A call complete in the stream: the call to start now (its prechecks passed), or None
+    (it may not start early, or must not run: its round answers it)."""
+    try:
+        calls = s.fmt.parse_calls(safe_json(message))  # as the whole answer will be read
+    except ConversationError:
+        return None  # the whole answer will say what is wrong with it
+    if len(calls) != 1 or s.eager is None or not s.eager(calls[0]):
+        return None
+    call = calls[0]
+    if s.approval is not None and s.approval(call) is not None:
+        return None  # it waits for a person
+    answer = yield from _check(s, state, call, state.calls_made + 1)
+    state.early.append((call, answer))
+    return call if answer is None else None
 
 
 def _repeats(s: LoopSettings, state: TurnState, call: ToolCall) -> RepeatedCallError | None:

@@ -98,6 +98,7 @@ class ResponseStreamAssembler:
         self.arguments: dict[int, list[str]] = {}
         self.response: dict[str, Any] | None = None
         self.events = 0
+        self._released: set[int] = set()
 
     def feed(self, event: Any) -> None:
         self.events += 1
@@ -129,6 +130,15 @@ class ResponseStreamAssembler:
             self.texts.setdefault(index, {}).setdefault(part, []).append(delta)
         elif kind == "response.function_call_arguments.delta" and isinstance(delta, str):
             self.arguments.setdefault(index, []).append(delta)
+
+    def completed(self) -> list[dict[str, Any]]:
+        """The function calls whose item is done since the last time, in order, each as a
+        response whose `output` holds it alone."""
+        ready = sorted(
+            i for i in self.done - self._released if self.items[i].get("type") == "function_call"
+        )
+        self._released.update(ready)
+        return [{"output": [dict(self.items[i])]} for i in ready]
 
     def _item(self, index: int) -> dict[str, Any]:
         item = dict(self.items.get(index) or {})
