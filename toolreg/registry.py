@@ -134,6 +134,7 @@ class ToolRegistry(Dispatcher):
         task: Literal["optional", "required"] | None = None,
         input_guardrails: Callable[[Any], Any] | Iterable[Callable[[Any], Any]] = (),
         output_guardrails: Callable[[Any], Any] | Iterable[Callable[[Any], Any]] = (),
+        eager: bool | None = None,
         replace: bool = False,
     ) -> Callable[[F], F]: ...
 

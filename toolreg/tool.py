@@ -90,6 +90,9 @@ class Tool:
     `toolreg.conversation.guardrails`); not by `dispatch_tool` itself."""
     output_guardrails: tuple[Callable[[Any], Any], ...] = ()
     """Run by a conversation on a call's result before the model reads it."""
+    eager: bool | None = None
+    """Start it while the model still streams, once its arguments are complete: True, False
+    (never), or None: when it is `read_only` or `idempotent`. Never one needing confirmation."""
     is_async: bool = False
     params: tuple[ParamRecord, ...] = ()
     description_source: str = "none"
@@ -268,6 +271,7 @@ OPTIONS = frozenset(
         "task",
         "input_guardrails",
         "output_guardrails",
+        "eager",
     }
 )
 """Options `register_tool` / `register_schema` accept besides `name` and `description`."""
@@ -453,11 +457,28 @@ def _check_options(owner: str, fields: dict[str, Any]) -> None:
             function=owner,
             fix="pass task='optional' (a task when the MCP client supports them, else inline)",
         )
+    _check_eager(owner, fields)
     for key in ("result_filter", "function"):
         if fields.get(key) is not None and not callable(fields[key]):
             raise ToolDefinitionError(
                 f"{key} must be callable", function=owner, fix=f"pass a function as {key}="
             )
+
+
+def _check_eager(owner: str, fields: dict[str, Any]) -> None:
+    eager = fields.get("eager")
+    if eager is not None and not isinstance(eager, bool):
+        raise ToolDefinitionError(
+            "eager must be True, False or None (read_only or idempotent tools start early)",
+            function=owner,
+            fix="pass eager=True",
+        )
+    if eager and (fields.get("destructive") or fields.get("requires_confirmation")):
+        raise ToolDefinitionError(
+            "eager=True: a tool that needs confirmation never starts before it is confirmed",
+            function=owner,
+            fix="drop eager=True, or destructive=/requires_confirmation=",
+        )
 
 
 MAX_EXAMPLES = 10

@@ -39,6 +39,7 @@ from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch
 from ..tool import Tool
+from .eager import AsyncEarlyRuns, EarlyRuns, drive_checks
 from .endpoints import endpoint_errors, endpoint_url
 from .guardrails import Guardrail, Guardrails, GuardStep, check_guardrails, guardrail_list
 from .history import answered_prefix
@@ -66,6 +67,7 @@ from .offer import (
 from .output import OutputSpec
 from .policies import CallPolicy, OnCallLimit
 from .providers import Answer, dialect_for, dialect_names, provider_for
+from .providers.base import Assembler
 from .reply import Hooks, PendingCall, Reply
 from .state import (
     Loaded,
@@ -134,6 +136,7 @@ class _Base:
         on_call_limit: OnCallLimit = "tell",
         input_guardrails: Guardrail | Sequence[Guardrail] | None = None,
         output_guardrails: Guardrail | Sequence[Guardrail] | None = None,
+        eager_tools: bool | None = None,
         **request_options: Any,
     ) -> None:
         dialect = dialect_for(client, dialect)
@@ -141,6 +144,7 @@ class _Base:
         check_deferred_search(deferred_search, dialect)
         _check_seed_options(advertise_required, force_tools, max_repeats, strict, output_strict)
         _check_state_option(state, dialect, confirm, request_options)
+        _check_eager_option(eager_tools, stream, parallel)
         if hooks is not None and not isinstance(hooks, Hooks):
             raise UsageError(f"hooks must be a toolreg.Hooks, not {type(hooks).__name__}")
         guards = Guardrails(
@@ -167,6 +171,7 @@ class _Base:
         self.tool_search = ToolSearch.of(tool_search)
         check_always(self.registry, self.tool_search)
         self.deferred_search: DeferredSearch = deferred_search
+        self.eager_tools = eager_tools
         self.discovered: list[str] = []
         """Deferred tools (`defer_loading=True`) the model found with `search_tools`: they
         are offered from then on (saved by `export_state`)."""
@@ -208,6 +213,7 @@ class _Base:
                 budget_of=self._retries_of,
             ),
             guardrails=guards,
+            eager=self._eager if eager_tools is not False and stream and parallel else None,
         )
         provider = self._settings.provider
         self._settings.policy.check_names(self.registry.names())
@@ -542,6 +548,20 @@ class _Base:
         required = self.advertise_required
         return self.registry.get_tools(fmt, strict=strict, names=names, advertise_required=required)
 
+    def _eager(self, call: ToolCall) -> bool:
+        """Whether a call may start while the answer still streams: a tool offered to the
+        model that needs no confirmation, `eager=True`, or read-only or idempotent."""
+        tool = self.registry.get(call.name) if isinstance(call.name, str) else None
+        if tool is None or tool.needs_confirmation or tool.eager is False:
+            return False
+        if not (tool.eager or tool.read_only or tool.idempotent):
+            return False
+        return call.name in self.offered_names()
+
+    def _early_dispatch(self, call: ToolCall) -> dict[str, Any]:
+        """What dispatch gets for a call started early: the round's own options."""
+        return {"call_id": call.call_id, **self._dispatch_options(False)}
+
     def _answer(self, call: ToolCall) -> ToolResult | None:
         """The conversation's own answer to a `search_tools` call (while some allowed tool
         is deferred), and to a call of a deferred tool not found yet; None for every other
@@ -747,6 +767,27 @@ class _Paused:
         return dataclasses.replace(base, output=spec)
 
 
+def _check_eager_option(eager_tools: Any, stream: bool, parallel: bool) -> None:
+    if eager_tools is not None and not isinstance(eager_tools, bool):
+        raise UsageError(f"eager_tools must be True, False or None, not {eager_tools!r}")
+    if eager_tools and not stream:
+        raise UsageError(
+            "eager_tools=True starts tools while the answer streams: it needs stream=True"
+        )
+    if eager_tools and not parallel:
+        raise UsageError(
+            "eager_tools=True runs calls beside each other: it cannot be combined with "
+            "parallel=False"
+        )
+
+
+def _run_check_step(step: HookStep | GuardStep) -> Any:
+    """A step of an eager call's prechecks, on the sync driver: a hook or a guardrail."""
+    if isinstance(step, GuardStep):
+        return _run_guardrail(step)
+    return _run_hook(f"hooks.{step.name}", step.hook, step.event)
+
+
 def _canonical(shape: tuple[str, dict[str, Any]]) -> str:
     return json.dumps(shape, sort_keys=True)
 
@@ -929,32 +970,39 @@ class Conversation(_Base):
 
     def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
         provider = self._settings.provider.name
-        with turn(self.name, self.model, provider), self._naming_endpoint():  # one span per turn
-            step = next(loop)
-            parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
-            while True:
-                answer: Any
-                if isinstance(step, HookStep):
-                    answer = _run_hook(f"hooks.{step.name}", step.hook, step.event)
-                elif isinstance(step, GuardStep):
-                    answer = _run_guardrail(step)
-                elif isinstance(step, ModelStep):
-                    with model_call(step.request, self.client, provider) as call:
-                        answer = call.response = self._model(step.request)
-                    parent = call.parent
-                else:
-                    with parent():
-                        answer = self._tools(step.calls, approved=step.approved)
-                try:
-                    step = loop.send(answer)
-                except StopIteration as done:
-                    reply: Reply = done.value
-                    return reply
+        runs = EarlyRuns(self.registry.dispatcher.settings.max_concurrency)
+        try:
+            with turn(self.name, self.model, provider), self._naming_endpoint():  # a span
+                step = next(loop)
+                parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
+                while True:
+                    answer: Any
+                    if isinstance(step, HookStep):
+                        answer = _run_hook(f"hooks.{step.name}", step.hook, step.event)
+                    elif isinstance(step, GuardStep):
+                        answer = _run_guardrail(step)
+                    elif isinstance(step, ModelStep):
+                        runs.discard()  # started for an earlier answer, and no round took them
+                        with model_call(step.request, self.client, provider) as call:
+                            answer = call.response = self._model(step, runs, call.parent)
+                        parent = call.parent
+                    else:
+                        with parent():
+                            answer = self._tools(step.calls, step.approved, runs)
+                    try:
+                        step = loop.send(answer)
+                    except StopIteration as done:
+                        reply: Reply = done.value
+                        return reply
+        finally:
+            runs.discard()  # the turn failed (a cut-off stream...): abandoned, never reused
 
-    def _model(self, request: dict[str, Any]) -> Answer:
+    def _model(
+        self, step: ModelStep, runs: EarlyRuns, parent: Callable[[], AbstractContextManager[Any]]
+    ) -> Answer:
         with endpoint_errors():
             create = self._settings.provider.create(self.client)
-            response = create(**safe_json(request), **self._stream_kwargs())
+            response = create(**safe_json(step.request), **self._stream_kwargs())
             if not self.stream:
                 return self._settings.provider.decode(response)
             on_text = self.on_text
@@ -963,18 +1011,47 @@ class Conversation(_Base):
             try:
                 for chunk in response:
                     assembler.feed(chunk)
+                    if step.early is not None:
+                        self._start_early(assembler, step.early, runs, parent)
             finally:
                 response.close()  # also when on_text raised: release the connection
             return assembler.result()
 
-    def _tools(self, calls: list[ToolCall], approved: bool = False) -> list[ToolResult]:
+    def _start_early(
+        self,
+        assembler: Assembler,
+        early: Callable[[Message], Generator[Step, Any, ToolCall | None]],
+        runs: EarlyRuns,
+        parent: Callable[[], AbstractContextManager[Any]],
+    ) -> None:
+        for message in assembler.completed():
+            call = drive_checks(early(message), _run_check_step)
+            if call is not None:
+                run = functools.partial(
+                    self.registry.dispatch_tool,
+                    call.name,
+                    call.arguments,
+                    **self._early_dispatch(call),
+                )
+                with parent():  # the model call that asked for it is its parent
+                    runs.start(call, run)
+
+    def _tools(
+        self, calls: list[ToolCall], approved: bool = False, runs: EarlyRuns | None = None
+    ) -> list[ToolResult]:
+        started = [None if runs is None else runs.claim(c) for c in calls]
+        rest = [c for c, run in zip(calls, started) if run is None]
         kwargs = self._dispatch_options(approved)
         if self.parallel:
-            return self.registry.dispatch_many(calls, **kwargs)
-        return [
-            self.registry.dispatch_tool(c.name, c.arguments, call_id=c.call_id, **kwargs)
-            for c in calls
-        ]
+            ran = iter(self.registry.dispatch_many(rest, **kwargs))
+        else:
+            ran = iter(
+                [
+                    self.registry.dispatch_tool(c.name, c.arguments, call_id=c.call_id, **kwargs)
+                    for c in rest
+                ]
+            )
+        return [next(ran) if run is None else run.result() for run in started]
 
 
 class AsyncConversation(_Base):
@@ -1076,27 +1153,32 @@ class AsyncConversation(_Base):
 
     async def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
         provider = self._settings.provider.name
-        with turn(self.name, self.model, provider), self._naming_endpoint():  # one span per turn
-            step = next(loop)
-            parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
-            while True:
-                answer: Any
-                if isinstance(step, HookStep):
-                    answer = await _arun_hook(step)
-                elif isinstance(step, GuardStep):
-                    answer = await _arun_guardrail(step)
-                elif isinstance(step, ModelStep):
-                    with model_call(step.request, self.client, provider) as call:
-                        answer = call.response = await self._model(step.request)
-                    parent = call.parent
-                else:
-                    with parent():
-                        answer = await self._tools(step.calls, approved=step.approved)
-                try:
-                    step = loop.send(answer)
-                except StopIteration as done:
-                    reply: Reply = done.value
-                    return reply
+        runs = AsyncEarlyRuns(self.registry.dispatcher.settings.max_concurrency)
+        try:
+            with turn(self.name, self.model, provider), self._naming_endpoint():  # a span
+                step = next(loop)
+                parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
+                while True:
+                    answer: Any
+                    if isinstance(step, HookStep):
+                        answer = await _arun_hook(step)
+                    elif isinstance(step, GuardStep):
+                        answer = await _arun_guardrail(step)
+                    elif isinstance(step, ModelStep):
+                        await runs.discard()  # started for an earlier answer, no round took them
+                        with model_call(step.request, self.client, provider) as call:
+                            answer = call.response = await self._model(step, runs, call.parent)
+                        parent = call.parent
+                    else:
+                        with parent():
+                            answer = await self._tools(step.calls, step.approved, runs)
+                    try:
+                        step = loop.send(answer)
+                    except StopIteration as done:
+                        reply: Reply = done.value
+                        return reply
+        finally:
+            await runs.discard()  # the turn failed (a cut-off stream...): cancelled
 
     def _collector(self, awaiting: list[Awaitable[Any]]) -> Callable[[str], None] | None:
         """`on_text` for the assembler: an awaitable it returns is kept, to be awaited."""
@@ -1111,10 +1193,15 @@ class AsyncConversation(_Base):
 
         return deliver
 
-    async def _model(self, request: dict[str, Any]) -> Answer:
+    async def _model(
+        self,
+        step: ModelStep,
+        runs: AsyncEarlyRuns,
+        parent: Callable[[], AbstractContextManager[Any]],
+    ) -> Answer:
         with endpoint_errors():
             create = self._settings.provider.create(self.client)
-            response = await create(**safe_json(request), **self._stream_kwargs())
+            response = await create(**safe_json(step.request), **self._stream_kwargs())
             if not self.stream:
                 return self._settings.provider.decode(response)
             awaiting: list[Awaitable[Any]] = []  # what an async on_text returned
@@ -1124,6 +1211,8 @@ class AsyncConversation(_Base):
                     assembler.feed(chunk)
                     while awaiting:  # in order, before the next chunk is read
                         await awaiting.pop(0)
+                    if step.early is not None:
+                        await self._start_early(assembler, step.early, runs, parent)
             finally:
                 for left in awaiting:  # the stream failed before they could run
                     if inspect.iscoroutine(left):
@@ -1131,14 +1220,54 @@ class AsyncConversation(_Base):
                 await response.close()
             return assembler.result()
 
-    async def _tools(self, calls: list[ToolCall], approved: bool = False) -> list[ToolResult]:
+    async def _start_early(
+        self,
+        assembler: Assembler,
+        early: Callable[[Message], Generator[Step, Any, ToolCall | None]],
+        runs: AsyncEarlyRuns,
+        parent: Callable[[], AbstractContextManager[Any]],
+    ) -> None:
+        for message in assembler.completed():
+            checks = early(message)
+            try:  # the prechecks' hooks and guardrails, awaited when they are async
+                step = next(checks)
+                while True:
+                    if isinstance(step, GuardStep):
+                        step = checks.send(await _arun_guardrail(step))
+                    elif isinstance(step, HookStep):
+                        step = checks.send(await _arun_hook(step))
+                    else:
+                        raise UsageError(f"eager start: unexpected step {step!r}")
+            except StopIteration as done:
+                call: ToolCall | None = done.value
+            if call is not None:
+                run = functools.partial(
+                    self.registry.adispatch_tool,
+                    call.name,
+                    call.arguments,
+                    **self._early_dispatch(call),
+                )
+                with parent():  # the model call that asked for it is its parent
+                    runs.start(call, run)
+
+    async def _tools(
+        self, calls: list[ToolCall], approved: bool = False, runs: AsyncEarlyRuns | None = None
+    ) -> list[ToolResult]:
+        started = [None if runs is None else runs.claim(c) for c in calls]
+        rest = [c for c, run in zip(calls, started) if run is None]
         kwargs = self._dispatch_options(approved)
         if self.parallel:
-            return await self.registry.adispatch_many(calls, **kwargs)
-        return [
-            await self.registry.adispatch_tool(c.name, c.arguments, call_id=c.call_id, **kwargs)
-            for c in calls
-        ]
+            ran = iter(await self.registry.adispatch_many(rest, **kwargs))
+        else:
+            ran = iter(
+                [
+                    await self.registry.adispatch_tool(
+                        c.name, c.arguments, call_id=c.call_id, **kwargs
+                    )
+                    for c in rest
+                ]
+            )
+        return [next(ran) if run is None else await run for run in started]
 
 
 def run_conversation(

@@ -16,6 +16,7 @@ A turn's progress is a `TurnState`: a turn that stops for approvals keeps it (wi
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 from collections.abc import Callable, Generator, Mapping
@@ -31,6 +32,7 @@ from ..errors import (
     UsageError,
 )
 from ..formats import Format
+from ..jsonvalues import safe_json
 from ..result import ToolCall, ToolResult
 from .guardrails import Guardrails, GuardStep
 from .history import trim_to_limits
@@ -71,9 +73,15 @@ logger = logging.getLogger("toolreg")
 
 @dataclass(frozen=True, slots=True)
 class ModelStep:
-    """Call the model with these keyword arguments; answer with the provider's `Answer`."""
+    """Call the model with these keyword arguments; answer with the provider's `Answer`.
+
+    `early` (eager start on, streaming): for each call complete in the stream (a message
+    holding it alone), drive `early(message)` (it yields `HookStep`s: the call's prechecks)
+    to the call to start now, or None: it waits for its round. A started call is answered
+    by its own run when a `ToolsStep` asks for it; one that none asks for is discarded."""
 
     request: dict[str, Any]
+    early: Callable[[Message], Generator[Step, Any, ToolCall | None]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +133,8 @@ class LoopSettings:
     answer: Callable[[ToolCall], ToolResult | None] | None = None
     policy: CallPolicy = field(default_factory=CallPolicy)  # retries, call limits: policies
     guardrails: Guardrails = field(default_factory=Guardrails)  # on input and output
+    # eager start: whether a call may start while the answer still streams (None: never)
+    eager: Callable[[ToolCall], bool] | None = None
 
     @property
     def fmt(self) -> Format:
@@ -175,6 +185,9 @@ class TurnState:
     previous_id: str | None = None
     known: int = 0
     over_history_limit: bool = False  # trimming had to keep more than the limits allow
+    # calls of the answer being streamed whose prechecks ran already (eager start), each
+    # with the answer they left (None: it runs); not saved: a turn pauses after its round
+    early: list[tuple[ToolCall, ToolResult | None]] = field(default_factory=list)
 
 
 def run_loop(s: LoopSettings, state: TurnState) -> Generator[Step, Any, Reply]:
@@ -186,7 +199,9 @@ def run_loop(s: LoopSettings, state: TurnState) -> Generator[Step, Any, Reply]:
             state.final = state.limit_reached = True
         request = _request(s, state)
         yield from _hook(s, "before_model_call", ModelCallEvent(state.calls_made + 1, request))
-        answer: Answer = yield ModelStep(request)
+        state.early.clear()
+        early = None if s.eager is None or state.final else functools.partial(_early, s, state)
+        answer: Answer = yield ModelStep(request, early)
         state.calls_made += 1
         state.usage = state.usage.add(answer.usage)
         finish = answer.finish_reason
@@ -401,32 +416,67 @@ def _edited(result: ToolResult, arguments: dict[str, Any]) -> ToolResult:
 def _precheck(
     s: LoopSettings, state: TurnState, calls: list[ToolCall]
 ) -> Generator[Step, Any, dict[int, ToolResult]]:
-    """Answers for calls that must not run: past a call limit, vetoed by a hook, repeated
-    for 3 rounds, or refused by an input guardrail; and
-    the conversation's own answers (`answer`) to the calls it answers itself."""
+    """Answers for calls that must not run (see `_check`); a call checked while the answer
+    streamed (eager start) is not checked again."""
     answered: dict[int, ToolResult] = {}
     made = s.policy.counted(state.results)  # the calls of this turn so far, by tool
     for i, call in enumerate(calls):
-        over = s.policy.over_limit(call, made)  # max_calls, max_tool_calls
-        if over is not None:
-            answered[i] = over
-            continue
-        verdict = yield from _hook(s, "before_tool_call", ToolCallEvent(state.calls_made, call))
-        if verdict is False or isinstance(verdict, str):
-            why = verdict or f"Tool '{call.name}' was not run: the application blocked it."
-            answered[i] = _synthetic(call, ToolDeniedError(why, tool_name=call.name))
-            continue
-        repeated = _repeats(s, state, call)
-        if repeated is not None:
-            answered[i] = _synthetic(call, repeated)
-            state.stop_requested = True
-            continue
-        own = None if s.answer is None else s.answer(call)  # e.g. a tool search
-        if own is None:  # a call for dispatch: the input guardrails first
-            own = yield from s.guardrails.check_input(call, state.calls_made)
-        if own is not None:
-            answered[i] = own
+        found = next((j for j, (c, _) in enumerate(state.early) if c == call), None)
+        if found is not None:
+            answer = state.early.pop(found)[1]
+            if answer is None or answer.error_kind != "call_limit":
+                made.append(call.name)  # as `over_limit` counted it when it was checked
+        else:
+            answer = yield from _check(s, state, call, state.calls_made, made)
+        if answer is not None:
+            answered[i] = answer
+    state.early.clear()
     return answered
+
+
+def _check(
+    s: LoopSettings, state: TurnState, call: ToolCall, number: int, made: list[str]
+) -> Generator[Step, Any, ToolResult | None]:
+    """The answer to a call that must not run: past a call limit (`made`: the turn's calls
+    so far, by tool; the call is added when it is within the limits), vetoed by a hook,
+    repeated for 3 rounds, or refused by an input guardrail; or the conversation's own
+    answer (`answer`) to a call it answers itself. None: it runs."""
+    over = s.policy.over_limit(call, made)  # max_calls, max_tool_calls
+    if over is not None:
+        return over
+    verdict = yield from _hook(s, "before_tool_call", ToolCallEvent(number, call))
+    if verdict is False or isinstance(verdict, str):
+        why = verdict or f"Tool '{call.name}' was not run: the application blocked it."
+        return _synthetic(call, ToolDeniedError(why, tool_name=call.name))
+    repeated = _repeats(s, state, call)
+    if repeated is not None:
+        state.stop_requested = True
+        return _synthetic(call, repeated)
+    own = None if s.answer is None else s.answer(call)  # e.g. a tool search
+    if own is None:  # a call for dispatch: the input guardrails first
+        own = yield from s.guardrails.check_input(call, number)
+    return own
+
+
+def _early(
+    s: LoopSettings, state: TurnState, message: Message
+) -> Generator[Step, Any, ToolCall | None]:
+    """A call complete in the stream: the call to start now (its prechecks passed), or None
+    (it may not start early, or must not run: its round answers it)."""
+    try:
+        calls = s.fmt.parse_calls(safe_json(message))  # as the whole answer will be read
+    except ConversationError:
+        return None  # the whole answer will say what is wrong with it
+    if len(calls) != 1 or s.eager is None or not s.eager(calls[0]):
+        return None
+    call = calls[0]
+    if s.approval is not None and s.approval(call) is not None:
+        return None  # it waits for a person
+    made = s.policy.counted(state.results)  # and the calls this answer started already
+    made += [c.name for c, a in state.early if a is None or a.error_kind != "call_limit"]
+    answer = yield from _check(s, state, call, state.calls_made + 1, made)
+    state.early.append((call, answer))
+    return call if answer is None else None
 
 
 def _repeats(s: LoopSettings, state: TurnState, call: ToolCall) -> RepeatedCallError | None:

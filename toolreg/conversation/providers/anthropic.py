@@ -224,6 +224,10 @@ class MessageStreamAssembler:
         self.stopped = False
         self.events = 0
 
+    def completed(self) -> list[dict[str, Any]]:
+        """No eager start here yet: the whole answer decides (see `Assembler`)."""
+        return []
+
     def feed(self, event: Any) -> None:
         self.events += 1
         data = plain(event)

@@ -86,9 +86,13 @@ class Request:
 
 
 class Assembler(Protocol):
-    """Reads a stream piece by piece; `result()` is the answer."""
+    """Reads a stream piece by piece; `result()` is the answer; `completed()` the calls
+    complete so far and not given out yet (eager start), each alone in a message that the
+    format's `parse_calls` reads (none, for a provider that cannot tell)."""
 
     def feed(self, chunk: Any) -> None: ...
+
+    def completed(self) -> list[dict[str, Any]]: ...
 
     def result(self) -> Answer: ...
 
@@ -103,6 +107,10 @@ class Answers:
 
     def feed(self, chunk: Any) -> None:
         self.inner.feed(chunk)
+
+    def completed(self) -> list[dict[str, Any]]:
+        done: list[dict[str, Any]] = self.inner.completed()
+        return done
 
     def result(self) -> Answer:
         return Answer.of(self.inner.result())

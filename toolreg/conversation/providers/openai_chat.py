@@ -123,6 +123,9 @@ class StreamAssembler:
         self.chunks = 0
         self.id: str | None = None
         self.model: str | None = None
+        self._begun: list[int] = []  # call indices, in the order their calls began
+        self._released = 0  # how many of them `completed` gave out
+        self._changed = False  # the stream went on with a call after it was complete
 
     def feed(self, chunk: Any) -> None:
         self.chunks += 1
@@ -178,6 +181,10 @@ class StreamAssembler:
         if index is None:  # a server that numbers nothing: an id starts a call, the rest follow it
             last = max(self.calls, default=-1)
             index = last + 1 if fragment.get("id") or last < 0 else last
+        if index not in self.calls:
+            self._begun.append(index)
+        elif index in self._begun[: self._released]:
+            self._changed = True
         call = self.calls.setdefault(
             index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
         )
@@ -187,6 +194,23 @@ class StreamAssembler:
         if function.get("name") and not call["function"]["name"]:
             call["function"]["name"] = function["name"]
         call["function"]["arguments"] += _piece(function.get("arguments"))
+
+    def completed(self) -> list[dict[str, Any]]:
+        """The calls whose arguments became complete since the last time, in order, each as
+        an assistant message that holds it alone: a call is complete once the next one
+        begins or the answer finishes. None more once the stream went on with a call it
+        had completed (the whole answer decides then)."""
+        if self._changed:
+            return []
+        ready = len(self._begun) if self.finish_reason else len(self._begun) - 1
+        out = []
+        while self._released < ready:
+            call = self.calls[self._begun[self._released]]
+            self._released += 1
+            out.append(
+                {"role": "assistant", "tool_calls": [{**call, "function": {**call["function"]}}]}
+            )
+        return out
 
     def result(self) -> Normalized:
         if not self.chunks:

@@ -99,6 +99,7 @@ class ResponseStreamAssembler:
         self.on_text = on_text
         self.items: dict[int, dict[str, Any]] = {}
         self.done: set[int] = set()
+        self._released: set[int] = set()
         self.texts: dict[int, dict[int, list[str]]] = {}
         self.arguments: dict[int, list[str]] = {}
         self.response: dict[str, Any] | None = None
@@ -151,6 +152,15 @@ class ResponseStreamAssembler:
                 for part in sorted(texts)
             ]
         return item
+
+    def completed(self) -> list[dict[str, Any]]:
+        """The function calls whose item is done since the last time, in order, each as a
+        response whose `output` holds it alone."""
+        ready = sorted(
+            i for i in self.done - self._released if self.items[i].get("type") == "function_call"
+        )
+        self._released.update(ready)
+        return [{"output": [dict(self.items[i])]} for i in ready]
 
     def result(self) -> Normalized:
         if not self.events:
