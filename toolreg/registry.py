@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, overload
 from typing_extensions import Unpack
 
 from . import formats
-from .dispatch import Dispatcher, DispatchSettings, ErrorMode
+from .dispatch import CallLike, ConfirmCallback, Dispatcher, DispatchSettings, ErrorMode
 from .dispatch.calling import rank
 from .errors import DuplicateToolError, ToolDefinitionError, ToolNotFoundError, UsageError
 from .formats import export_tools
+from .result import ToolResult
 from .tool import ResultFilter, Tool
 
 if TYPE_CHECKING:  # the index loads on the first search (its patterns take ~6 ms to compile)
@@ -49,7 +50,7 @@ _CANDIDATES = 32  # tools a ranker sees at least (4 x limit when that is more)
 _MAX_EXPORTS = 256  # cached exports per registry before the cache starts over
 
 
-class ToolRegistry(Dispatcher):
+class ToolRegistry:
     """A set of tools a model may call: register, look up, export, dispatch. A `Toolset`
     (see `toolreg.toolsets`): it offers every tool to every step, and `revision` grows with
     each registration and unregistration.
@@ -58,9 +59,8 @@ class ToolRegistry(Dispatcher):
     near-miss arguments), `errors` (what the model reads of an exception: "redact" by
     default, "mask" or "full"),
     `max_payload_bytes` and `max_depth` (limits on the arguments), `max_concurrency` (for
-    `dispatch_many`), `max_result_chars` (default cut for results). The registry is the
-    `Dispatcher` of its own tool map: `dispatch_tool`, `dispatch_many`, their async twins and
-    `check_call` are the dispatcher's, declared once there.
+    `dispatch_many`), `max_result_chars` (default cut for results). The registry holds a
+    `Dispatcher` over its own tool map; the dispatch verbs here hand over to it.
     """
 
     def __init__(
@@ -86,7 +86,7 @@ class ToolRegistry(Dispatcher):
         self.revision = 0
         """Grows with every change of the tools (the `Toolset` protocol's)."""
         self.ranker = ranker
-        super().__init__(
+        self.dispatcher = Dispatcher(
             self._tools,
             DispatchSettings(
                 coerce=coerce,
@@ -99,9 +99,9 @@ class ToolRegistry(Dispatcher):
         )
 
     @property
-    def dispatcher(self) -> Dispatcher:
-        """What runs calls of these tools (the `Toolset` protocol's): the registry itself."""
-        return self
+    def settings(self) -> DispatchSettings:
+        """The dispatch settings this registry was made with."""
+        return self.dispatcher.settings
 
     # -- registration ---------------------------------------------------------------------
     @overload
@@ -287,6 +287,63 @@ class ToolRegistry(Dispatcher):
         if ranker is None or not found or limit == 0:
             return found
         return _ranked(rank(ranker, query, found), found, limit)
+
+    # -- dispatch (the registry's Dispatcher does the work) --------------------------------
+    def dispatch_tool(
+        self,
+        name: str,
+        arguments: str | bytes | Mapping[str, Any] | None = None,
+        *,
+        context: Any = None,
+        allowed: Iterable[str] | None = None,
+        call_id: str | None = None,
+        confirm: ConfirmCallback | None = None,
+    ) -> ToolResult:
+        """Run one call from a model. Never raises for the model's mistakes or the tool's."""
+        return self.dispatcher.dispatch_tool(
+            name, arguments, context=context, allowed=allowed, call_id=call_id, confirm=confirm
+        )
+
+    async def adispatch_tool(
+        self,
+        name: str,
+        arguments: str | bytes | Mapping[str, Any] | None = None,
+        *,
+        context: Any = None,
+        allowed: Iterable[str] | None = None,
+        call_id: str | None = None,
+        confirm: ConfirmCallback | None = None,
+    ) -> ToolResult:
+        """`dispatch_tool` for async code: async tools are awaited, sync ones run in a thread."""
+        return await self.dispatcher.adispatch_tool(
+            name, arguments, context=context, allowed=allowed, call_id=call_id, confirm=confirm
+        )
+
+    def dispatch_many(
+        self,
+        calls: Iterable[CallLike],
+        *,
+        context: Any = None,
+        allowed: Iterable[str] | None = None,
+        confirm: ConfirmCallback | None = None,
+    ) -> list[ToolResult]:
+        """Run several calls concurrently (threads); results in the order of the calls."""
+        return self.dispatcher.dispatch_many(
+            calls, context=context, allowed=allowed, confirm=confirm
+        )
+
+    async def adispatch_many(
+        self,
+        calls: Iterable[CallLike],
+        *,
+        context: Any = None,
+        allowed: Iterable[str] | None = None,
+        confirm: ConfirmCallback | None = None,
+    ) -> list[ToolResult]:
+        """Run several calls concurrently (tasks), at most `max_concurrency` at a time."""
+        return await self.dispatcher.adispatch_many(
+            calls, context=context, allowed=allowed, confirm=confirm
+        )
 
     # -- export ---------------------------------------------------------------------------
     # Typed per format, with the options declared once (`ExportOptions`): a format name gets
