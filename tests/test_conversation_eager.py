@@ -222,6 +222,31 @@ def test_a_hook_vetoes_an_early_call_before_it_starts_and_is_asked_once() -> Non
     assert reply.tool_results[1].content == "other: b"
 
 
+def test_an_input_guardrail_checks_an_early_call_once_and_a_rejection_never_starts() -> None:
+    log = Log()
+    checked: list[str] = []
+
+    def guard(checked_call: Any) -> Any:
+        checked.append(checked_call.tool_name)
+        return "lookups are off" if checked_call.tool_name == "lookup" else None
+
+    reply, server = converse(registry(log), log, hold=BRIEF, input_guardrails=guard)
+    assert checked == ["lookup", "other"]  # each call checked once, during the stream
+    assert "lookup started" not in log.events
+    assert tool_results(server)[0] == ("call_1", "lookups are off")
+    assert reply.tool_results[0].error_kind == "rejected"
+    assert reply.tool_results[1].content == "other: b"
+
+
+def test_a_call_limit_counts_the_calls_started_early() -> None:
+    log = Log()
+    turns = [tool_calls(call("lookup", topic="a"), call("lookup", topic="b")), text("done")]
+    reply, _ = converse(registry(log), log, hold=BRIEF, turns=turns, max_calls={"lookup": 1})
+    assert log.events.count("lookup started") == 1  # the second is over the limit: not run
+    assert reply.tool_results[0].content == "lookup: a"
+    assert reply.tool_results[1].error_kind == "call_limit"
+
+
 # -- a stream that fails --------------------------------------------------------------------
 
 
