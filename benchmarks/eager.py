@@ -254,6 +254,16 @@ PATHS: dict[str, tuple[str, str, Callable[[ScriptedServer], Run]]] = {
         "stream=True, eager_tools=False; async tools as tasks",
         toolreg_async(False),
     ),
+    "toolreg Conversation, eager": (
+        "",
+        "stream=True, eager start (read-only tools); sync tools in threads",
+        toolreg_sync(True),
+    ),
+    "toolreg AsyncConversation, eager": (
+        "",
+        "stream=True, eager start (read-only tools); async tools as tasks",
+        toolreg_async(True),
+    ),
     "openai-agents Runner.run": ("openai-agents", "plain answer; async tools", agents(False)),
     "openai-agents Runner.run_streamed": (
         "openai-agents",
