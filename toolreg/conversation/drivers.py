@@ -782,10 +782,18 @@ def _check_eager_option(eager_tools: Any, stream: bool, parallel: bool) -> None:
 
 
 def _run_check_step(step: HookStep | GuardStep) -> Any:
-    """A step of an eager call's prechecks, on the sync driver: a hook or a guardrail."""
+    """A hook or a guardrail the loop asks for, on the sync driver (in a round, or in an
+    eager call's prechecks)."""
     if isinstance(step, GuardStep):
         return _run_guardrail(step)
     return _run_hook(f"hooks.{step.name}", step.hook, step.event)
+
+
+async def _arun_check_step(step: HookStep | GuardStep) -> Any:
+    """`_run_check_step` on the async driver: an async hook or guardrail is awaited."""
+    if isinstance(step, GuardStep):
+        return await _arun_guardrail(step)
+    return await _arun_hook(step)
 
 
 def _canonical(shape: tuple[str, dict[str, Any]]) -> str:
@@ -977,10 +985,8 @@ class Conversation(_Base):
                 parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
                 while True:
                     answer: Any
-                    if isinstance(step, HookStep):
-                        answer = _run_hook(f"hooks.{step.name}", step.hook, step.event)
-                    elif isinstance(step, GuardStep):
-                        answer = _run_guardrail(step)
+                    if isinstance(step, (HookStep, GuardStep)):
+                        answer = _run_check_step(step)
                     elif isinstance(step, ModelStep):
                         runs.discard()  # started for an earlier answer, and no round took them
                         with model_call(step.request, self.client, provider) as call:
@@ -1160,10 +1166,8 @@ class AsyncConversation(_Base):
                 parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
                 while True:
                     answer: Any
-                    if isinstance(step, HookStep):
-                        answer = await _arun_hook(step)
-                    elif isinstance(step, GuardStep):
-                        answer = await _arun_guardrail(step)
+                    if isinstance(step, (HookStep, GuardStep)):
+                        answer = await _arun_check_step(step)
                     elif isinstance(step, ModelStep):
                         await runs.discard()  # started for an earlier answer, no round took them
                         with model_call(step.request, self.client, provider) as call:
@@ -1231,13 +1235,9 @@ class AsyncConversation(_Base):
             checks = early(message)
             try:  # the prechecks' hooks and guardrails, awaited when they are async
                 step = next(checks)
-                while True:
-                    if isinstance(step, GuardStep):
-                        step = checks.send(await _arun_guardrail(step))
-                    elif isinstance(step, HookStep):
-                        step = checks.send(await _arun_hook(step))
-                    else:
-                        raise UsageError(f"eager start: unexpected step {step!r}")
+                while isinstance(step, (HookStep, GuardStep)):
+                    step = checks.send(await _arun_check_step(step))
+                raise UsageError(f"eager start: unexpected step {step!r}")
             except StopIteration as done:
                 call: ToolCall | None = done.value
             if call is not None:
