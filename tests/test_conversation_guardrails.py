@@ -117,7 +117,8 @@ def test_an_output_guardrail_withholds_a_result_before_the_model_reads_it(driver
     assert (withheld.ok, withheld.error_kind, withheld.value) == (False, "rejected", None)
     assert withheld.content == "The result was withheld: it holds a password."
     assert kept.content == "note todo"
-    assert bank.ran == ["read secret", "read todo"]  # it ran: only its result is withheld
+    # it ran: only its result is withheld (the two calls run side by side, in either order)
+    assert sorted(bank.ran) == ["read secret", "read todo"]
 
 
 @pytest.mark.parametrize("driver", DRIVERS)
