@@ -18,14 +18,28 @@ module level: `import toolreg` stays light.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import copy
 import dataclasses
 import functools
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+import math
+import queue
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from contextlib import AbstractContextManager, aclosing
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
 from typing_extensions import Self
 
@@ -35,12 +49,23 @@ from ..errors import ConversationError, ConversationStateError, ToolCallError, U
 from ..formats import DIALECTS, Dialect
 from ..formats.responses import TOOL_SEARCH_CALL
 from ..jsonvalues import safe_json
+from ..params import ProgressSink, progress_sink
 from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch
 from ..tool import Tool
 from .eager import AsyncEarlyRuns, EarlyRuns, drive_checks
 from .endpoints import endpoint_errors, endpoint_url
+from .events import (
+    ApprovalRequired,
+    StreamEvent,
+    TextDelta,
+    ToolCallReady,
+    ToolFinished,
+    ToolProgress,
+    ToolStarted,
+    TurnFinished,
+)
 from .guardrails import Guardrail, Guardrails, GuardStep, check_guardrails, guardrail_list
 from .history import answered_prefix
 from .loop import (
@@ -48,6 +73,7 @@ from .loop import (
     LoopSettings,
     ModelStep,
     Step,
+    ToolsStep,
     TurnState,
     Verdict,
     abandon,
@@ -85,7 +111,8 @@ from .stored import RESUME_TTL, Stored
 from .tracing import model_call, turn
 
 if TYPE_CHECKING:
-    import openai
+    import asyncio
+    from concurrent.futures import Future
 
 __all__ = ["AsyncConversation", "Conversation", "run_conversation"]
 
@@ -180,7 +207,8 @@ class _Base:
         self.output_strict = output_strict
         self.context = context
         self.confirm = confirm
-        self.stream = stream
+        self.streaming = stream
+        """Whether model answers are streamed (`stream=True`)."""
         self.on_text = on_text
         self.messages: list[Message] = [{"role": "system", "content": system}] if system else []
         if tool_choice not in ("auto", "none", "required", *self.offered_names()):
@@ -287,6 +315,77 @@ class _Base:
         known = turn.previous_id is not None and turn.known <= len(self.messages)
         self._previous = (turn.previous_id, turn.known) if known and turn.previous_id else None
 
+    # -- turns as flows: one order of steps for both drivers ---------------------------------
+    # A flow is a generator of effects (the loop's steps, `StoreStep`s and events) answered
+    # by a driver's `_perform`; the drivers only do the I/O (sync, or awaited).
+
+    def _send_flow(self, text: str, output_type: Any) -> Flow:
+        yield from self._load_flow()
+        messages = [*self.messages, {"role": "user", "content": text}]
+        settings, turn_state = self._begin(messages, output_type, keep=True)
+        reply = yield from self._turn_flow(run_loop(settings, turn_state))
+        reply = self._end(reply, settings, turn_state, keep=True)
+        yield from self._save_flow()
+        return (yield from _finished(reply))
+
+    def _run_flow(self, messages: Iterable[Message], output_type: Any) -> Flow:
+        settings, turn_state = self._begin(list(messages), output_type, keep=False)
+        reply = yield from self._turn_flow(run_loop(settings, turn_state))
+        return (yield from _finished(self._end(reply, settings, turn_state, keep=False)))
+
+    def _resume_flow(self, decisions: Mapping[str, Any], output_type: Any) -> Flow:
+        yield from self._load_flow(resuming=True)
+        settings, turn_state, found = self._resuming(decisions, output_type)
+        yield from self._claim_flow()
+        try:
+            reply = yield from self._turn_flow(resume_loop(settings, turn_state, found))
+        except GeneratorExit:  # the stream's reader stopped: no I/O can happen any more
+            self._interrupted(settings, turn_state)
+            raise
+        except BaseException:
+            self._interrupted(settings, turn_state)
+            yield from self._save_flow(failed=True)
+            raise
+        reply = self._end(reply, settings, turn_state, keep=True)
+        yield from self._save_flow()
+        return (yield from _finished(reply))
+
+    def _turn_flow(self, loop: Generator[Step, Any, Reply]) -> Flow:
+        with turn(self.name, self.model, self._settings.provider.name), self._naming_endpoint():
+            return (yield from loop)  # a span
+
+    def _load_flow(self, resuming: bool = False) -> Generator[StoreStep, Any, None]:
+        stored = self._stored
+        if stored is not None:
+            store = stored.store
+            self._take(stored.loaded((yield StoreStep(store, "load", (stored.id,)))))
+            if resuming:
+                stored.resumable()
+
+    def _claim_flow(self) -> Generator[StoreStep, Any, None]:
+        stored = self._stored
+        if stored is not None:
+            store = stored.store
+            claim = (stored.claim, stored.token, RESUME_TTL)
+            marker = stored.claimed((yield StoreStep(store, "claim", claim)))
+            stored.saved((yield StoreStep(store, "save", (stored.id, marker, stored.version))))
+
+    def _save_flow(self, failed: bool = False) -> Generator[StoreStep, Any, None]:
+        stored = self._stored
+        if stored is None:
+            return
+        store = stored.store
+        try:
+            args = (stored.id, stored.state(self), stored.version)
+            saved = yield StoreStep(store, "save", args)
+        except Exception:
+            if not failed:
+                raise
+            # the turn's own failure is what the caller sees; the store keeps the
+            # "resumed" marker, and the next load says that the resume did not finish
+            return
+        stored.saved(saved)
+
     @property
     def pending(self) -> list[PendingCall]:
         """The calls that wait for approval (empty unless the last reply stopped for them)."""
@@ -385,7 +484,7 @@ class _Base:
                 "tool_choice": settings.tool_choice,
                 "final_call": settings.final_call,
                 "assistant_content": self.assistant_content,
-                "stream": self.stream,
+                "stream": self.streaming,
                 "output_retries": settings.output_retries,
                 "max_history_messages": settings.max_history_messages,
                 "max_history_chars": settings.max_history_chars,
@@ -620,7 +719,7 @@ class _Base:
             raise
 
     def _stream_kwargs(self) -> dict[str, Any]:
-        if not self.stream:
+        if not self.streaming:
             return {}
         return self._settings.provider.stream_options(self._settings.request_options)
 
@@ -880,10 +979,61 @@ def _tool_filter(registry: ToolRegistry, tools: str | Sequence[str]) -> list[str
     return wanted
 
 
-class Conversation(_Base):
-    """A conversation over a sync `openai.OpenAI` client (see the module docstring)."""
+@dataclass(frozen=True, slots=True)
+class StoreStep:
+    """Call the conversation's state store: `load`, `save` or `claim` with `args`; answer
+    with what it returned (awaited on the async driver: `aload`, `asave`, `aclaim`)."""
 
-    client: openai.OpenAI
+    store: Any
+    kind: Literal["load", "save", "claim"]
+    args: tuple[Any, ...]
+
+
+Flow: TypeAlias = Generator[Step | StoreStep | StreamEvent, Any, Reply]
+_NOTICES = (ToolCallReady, ToolStarted, ToolProgress, ToolFinished, ApprovalRequired, TextDelta)
+
+
+def _finished(reply: Reply) -> Generator[StreamEvent, Any, Reply]:
+    """A turn's last events."""
+    if reply.stop_reason == "approval_required":
+        yield ApprovalRequired(tuple(reply.pending))
+    yield TurnFinished(reply)
+    return reply
+
+
+def _progress_sink(put: Callable[[ToolProgress], Any]) -> ProgressSink:
+    """A `ProgressSink` that hands each well-formed report to `put` as a `ToolProgress`
+    (a report that is not a number is dropped: `report_progress` never raises)."""
+
+    def sink(
+        tool_name: str,
+        call_id: str | None,
+        progress: float,
+        total: float | None = None,
+        message: str | None = None,
+    ) -> None:
+        if not _number(progress) or (total is not None and not _number(total)):
+            return
+        text = None if message is None else str(message)[:_MAX_PROGRESS_MESSAGE]
+        shown = None if total is None else float(total)
+        with contextlib.suppress(Exception):  # a closed loop: nobody follows any more
+            put(ToolProgress(call_id, tool_name, float(progress), shown, text))
+
+    return sink
+
+
+_MAX_PROGRESS_MESSAGE = 1_000
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class Conversation(_Base):
+    """A conversation over a sync client (`openai.OpenAI`, `anthropic.Anthropic`; see the
+    module docstring)."""
+
+    client: Any
 
     @overload
     def send(self, text: str, *, output_type: None = None) -> Reply[None]: ...
@@ -897,12 +1047,15 @@ class Conversation(_Base):
     def send(self, text: str, *, output_type: Any = None) -> Reply[Any]:
         """Add a user message and run the loop; the history is kept only if it succeeds
         (with `state_store=`: loaded before, saved after)."""
-        self._load()
-        messages = [*self.messages, {"role": "user", "content": text}]
-        settings, turn = self._begin(messages, output_type, keep=True)
-        reply = self._end(self._drive(run_loop(settings, turn)), settings, turn, keep=True)
-        self._save()
-        return reply
+        return self._complete(self._send_flow(text, output_type))
+
+    def stream(self, text: str, *, output_type: Any = None) -> Iterator[StreamEvent]:
+        """`send`, as the typed events of the turn (see `toolreg.conversation.events`):
+        text deltas, each call ready, started, its progress and its result, an approval
+        needed, and last `TurnFinished(reply)`. Nothing is sent until the first event is
+        asked for. A reader that stops early (closes the iterator) abandons the turn: its
+        history is not kept, and calls still running are abandoned."""
+        return self._perform(self._send_flow(text, output_type), listening=True)
 
     @overload
     def run(self, messages: Iterable[Message], *, output_type: None = None) -> Reply[None]: ...
@@ -915,8 +1068,7 @@ class Conversation(_Base):
 
     def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply[Any]:
         """Run the loop on `messages` (not modified) and return the reply."""
-        settings, turn = self._begin(list(messages), output_type, keep=False)
-        return self._end(self._drive(run_loop(settings, turn)), settings, turn, keep=False)
+        return self._complete(self._run_flow(messages, output_type))
 
     @overload
     def resume(self, decisions: Mapping[str, Any], *, output_type: None = None) -> Reply[None]: ...
@@ -936,89 +1088,100 @@ class Conversation(_Base):
         stop for approvals again. With `state_store=`, the paused turn is loaded and
         claimed first: two processes resuming it run the calls once (the second gets a
         `StateConflictError`)."""
-        self._load(resuming=True)
-        settings, turn, found = self._resuming(decisions, output_type)
-        self._claim()
-        try:
-            reply = self._drive(resume_loop(settings, turn, found))
-        except BaseException:
-            self._interrupted(settings, turn)
-            self._save(failed=True)
-            raise
-        reply = self._end(reply, settings, turn, keep=True)
-        self._save()
+        return self._complete(self._resume_flow(decisions, output_type))
+
+    def stream_resume(
+        self, decisions: Mapping[str, Any], *, output_type: Any = None
+    ) -> Iterator[StreamEvent]:
+        """`resume`, as the typed events of the turn (see `stream`)."""
+        return self._perform(self._resume_flow(decisions, output_type), listening=True)
+
+    # -- the I/O ---------------------------------------------------------------------------
+
+    def _complete(self, flow: Flow) -> Reply:
+        reply: Reply | None = None
+        for event in self._perform(flow, listening=False):  # only TurnFinished comes
+            if isinstance(event, TurnFinished):
+                reply = event.reply
+        if reply is None:  # pragma: no cover - every flow ends with TurnFinished
+            raise UsageError("the turn ended without a reply")
         return reply
 
-    def _load(self, resuming: bool = False) -> None:
-        stored = self._stored
-        if stored is not None:
-            self._take(stored.loaded(stored.store.load(stored.id)))
-            if resuming:
-                stored.resumable()
-
-    def _claim(self) -> None:
-        stored = self._stored
-        if stored is not None:
-            marker = stored.claimed(stored.store.claim(stored.claim, stored.token, RESUME_TTL))
-            stored.saved(stored.store.save(stored.id, marker, stored.version))
-
-    def _save(self, failed: bool = False) -> None:
-        stored = self._stored
-        if stored is None:
-            return
-        try:
-            saved = stored.store.save(stored.id, stored.state(self), stored.version)
-        except Exception:
-            if not failed:
-                raise
-            # the turn's own failure is what the caller sees; the store keeps the
-            # "resumed" marker, and the next load says that the resume did not finish
-            return
-        stored.saved(saved)
-
-    def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
+    def _perform(self, flow: Flow, listening: bool) -> Generator[StreamEvent, None, None]:
+        """Answer the flow's steps with sync I/O; yield its events (all of them when
+        `listening`, else only `TurnFinished`)."""
         provider = self._settings.provider.name
         runs = EarlyRuns(self.registry.dispatcher.settings.max_concurrency)
+        notes: queue.SimpleQueue[Any] | None = queue.SimpleQueue() if listening else None
+        parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
+        answer: Any = None
+        failure: BaseException | None = None
         try:
-            with turn(self.name, self.model, provider), self._naming_endpoint():  # a span
-                step = next(loop)
-                parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
-                while True:
-                    answer: Any
+            while True:
+                try:
+                    step = flow.send(answer) if failure is None else flow.throw(failure)
+                except StopIteration:
+                    return
+                answer = failure = None
+                if isinstance(step, TurnFinished) or (listening and isinstance(step, _NOTICES)):
+                    yield step
+                    continue
+                try:
                     if isinstance(step, (HookStep, GuardStep)):
                         answer = _run_check_step(step)
                     elif isinstance(step, ModelStep):
                         runs.discard()  # started for an earlier answer, and no round took them
                         with model_call(step.request, self.client, provider) as call:
-                            answer = call.response = self._model(step, runs, call.parent)
+                            answer = yield from self._model(step, runs, call.parent, notes)
+                            call.response = answer
                         parent = call.parent
-                    else:
+                    elif isinstance(step, ToolsStep):
                         with parent():
-                            answer = self._tools(step.calls, step.approved, runs)
-                    try:
-                        step = loop.send(answer)
-                    except StopIteration as done:
-                        reply: Reply = done.value
-                        return reply
+                            answer = yield from self._tools(step, runs, notes)
+                    elif isinstance(step, StoreStep):
+                        answer = _store_call(step)
+                except GeneratorExit:
+                    raise
+                except BaseException as exc:  # the flow decides (a resume keeps what ran)
+                    failure = exc
         finally:
             runs.discard()  # the turn failed (a cut-off stream...): abandoned, never reused
+            flow.close()
 
     def _model(
-        self, step: ModelStep, runs: EarlyRuns, parent: Callable[[], AbstractContextManager[Any]]
-    ) -> Answer:
+        self,
+        step: ModelStep,
+        runs: EarlyRuns,
+        parent: Callable[[], AbstractContextManager[Any]],
+        notes: queue.SimpleQueue[Any] | None,
+    ) -> Generator[StreamEvent, None, Answer]:
+        provider = self._settings.provider
         with endpoint_errors():
-            create = self._settings.provider.create(self.client)
+            create = provider.create(self.client)
             response = create(**safe_json(step.request), **self._stream_kwargs())
-            if not self.stream:
-                return self._settings.provider.decode(response)
+            if not self.streaming:
+                answer = provider.decode(response)
+                if notes is not None and answer.text:
+                    yield TextDelta(answer.text)
+                return answer
             on_text = self.on_text
-            deliver = None if on_text is None else functools.partial(_run_hook, "on_text", on_text)
-            assembler = self._settings.provider.assembler(deliver)
+            deltas: list[str] = []
+            assembler = provider.assembler(
+                deltas.append if on_text is not None or notes is not None else None
+            )
             try:
                 for chunk in response:
                     assembler.feed(chunk)
+                    for text in deltas:
+                        if on_text is not None:
+                            _run_hook("on_text", on_text, text)
+                        if notes is not None:
+                            yield TextDelta(text)
+                    deltas.clear()
                     if step.early is not None:
-                        self._start_early(assembler, step.early, runs, parent)
+                        yield from self._start_early(assembler, step.early, runs, parent, notes)
+                    if notes is not None:
+                        yield from _drained(notes)
             finally:
                 response.close()  # also when on_text raised: release the connection
             return assembler.result()
@@ -1029,43 +1192,131 @@ class Conversation(_Base):
         early: Callable[[Message], Generator[Step, Any, ToolCall | None]],
         runs: EarlyRuns,
         parent: Callable[[], AbstractContextManager[Any]],
-    ) -> None:
+        notes: queue.SimpleQueue[Any] | None,
+    ) -> Generator[StreamEvent, None, None]:
         for message in assembler.completed():
             call = drive_checks(early(message), _run_check_step)
-            if call is not None:
-                run = functools.partial(
-                    self.registry.dispatch_tool,
-                    call.name,
-                    call.arguments,
-                    **self._early_dispatch(call),
-                )
-                with parent():  # the model call that asked for it is its parent
-                    runs.start(call, run)
+            if call is None:
+                continue
+            run = self._runner(call, self._early_dispatch(call), notes, early=True)
+            if notes is not None:
+                yield ToolCallReady(call, early=True)
+            with parent():  # the model call that asked for it is its parent
+                runs.start(call, run)
+
+    def _runner(
+        self,
+        call: ToolCall,
+        options: dict[str, Any],
+        notes: queue.SimpleQueue[Any] | None,
+        early: bool = False,
+    ) -> Callable[[], ToolResult]:
+        """One call's run, for a thread; with a reader, it says when it starts and where
+        its progress goes."""
+        dispatch = self.registry.dispatcher.dispatch_tool
+        run = functools.partial(dispatch, call.name, call.arguments, **options)
+        if notes is None:
+            return run
+        sink = _progress_sink(notes.put)
+
+        def followed() -> ToolResult:
+            notes.put(ToolStarted(call, early))
+            progress_sink.set(sink)  # in this run's own context (a copy)
+            return run()
+
+        return followed
 
     def _tools(
-        self, calls: list[ToolCall], approved: bool = False, runs: EarlyRuns | None = None
-    ) -> list[ToolResult]:
-        started = [None if runs is None else runs.claim(c) for c in calls]
+        self, step: ToolsStep, runs: EarlyRuns, notes: queue.SimpleQueue[Any] | None
+    ) -> Generator[StreamEvent, None, list[ToolResult]]:
+        calls = step.calls
+        started: list[Future[ToolResult] | None] = [runs.claim(c) for c in calls]
         rest = [c for c, run in zip(calls, started) if run is None]
-        kwargs = self._dispatch_options(approved)
-        if self.parallel:
-            ran = iter(self.registry.dispatch_many(rest, **kwargs))
-        else:
-            ran = iter(
-                [
-                    self.registry.dispatch_tool(c.name, c.arguments, call_id=c.call_id, **kwargs)
-                    for c in rest
-                ]
-            )
-        return [next(ran) if run is None else run.result() for run in started]
+        options = self._dispatch_options(step.approved)
+        dispatcher = self.registry.dispatcher
+        if notes is None:  # nobody reads the events: dispatch's own batch
+            if self.parallel:
+                ran = iter(dispatcher.dispatch_many(rest, **options))
+            else:
+                ran = iter(
+                    [
+                        dispatcher.dispatch_tool(c.name, c.arguments, call_id=c.call_id, **options)
+                        for c in rest
+                    ]
+                )
+            return [next(ran) if run is None else run.result() for run in started]
+        for call in rest:
+            yield ToolCallReady(call)
+        workers = 1 if not self.parallel else min(len(rest), dispatcher.settings.max_concurrency)
+        from concurrent.futures import ThreadPoolExecutor  # lazy, as dispatch_many's
+
+        pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="toolreg") if rest else None
+        try:
+            futures: list[Future[ToolResult]] = []
+            for i, (call, run) in enumerate(zip(calls, started)):
+                if run is None and pool is not None:
+                    work = self._runner(call, {"call_id": call.call_id, **options}, notes)
+                    run = pool.submit(contextvars.copy_context().run, work)
+                futures.append(run)  # type: ignore[arg-type]  # one of the two is set
+                run.add_done_callback(functools.partial(_done, notes, i))  # type: ignore[union-attr]
+            left = len(futures)
+            while left:
+                note = notes.get()
+                if isinstance(note, _Done):
+                    left -= 1
+                    yield ToolFinished(calls[note.index], futures[note.index].result())
+                else:
+                    yield note
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)  # a reader that stopped
+        return [future.result() for future in futures]
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    index: int  # the call of the round whose run is over
+
+
+def _done(notes: Any, index: int, _: Any) -> None:
+    notes.put(_Done(index))
+
+
+def _drained(notes: queue.SimpleQueue[Any]) -> Generator[StreamEvent, None, None]:
+    """What early runs said so far (while the answer streams)."""
+    while True:
+        try:
+            note = notes.get_nowait()
+        except queue.Empty:
+            return
+        yield note  # no `_Done` yet: `_tools` adds them
+
+
+def _store_call(step: StoreStep) -> Any:
+    store = step.store
+    if step.kind == "load":
+        return store.load(*step.args)
+    if step.kind == "claim":
+        return store.claim(*step.args)
+    return store.save(*step.args)
+
+
+async def _astore_call(step: StoreStep) -> Any:
+    store = step.store
+    if step.kind == "load":
+        return await store.aload(*step.args)
+    if step.kind == "claim":
+        return await store.aclaim(*step.args)
+    return await store.asave(*step.args)
 
 
 class AsyncConversation(_Base):
-    """The same loop over `openai.AsyncOpenAI`; tools run via `adispatch_many`; hooks
-    that are `async def` are awaited."""
+    """The same loop over an async client (`openai.AsyncOpenAI`, `anthropic.AsyncAnthropic`);
+    tools run via `adispatch_tool`; hooks, guardrails and `on_text` that are `async def` are
+    awaited."""
 
     _awaits_hooks = True
-    client: openai.AsyncOpenAI
+    client: Any
 
     @overload
     async def send(self, text: str, *, output_type: None = None) -> Reply[None]: ...
@@ -1077,13 +1328,14 @@ class AsyncConversation(_Base):
     async def send(self, text: str, *, output_type: dict[str, Any]) -> Reply[Any]: ...
 
     async def send(self, text: str, *, output_type: Any = None) -> Reply[Any]:
-        await self._load()
-        messages = [*self.messages, {"role": "user", "content": text}]
-        settings, turn = self._begin(messages, output_type, keep=True)
-        reply = await self._drive(run_loop(settings, turn))
-        reply = self._end(reply, settings, turn, keep=True)
-        await self._save()
-        return reply
+        """`Conversation.send` for async code."""
+        return await self._complete(self._send_flow(text, output_type))
+
+    def stream(self, text: str, *, output_type: Any = None) -> AsyncIterator[StreamEvent]:
+        """`Conversation.stream` for async code: `async for event in chat.stream(...)`.
+        A reader that stops early should close it (`contextlib.aclosing`): calls still
+        running are then cancelled."""
+        return self._perform(self._send_flow(text, output_type), listening=True)
 
     @overload
     async def run(
@@ -1099,9 +1351,8 @@ class AsyncConversation(_Base):
     ) -> Reply[Any]: ...
 
     async def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply[Any]:
-        settings, turn = self._begin(list(messages), output_type, keep=False)
-        reply = await self._drive(run_loop(settings, turn))
-        return self._end(reply, settings, turn, keep=False)
+        """`Conversation.run` for async code."""
+        return await self._complete(self._run_flow(messages, output_type))
 
     @overload
     async def resume(
@@ -1118,111 +1369,121 @@ class AsyncConversation(_Base):
 
     async def resume(self, decisions: Mapping[str, Any], *, output_type: Any = None) -> Reply[Any]:
         """`Conversation.resume` for async code."""
-        await self._load(resuming=True)
-        settings, turn, found = self._resuming(decisions, output_type)
-        await self._claim()
-        try:
-            reply = await self._drive(resume_loop(settings, turn, found))
-        except BaseException:
-            self._interrupted(settings, turn)
-            await self._save(failed=True)
-            raise
-        reply = self._end(reply, settings, turn, keep=True)
-        await self._save()
+        return await self._complete(self._resume_flow(decisions, output_type))
+
+    def stream_resume(
+        self, decisions: Mapping[str, Any], *, output_type: Any = None
+    ) -> AsyncIterator[StreamEvent]:
+        """`resume`, as the typed events of the turn (see `stream`)."""
+        return self._perform(self._resume_flow(decisions, output_type), listening=True)
+
+    # -- the I/O ---------------------------------------------------------------------------
+
+    async def _complete(self, flow: Flow) -> Reply:
+        reply: Reply | None = None
+        async for event in self._perform(flow, listening=False):  # only TurnFinished comes
+            if isinstance(event, TurnFinished):
+                reply = event.reply
+        if reply is None:  # pragma: no cover - every flow ends with TurnFinished
+            raise UsageError("the turn ended without a reply")
         return reply
 
-    async def _load(self, resuming: bool = False) -> None:
-        stored = self._stored
-        if stored is not None:
-            self._take(stored.loaded(await stored.store.aload(stored.id)))
-            if resuming:
-                stored.resumable()
+    async def _perform(self, flow: Flow, listening: bool) -> AsyncGenerator[StreamEvent, None]:
+        """`Conversation._perform` with awaited I/O."""
+        import asyncio  # loaded by the running event loop already
 
-    async def _claim(self) -> None:
-        stored = self._stored
-        if stored is not None:
-            taken = await stored.store.aclaim(stored.claim, stored.token, RESUME_TTL)
-            marker = stored.claimed(taken)
-            stored.saved(await stored.store.asave(stored.id, marker, stored.version))
-
-    async def _save(self, failed: bool = False) -> None:
-        stored = self._stored
-        if stored is None:
-            return
-        try:
-            saved = await stored.store.asave(stored.id, stored.state(self), stored.version)
-        except Exception:
-            if not failed:
-                raise
-            return  # as in Conversation._save: the turn's failure is what the caller sees
-        stored.saved(saved)
-
-    async def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
         provider = self._settings.provider.name
         runs = AsyncEarlyRuns(self.registry.dispatcher.settings.max_concurrency)
+        notes: asyncio.Queue[Any] | None = asyncio.Queue() if listening else None
+        parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
+        answer: Any = None
+        failure: BaseException | None = None
         try:
-            with turn(self.name, self.model, provider), self._naming_endpoint():  # a span
-                step = next(loop)
-                parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
-                while True:
-                    answer: Any
+            while True:
+                try:
+                    step = flow.send(answer) if failure is None else flow.throw(failure)
+                except StopIteration:
+                    return
+                answer = failure = None
+                if isinstance(step, TurnFinished) or (listening and isinstance(step, _NOTICES)):
+                    yield step
+                    continue
+                try:
                     if isinstance(step, (HookStep, GuardStep)):
                         answer = await _arun_check_step(step)
                     elif isinstance(step, ModelStep):
                         await runs.discard()  # started for an earlier answer, no round took them
                         with model_call(step.request, self.client, provider) as call:
-                            answer = call.response = await self._model(step, runs, call.parent)
+                            model = self._model(step, runs, call.parent, notes)
+                            async with aclosing(model) as said:
+                                async for note in said:
+                                    if isinstance(note, _Answered):
+                                        answer = call.response = note.answer
+                                    else:
+                                        yield note
                         parent = call.parent
-                    else:
+                    elif isinstance(step, ToolsStep):
                         with parent():
-                            answer = await self._tools(step.calls, step.approved, runs)
-                    try:
-                        step = loop.send(answer)
-                    except StopIteration as done:
-                        reply: Reply = done.value
-                        return reply
+                            async with aclosing(self._tools(step, runs, notes)) as ran:
+                                async for event in ran:
+                                    if isinstance(event, _Ran):
+                                        answer = event.results
+                                    else:
+                                        yield event
+                    elif isinstance(step, StoreStep):
+                        answer = await _astore_call(step)
+                except GeneratorExit:
+                    raise
+                except BaseException as exc:  # the flow decides (a resume keeps what ran)
+                    failure = exc
         finally:
             await runs.discard()  # the turn failed (a cut-off stream...): cancelled
-
-    def _collector(self, awaiting: list[Awaitable[Any]]) -> Callable[[str], None] | None:
-        """`on_text` for the assembler: an awaitable it returns is kept, to be awaited."""
-        on_text = self.on_text
-        if on_text is None:
-            return None
-
-        def deliver(text: str) -> None:
-            answer: Any = call_hook(on_text, text)
-            if _awaitable(answer):
-                awaiting.append(answer)
-
-        return deliver
+            flow.close()
 
     async def _model(
         self,
         step: ModelStep,
         runs: AsyncEarlyRuns,
         parent: Callable[[], AbstractContextManager[Any]],
-    ) -> Answer:
+        notes: asyncio.Queue[Any] | None,
+    ) -> AsyncGenerator[StreamEvent | _Answered, None]:
+        """The model call's events, then its `_Answered` (an async generator returns
+        nothing)."""
+        provider = self._settings.provider
         with endpoint_errors():
-            create = self._settings.provider.create(self.client)
+            create = provider.create(self.client)
             response = await create(**safe_json(step.request), **self._stream_kwargs())
-            if not self.stream:
-                return self._settings.provider.decode(response)
-            awaiting: list[Awaitable[Any]] = []  # what an async on_text returned
-            assembler = self._settings.provider.assembler(self._collector(awaiting))
+            if not self.streaming:
+                answer = provider.decode(response)
+                if notes is not None and answer.text:
+                    yield TextDelta(answer.text)
+                yield _Answered(answer)
+                return
+            on_text = self.on_text
+            deltas: list[str] = []
+            assembler = provider.assembler(
+                deltas.append if on_text is not None or notes is not None else None
+            )
             try:
                 async for chunk in response:
                     assembler.feed(chunk)
-                    while awaiting:  # in order, before the next chunk is read
-                        await awaiting.pop(0)
+                    for text in deltas:  # in order, before the next chunk is read
+                        if on_text is not None:
+                            said = call_hook(on_text, text)
+                            if _awaitable(said):
+                                await said
+                        if notes is not None:
+                            yield TextDelta(text)
+                    deltas.clear()
                     if step.early is not None:
-                        await self._start_early(assembler, step.early, runs, parent)
+                        ready = await self._start_early(assembler, step.early, runs, parent, notes)
+                        for event in ready:
+                            yield event
+                    while notes is not None and not notes.empty():
+                        yield notes.get_nowait()
             finally:
-                for left in awaiting:  # the stream failed before they could run
-                    if inspect.iscoroutine(left):
-                        left.close()
                 await response.close()
-            return assembler.result()
+            yield _Answered(assembler.result())
 
     async def _start_early(
         self,
@@ -1230,44 +1491,120 @@ class AsyncConversation(_Base):
         early: Callable[[Message], Generator[Step, Any, ToolCall | None]],
         runs: AsyncEarlyRuns,
         parent: Callable[[], AbstractContextManager[Any]],
-    ) -> None:
+        notes: asyncio.Queue[Any] | None,
+    ) -> list[StreamEvent]:
+        ready: list[StreamEvent] = []
         for message in assembler.completed():
             checks = early(message)
             try:  # the prechecks' hooks and guardrails, awaited when they are async
-                step = next(checks)
-                while isinstance(step, (HookStep, GuardStep)):
-                    step = checks.send(await _arun_check_step(step))
-                raise UsageError(f"eager start: unexpected step {step!r}")
+                check = next(checks)
+                while isinstance(check, (HookStep, GuardStep)):
+                    check = checks.send(await _arun_check_step(check))
+                raise UsageError(f"eager start: unexpected step {check!r}")
             except StopIteration as done:
                 call: ToolCall | None = done.value
-            if call is not None:
-                run = functools.partial(
-                    self.registry.adispatch_tool,
-                    call.name,
-                    call.arguments,
-                    **self._early_dispatch(call),
-                )
-                with parent():  # the model call that asked for it is its parent
-                    runs.start(call, run)
+            if call is None:
+                continue
+            if notes is not None:
+                ready.append(ToolCallReady(call, early=True))
+            run = self._runner(call, self._early_dispatch(call), notes, early=True)
+            with parent():  # the model call that asked for it is its parent
+                runs.start(call, run)
+        return ready
+
+    def _runner(
+        self,
+        call: ToolCall,
+        options: dict[str, Any],
+        notes: asyncio.Queue[Any] | None,
+        early: bool = False,
+    ) -> Callable[[], Awaitable[ToolResult]]:
+        """One call's run, for a task; with a reader, it says when it starts and where its
+        progress goes (from a tool's thread too)."""
+        dispatch = self.registry.dispatcher.adispatch_tool
+        run = functools.partial(dispatch, call.name, call.arguments, **options)
+        if notes is None:
+            return run
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        sink = _progress_sink(lambda note: loop.call_soon_threadsafe(notes.put_nowait, note))
+
+        async def followed() -> ToolResult:
+            notes.put_nowait(ToolStarted(call, early))
+            progress_sink.set(sink)  # in this task's own context (a copy)
+            return await run()
+
+        return followed
 
     async def _tools(
-        self, calls: list[ToolCall], approved: bool = False, runs: AsyncEarlyRuns | None = None
-    ) -> list[ToolResult]:
-        started = [None if runs is None else runs.claim(c) for c in calls]
+        self, step: ToolsStep, runs: AsyncEarlyRuns, notes: asyncio.Queue[Any] | None
+    ) -> AsyncGenerator[StreamEvent | _Ran, None]:
+        """The round's events, then its `_Ran`."""
+        import asyncio
+
+        calls = step.calls
+        started = [runs.claim(c) for c in calls]
         rest = [c for c, run in zip(calls, started) if run is None]
-        kwargs = self._dispatch_options(approved)
-        if self.parallel:
-            ran = iter(await self.registry.adispatch_many(rest, **kwargs))
-        else:
-            ran = iter(
-                [
-                    await self.registry.adispatch_tool(
-                        c.name, c.arguments, call_id=c.call_id, **kwargs
-                    )
-                    for c in rest
-                ]
-            )
-        return [next(ran) if run is None else await run for run in started]
+        options = self._dispatch_options(step.approved)
+        dispatcher = self.registry.dispatcher
+        if notes is None:  # nobody reads the events: dispatch's own batch
+            if self.parallel:
+                ran = iter(await dispatcher.adispatch_many(rest, **options))
+            else:
+                ran = iter(
+                    [
+                        await dispatcher.adispatch_tool(
+                            c.name, c.arguments, call_id=c.call_id, **options
+                        )
+                        for c in rest
+                    ]
+                )
+            yield _Ran([next(ran) if run is None else await run for run in started])
+            return
+        for call in rest:
+            yield ToolCallReady(call)
+        workers = 1 if not self.parallel else dispatcher.settings.max_concurrency
+        gate = asyncio.Semaphore(max(1, workers))
+        tasks: list[asyncio.Task[ToolResult]] = []
+        try:
+            for i, (call, run) in enumerate(zip(calls, started)):
+                if run is None:
+                    work = self._runner(call, {"call_id": call.call_id, **options}, notes)
+                    run = asyncio.ensure_future(_gated(gate, work))
+                tasks.append(run)
+                run.add_done_callback(functools.partial(_done_soon, notes, i))
+            left = len(tasks)
+            while left:
+                note = await notes.get()
+                if isinstance(note, _Done):
+                    left -= 1
+                    yield ToolFinished(calls[note.index], tasks[note.index].result())
+                else:
+                    yield note
+        finally:
+            for task in tasks:
+                task.cancel()  # a reader that stopped: nothing left running
+        yield _Ran([task.result() for task in tasks])
+
+
+@dataclass(frozen=True, slots=True)
+class _Answered:
+    answer: Answer  # the async model call's answer, after its events
+
+
+@dataclass(frozen=True, slots=True)
+class _Ran:
+    results: list[ToolResult]  # the async round's results, after its events
+
+
+async def _gated(gate: asyncio.Semaphore, work: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
+    async with gate:
+        return await work()
+
+
+def _done_soon(notes: Any, index: int, _: Any) -> None:
+    notes.put_nowait(_Done(index))
 
 
 def run_conversation(
