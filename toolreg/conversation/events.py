@@ -10,7 +10,7 @@ for event in chat.stream("What's the weather in Beijing?"):
         case ToolProgress(progress=done, total=total):
             print(f"[{done}/{total}]")
         case ToolFinished(result=result):
-            print(f"[{result.name}: {'ok' if result.ok else result.error_kind}]")
+            print(f"[{result.tool_name}: {'ok' if result.ok else 'failed'}]")
         case TurnFinished(reply=reply):
             print(reply.stop_reason)
 ```
