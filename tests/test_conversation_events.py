@@ -64,12 +64,16 @@ def test_one_round_in_order_text_last(stream: bool) -> None:
         "TurnFinished",
     ]
     ready, started, half, whole, finished = events[:5]
-    assert isinstance(ready, ToolCallReady) and ready.call.name == "get_weather"
-    assert ready.call.call_id == "call_1" and not ready.early
-    assert isinstance(started, ToolStarted) and started.call == ready.call
+    assert isinstance(ready, ToolCallReady)
+    assert ready.call.name == "get_weather"
+    assert ready.call.call_id == "call_1"
+    assert not ready.early
+    assert isinstance(started, ToolStarted)
+    assert started.call == ready.call
     assert half == ToolProgress("call_1", "get_weather", 1.0, 2.0, "asking the station")
     assert whole == ToolProgress("call_1", "get_weather", 2.0, 2.0, None)
-    assert isinstance(finished, ToolFinished) and finished.result.ok
+    assert isinstance(finished, ToolFinished)
+    assert finished.result.ok
     assert finished.result.content == '{"city": "北京", "temperature": 18}'
     reply = events[-1].reply
     deltas = [e.text for e in events if isinstance(e, TextDelta)]
@@ -142,7 +146,8 @@ def test_progress_that_is_not_a_number_is_dropped_and_the_call_still_succeeds() 
         events = list(Conversation(server.client(), MODEL, registry=reg, context=DEPS).stream("go"))
     progress = [e for e in events if isinstance(e, ToolProgress)]
     assert [(p.progress, p.total) for p in progress] == [(3.0, 4.0)]
-    assert progress[0].message is not None and len(progress[0].message) == 1_000
+    assert progress[0].message is not None
+    assert len(progress[0].message) == 1_000
     assert events[-1].reply.tool_results[0].content == "ok"
 
 
@@ -151,7 +156,8 @@ def test_progress_goes_nowhere_without_a_reader() -> None:
         reply = Conversation(
             server.client(), MODEL, registry=weather_registry(), context=DEPS
         ).send("Oslo?")
-    assert reply.tool_results[0].ok and reply.text == "Cold."
+    assert reply.tool_results[0].ok
+    assert reply.text == "Cold."
 
 
 def test_an_approval_is_an_event_and_stream_resume_carries_on() -> None:
@@ -171,7 +177,8 @@ def test_an_approval_is_an_event_and_stream_resume_carries_on() -> None:
         approval = events[-2]
         assert isinstance(approval, ApprovalRequired)
         assert [p.tool_name for p in approval.pending] == ["refund"]
-        assert not any(isinstance(e, ToolStarted) for e in events) and ran == []
+        assert not any(isinstance(e, ToolStarted) for e in events)
+        assert ran == []
         resumed = list(chat.stream_resume({approval.pending[0].call_id: True}))
     assert ran == [7]
     assert kinds(resumed)[:2] == ["ToolCallReady", "ToolStarted"]
@@ -205,7 +212,8 @@ def test_on_text_and_the_stream_see_the_same_deltas() -> None:
     with ScriptedServer([text("one two three four")]) as server:
         chat = Conversation(server.client(), MODEL, stream=True, on_text=seen.append)
         deltas = [e.text for e in chat.stream("count") if isinstance(e, TextDelta)]
-    assert deltas == seen and "".join(seen) == "one two three four"
+    assert deltas == seen
+    assert "".join(seen) == "one two three four"
 
 
 def test_eager_calls_are_ready_and_started_while_the_answer_streams() -> None:
@@ -227,7 +235,8 @@ def test_eager_calls_are_ready_and_started_while_the_answer_streams() -> None:
         chat = Conversation(server.client(), MODEL, registry=reg, stream=True)
         events = list(chat.stream("look up"))
     early = [(type(e).__name__, e.call.call_id) for e in events if getattr(e, "early", False)]
-    assert ("ToolCallReady", "call_1") in early and ("ToolStarted", "call_1") in early
+    assert ("ToolCallReady", "call_1") in early
+    assert ("ToolStarted", "call_1") in early
     finished = [e.call.call_id for e in events if isinstance(e, ToolFinished)]
     assert sorted(finished) == ["call_1", "call_2"]
     assert [r.content for r in events[-1].reply.tool_results] == ["a", "b"]
@@ -250,7 +259,8 @@ def test_async_stream_in_order() -> None:
         "ToolProgress",
         "ToolFinished",
     ]
-    assert isinstance(events[-1], TurnFinished) and events[-1].reply.text == "Sunny."
+    assert isinstance(events[-1], TurnFinished)
+    assert events[-1].reply.text == "Sunny."
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "Sunny."
 
 
