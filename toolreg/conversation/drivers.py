@@ -46,7 +46,7 @@ from typing_extensions import Self
 from ..dispatch import ConfirmCallback
 from ..dispatch.calling import aguard, call_hook, guard
 from ..errors import ConversationError, ConversationStateError, ToolCallError, UsageError
-from ..formats import DIALECTS, Dialect
+from ..formats import DIALECTS, Dialect, export_tools
 from ..formats.responses import TOOL_SEARCH_CALL
 from ..jsonvalues import safe_json
 from ..params import ProgressSink, progress_sink
@@ -54,6 +54,7 @@ from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch
 from ..tool import Tool
+from ..toolsets import StepContext, Toolset
 from .eager import AsyncEarlyRuns, EarlyRuns, drive_checks
 from .endpoints import endpoint_errors, endpoint_url
 from .events import (
@@ -128,7 +129,7 @@ class _Base:
         client: Any,
         model: str,
         *,
-        registry: ToolRegistry | None = None,
+        registry: Toolset | None = None,
         tools: str | Sequence[str] | None = None,
         system: str | None = None,
         max_rounds: int = 8,
@@ -199,6 +200,8 @@ class _Base:
         check_always(self.registry, self.tool_search)
         self.deferred_search: DeferredSearch = deferred_search
         self.eager_tools = eager_tools
+        self._step_offer: frozenset[str] | None = None  # what the toolset offered last
+        self._exported: tuple[Any, list[dict[str, Any]]] | None = None  # a toolset's export
         self.discovered: list[str] = []
         """Deferred tools (`defer_loading=True`) the model found with `search_tools`: they
         are offered from then on (saved by `export_state`)."""
@@ -244,7 +247,7 @@ class _Base:
             eager=self._eager if eager_tools is not False and stream and parallel else None,
         )
         provider = self._settings.provider
-        self._settings.policy.check_names(self.registry.names())
+        self._settings.policy.check_names([t.name for t in self.registry.tools()])
         provider.check_choice(tool_choice)  # one the dialect cannot express fails now
         if force_tools:
             provider.check_choice("required")
@@ -433,7 +436,7 @@ class _Base:
         if tool is None:
             raise ConversationStateError(
                 f"the pending call {pending.call_id!r} is to the tool {pending.tool_name!r}, "
-                "which this registry does not have"
+                "which this toolset does not have"
             )
         return tool
 
@@ -515,7 +518,7 @@ class _Base:
         state: dict[str, Any],
         client: Any,
         *,
-        registry: ToolRegistry | None = None,
+        registry: Toolset | None = None,
         context: Any = None,
         hooks: Hooks | None = None,
         on_text: Callable[[str], Any] | None = None,
@@ -599,10 +602,17 @@ class _Base:
     def offered_names(self) -> list[str]:
         """The tools offered to the model: `tools=` entries are tool names or tags; a
         deferred tool (`defer_loading=True`) once `search_tools` found it (with
-        `deferred_search="hosted"`, from the start: the server searches them)."""
+        `deferred_search="hosted"`, from the start: the server searches them); of a toolset
+        whose `offer` narrows what it holds, those it offered for the last model call."""
         found = set(self.discovered)
         hosted = self.deferred_search == "hosted"
-        return [t.name for t in self._allowed() if hosted or not t.defer_loading or t.name in found]
+        step = self._step_offer
+        return [
+            t.name
+            for t in self._allowed()
+            if (hosted or not t.defer_loading or t.name in found)
+            and (step is None or t.name in step)
+        ]
 
     def _allowed(self) -> list[Tool]:
         """The tools `tools=` allows, deferred or not."""
@@ -611,41 +621,61 @@ class _Base:
         wanted = set(self.tool_filter)
         return [t for t in self.registry.tools() if t.name in wanted or t.tags & wanted]
 
-    def _tool_definitions(self, history: list[Message]) -> list[dict[str, Any]]:
+    def _tool_definitions(self, history: list[Message], round_: int = 0) -> list[dict[str, Any]]:
+        """The definitions the next model call offers: what the toolset offers for this
+        step (`Toolset.offer`), narrowed by `tools=`, deferred loading and tool search."""
+        held = self.registry.tools()
+        offer = self.registry.offer(StepContext(self.context, tuple(history), round_))
+        self._step_offer = None if len(offer) == len(held) else frozenset(t.name for t in offer)
         allowed = self._allowed()
         found = set(self.discovered)
         mode = self.deferred_search
         names = self.offered_names()
         if mode == "client":  # those found are loaded by the history's tool_search_output
-            names = [t.name for t in self.registry.tools(names) if not t.defer_loading]
+            deferred = {t.name for t in allowed if t.defer_loading}
+            names = [name for name in names if name not in deferred]
         if self.tool_search is not None:
             chosen = set(select(self.registry, self.tool_search, names, history)) | found
             names = [name for name in names if name in chosen]
-        fmt, strict = self._settings.fmt.name, self.strict or None
-        required = self.advertise_required
-        offered: list[dict[str, Any]] = []
-        if names:
-            offered = self.registry.get_tools(
-                fmt, strict=strict, names=names, advertise_required=required
-            )
+        offered = self._definitions(names)
         if mode == "function":  # a found tool is a plain function here
             offered = [{k: v for k, v in d.items() if k != "defer_loading"} for d in offered]
         if any(t.defer_loading and (mode == "hosted" or t.name not in found) for t in allowed):
-            if mode == "function" and SEARCH_TOOL in self.registry:
+            if mode == "function" and self.registry.get(SEARCH_TOOL) is not None:
                 raise UsageError(
                     f"the registry has a tool named {SEARCH_TOOL!r}, the name of the search "
                     "tool its deferred tools (defer_loading=True) need: rename that tool"
                 )
-            offered = [*offered, *search_definitions(mode, fmt, strict, required)]
+            fmt, strict = self._settings.fmt.name, self.strict or None
+            searching = search_definitions(mode, fmt, strict, self.advertise_required)
+            offered = [*offered, *searching]
         return offered
+
+    def _definitions(self, names: list[str]) -> list[dict[str, Any]]:
+        """The definitions of these tools in the provider's format (a registry's cached
+        export; another toolset's, kept while its `revision` stays)."""
+        if not names:
+            return []
+        fmt, strict = self._settings.fmt, self.strict or None
+        required = self.advertise_required
+        registry = self.registry
+        if isinstance(registry, ToolRegistry):
+            return registry.get_tools(
+                fmt.name, strict=strict, names=names, advertise_required=required
+            )
+        key = (registry.revision, tuple(names))
+        cached = self._exported
+        if cached is None or cached[0] != key:
+            wanted = set(names)
+            tools = {t.name: t for t in registry.tools() if t.name in wanted}
+            chosen = [tools[name] for name in names if name in tools]
+            defs = export_tools(chosen, fmt, strict=strict, advertise_required=required)
+            cached = self._exported = (key, defs)
+        return list(cached[1])
 
     def _found_definitions(self, names: list[str]) -> list[dict[str, Any]]:
         """What a client-executed tool search loads: the definitions of the tools found."""
-        if not names:
-            return []
-        fmt, strict = self._settings.fmt.name, self.strict or None
-        required = self.advertise_required
-        return self.registry.get_tools(fmt, strict=strict, names=names, advertise_required=required)
+        return self._definitions(names)
 
     def _eager(self, call: ToolCall) -> bool:
         """Whether a call may start while the answer still streams: a tool offered to the
@@ -667,7 +697,7 @@ class _Base:
         call (dispatch runs it)."""
         mode = self.deferred_search
         searching = {"function": SEARCH_TOOL, "client": TOOL_SEARCH_CALL}.get(mode)
-        if call.name == searching and call.name not in self.registry:
+        if call.name == searching and self.registry.get(call.name) is None:
             allowed = self._allowed()
             if any(t.defer_loading for t in allowed):
                 among = [t.name for t in allowed]
@@ -787,7 +817,7 @@ async def _arun_hook(step: HookStep) -> Any:
     return (await answer) if _awaitable(answer) else answer
 
 
-def _guardrails_given(guards: Guardrails, registry: ToolRegistry) -> list[tuple[str, Any]]:
+def _guardrails_given(guards: Guardrails, registry: Toolset) -> list[tuple[str, Any]]:
     """Every guardrail a sync conversation would call, labelled as it was given."""
     given = [("input_guardrails", g) for g in guards.input]
     given += [("output_guardrails", g) for g in guards.output]
@@ -966,15 +996,16 @@ def _check_options(
         )
 
 
-def _tool_filter(registry: ToolRegistry, tools: str | Sequence[str]) -> list[str]:
+def _tool_filter(registry: Toolset, tools: str | Sequence[str]) -> list[str]:
     """`tools=` as a list (one str is one entry); an entry that is no name and no tag fails."""
     wanted = [tools] if isinstance(tools, str) else list(tools)
-    tags = {tag for tool in registry.tools() for tag in tool.tags}
-    unknown = [w for w in wanted if w not in registry and w not in tags]
+    held = registry.tools()
+    tags = {tag for tool in held for tag in tool.tags}
+    unknown = [w for w in wanted if registry.get(w) is None and w not in tags]
     if unknown:
         raise UsageError(
             f"tools={wanted!r}: {', '.join(map(repr, unknown))} is neither a registered tool "
-            f"nor a tag; registered: {', '.join(registry.names()) or 'none'}"
+            f"nor a tag; registered: {', '.join(t.name for t in held) or 'none'}"
         )
     return wanted
 
