@@ -91,6 +91,7 @@ from .offer import (
     search_definitions,
     select,
 )
+from .options import ConversationOptions
 from .output import OutputSpec
 from .policies import CallPolicy, OnCallLimit
 from .providers import Answer, dialect_for, dialect_names, provider_for
@@ -119,6 +120,7 @@ __all__ = ["AsyncConversation", "Conversation", "run_conversation"]
 
 Message = dict[str, Any]
 T = TypeVar("T")
+_OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ConversationOptions))
 
 
 class _Base:
@@ -167,14 +169,18 @@ class _Base:
         eager_tools: bool | None = None,
         **request_options: Any,
     ) -> None:
-        dialect = dialect_for(client, dialect)
-        _check_options(dialect, max_rounds, output_retries, final_call, assistant_content)
-        check_deferred_search(deferred_search, dialect)
-        _check_seed_options(advertise_required, force_tools, max_repeats, strict, output_strict)
-        _check_state_option(state, dialect, confirm, request_options)
-        _check_eager_option(eager_tools, stream, parallel)
-        if hooks is not None and not isinstance(hooks, Hooks):
-            raise UsageError(f"hooks must be a toolreg.Hooks, not {type(hooks).__name__}")
+        # the options as given, checked by their record (declared once, in options.py)
+        given = locals()
+        options = ConversationOptions(**{name: given[name] for name in _OPTION_NAMES})
+        dialect = dialect_for(client, options.dialect)
+        if dialect not in dialect_names():
+            names = ", ".join(dialect_names())
+            raise UsageError(f"unknown dialect {dialect!r}; choose one of {names}")
+        options = dataclasses.replace(options, dialect=dialect)
+        check_deferred_search(options.deferred_search, dialect)
+        _check_state_option(options.state, dialect, request_options)
+        self.options = options
+        """This conversation's options (`ConversationOptions`; the dialect resolved)."""
         guards = Guardrails(
             guardrail_list("input_guardrails", input_guardrails),
             guardrail_list("output_guardrails", output_guardrails),
@@ -184,12 +190,6 @@ class _Base:
         if not self._awaits_hooks:
             _check_sync_hooks(hooks, on_text)
             check_guardrails(_guardrails_given(guards, registry or default_registry))
-        trims = max_history_messages is not None or max_history_chars is not None
-        if state == "server" and trims:
-            raise UsageError(
-                'max_history_messages / max_history_chars trim what is sent; with state="server" '
-                "the server keeps the whole history"
-            )
         self.client = client
         self.model = model
         self.name = name
@@ -476,28 +476,8 @@ class _Base:
         state = dump_state(
             options={
                 "model": self.model,
-                "name": self.name,
-                "dialect": settings.provider.dialect,
-                "state": "server" if settings.server_state else "client",
+                **self.options.saved(),
                 "tools": self.tool_filter,
-                "max_rounds": settings.max_rounds,
-                "parallel": self.parallel,
-                "strict": self.strict,
-                "confirm": "defer" if self.confirm == "defer" else None,
-                "tool_choice": settings.tool_choice,
-                "final_call": settings.final_call,
-                "assistant_content": self.assistant_content,
-                "stream": self.streaming,
-                "output_retries": settings.output_retries,
-                "max_history_messages": settings.max_history_messages,
-                "max_history_chars": settings.max_history_chars,
-                "advertise_required": self.advertise_required,
-                "force_tools": settings.force_tools,
-                "max_repeats": settings.max_repeats,
-                "output_strict": self.output_strict,
-                "tool_search": None if self.tool_search is None else self.tool_search.to_json(),
-                "deferred_search": self.deferred_search,
-                **settings.policy.to_json(),
                 "request_options": settings.request_options,
             },
             messages=self.messages,
@@ -896,20 +876,6 @@ class _Paused:
         return dataclasses.replace(base, output=spec)
 
 
-def _check_eager_option(eager_tools: Any, stream: bool, parallel: bool) -> None:
-    if eager_tools is not None and not isinstance(eager_tools, bool):
-        raise UsageError(f"eager_tools must be True, False or None, not {eager_tools!r}")
-    if eager_tools and not stream:
-        raise UsageError(
-            "eager_tools=True starts tools while the answer streams: it needs stream=True"
-        )
-    if eager_tools and not parallel:
-        raise UsageError(
-            "eager_tools=True runs calls beside each other: it cannot be combined with "
-            "parallel=False"
-        )
-
-
 def _run_check_step(step: HookStep | GuardStep) -> Any:
     """A hook or a guardrail the loop asks for, on the sync driver (in a round, or in an
     eager call's prechecks)."""
@@ -929,13 +895,7 @@ def _canonical(shape: tuple[str, dict[str, Any]]) -> str:
     return json.dumps(shape, sort_keys=True)
 
 
-def _check_state_option(
-    state: str, dialect: str, confirm: Any, request_options: dict[str, Any]
-) -> None:
-    if isinstance(confirm, str) and confirm != "defer":
-        raise UsageError(f'confirm must be a callable, "defer" or None, not {confirm!r}')
-    if state not in ("client", "server"):
-        raise UsageError(f'state must be "client" or "server", not {state!r}')
+def _check_state_option(state: str, dialect: str, request_options: dict[str, Any]) -> None:
     if state == "client":
         return
     fmt = DIALECTS.get(dialect)
@@ -948,52 +908,6 @@ def _check_state_option(
         )
     if request_options.get("store") is False:
         raise UsageError('state="server" keeps the history on the server: drop store=False')
-
-
-def _check_seed_options(
-    advertise_required: bool,
-    force_tools: bool,
-    max_repeats: int | None,
-    strict: bool,
-    output_strict: bool,
-) -> None:
-    flags = (
-        ("advertise_required", advertise_required),
-        ("force_tools", force_tools),
-        ("output_strict", output_strict),
-    )
-    for key, value in flags:
-        if not isinstance(value, bool):
-            raise UsageError(f"{key} must be True or False, not {value!r}")
-    if not advertise_required and strict:
-        raise UsageError("advertise_required=False cannot be combined with strict=True")
-    if max_repeats is not None and (
-        isinstance(max_repeats, bool) or not isinstance(max_repeats, int) or max_repeats < 2
-    ):
-        raise UsageError(
-            f"max_repeats={max_repeats!r}: a whole number >= 2 (the round in which the same "
-            "call is refused), or None for no limit"
-        )
-
-
-def _check_options(
-    dialect: str, max_rounds: int, output_retries: int, final_call: str, assistant_content: str
-) -> None:
-    if dialect not in dialect_names():
-        names = ", ".join(dialect_names())
-        raise UsageError(f"unknown dialect {dialect!r}; choose one of {names}")
-    if max_rounds < 0:
-        raise UsageError("max_rounds must be >= 0")
-    if output_retries < 0:
-        raise UsageError("output_retries must be >= 0")
-    if final_call not in ("tool_choice_none", "drop_tools"):
-        raise UsageError(
-            f'final_call must be "tool_choice_none" or "drop_tools", not {final_call!r}'
-        )
-    if assistant_content not in ("empty", "null", "omit"):
-        raise UsageError(
-            f'assistant_content must be "empty", "null" or "omit", not {assistant_content!r}'
-        )
 
 
 def _tool_filter(registry: Toolset, tools: str | Sequence[str]) -> list[str]:
