@@ -22,10 +22,15 @@ module is skipped with the reason; with `TOOLREG_AIMOCK_BIN` set, a binary that 
 start is a failure, not a skip.
 
 How aimock differs from the real APIs (toolreg tolerates each; none is papered over here):
-- usage is zero unless a fixture gives it (`{"input_tokens": 0, "output_tokens": 0}`);
+- usage: chat completions count tokens from lengths; the Responses and Messages APIs
+  answer zeros unless a fixture gives usage;
 - the Responses API keeps nothing: `previous_response_id` is ignored, so only the
   client-state loop (`store=False`, toolreg's default) can run against it;
 - the journal holds each request translated to chat-completions shape, not as sent;
+- the fixtures' `responseFormat` matcher sees only chat completions' `response_format`:
+  the Responses API's `text.format` and Anthropic's `output_config` are not read;
+- it does not refuse a history the real APIs refuse (a call left unanswered, a result
+  for no call): each request is checked here with `toolreg.testing.inspection` instead;
 - a `thinking` block's `signature` is a placeholder (`aimock-placeholder-signature`);
   aimock checks, like Anthropic, that a continued tool-use turn starts with it.
 """
@@ -41,6 +46,7 @@ import threading
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import anthropic
@@ -125,6 +131,11 @@ FIXTURES: list[Json] = [
             "toolResultContains": "7",
         },
         "response": {"content": "7 plates."},
+    },
+    # structured output: the JSON text
+    {
+        "match": {"userMessage": "mug count as JSON"},
+        "response": {"content": {"item": "mug", "count": 3}},
     },
     # the endpoint is overloaded
     {
@@ -387,6 +398,11 @@ def test_parallel_calls_run_and_the_answer_follows(
         ("stock", {"item": "mug"}, True, "3"),
         ("stock", {"item": "cup"}, True, "5"),
     ]
+    if api == "chat":  # aimock counts tokens from lengths; also streamed (include_usage)
+        assert reply.usage.input_tokens > 0
+        assert reply.usage.output_tokens > 0
+    else:  # Responses and Messages: aimock answers zeros unless a fixture gives usage
+        assert (reply.usage.input_tokens, reply.usage.output_tokens) == (0, 0)
     if stream:
         assert len(pieces) > 1  # aimock streams 20 characters a chunk
         assert "".join(pieces) == reply.text
@@ -451,7 +467,6 @@ def test_anthropic_results_are_one_user_message_of_tool_results(
         "role": "assistant",
         "content": [{"type": "text", "text": "There are 3 mugs and 5 cups in stock, sir."}],
     }
-    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (0, 0)  # aimock's zeros
 
 
 # -- text beside a call; the next question in the same conversation ---------------------------
@@ -557,3 +572,64 @@ def test_thinking_goes_back_first_with_its_signature(
     assert took[0]["signature"] == "aimock-placeholder-signature"
     # the answer keeps no thinking (only a call's turn needs it back)
     assert reply.messages[-1]["content"] == [{"type": "text", "text": "7 plates."}]
+
+
+# -- approvals across export and resume; structured output ---------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_deferred_call_resumes_from_the_exported_state(wire: Wire, api: str) -> None:
+    shop = ToolRegistry()
+
+    @shop.register_tool(requires_confirmation=True)
+    def stock(item: str) -> int:
+        """How many of an item are in stock (asks the user first)."""
+        return STOCK.get(item, 0)
+
+    with wire.client(api) as client:
+        chat = Conversation(
+            client, MODEL[api], registry=shop, dialect=DIALECT[api], confirm="defer"
+        )
+        paused = chat.send("How many mugs and cups?")
+        assert paused.stop_reason == "approval_required"
+        assert [p.arguments for p in paused.pending] == [{"item": "mug"}, {"item": "cup"}]
+        saved = json.loads(json.dumps(chat.export_state()))
+        again = Conversation.from_state(saved, client, registry=shop)
+        reply = again.resume({p.call_id: True for p in paused.pending})
+    assert (reply.text, reply.stop_reason) == (
+        "There are 3 mugs and 5 cups in stock, sir.",
+        "answer",
+    )
+    assert len(wire.sent) == 2
+    assert _problems(api, wire.sent[1]) == []
+    calls, results = _answered(api, wire.sent[1])
+    assert results == [(calls[0], "3"), (calls[1], "5")]
+
+
+@dataclass
+class Count:
+    item: str
+    count: int
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_structured_output(wire: Wire, shop: ToolRegistry, api: str) -> None:
+    with wire.client(api) as client:
+        chat = Conversation(client, MODEL[api], registry=shop, dialect=DIALECT[api])
+        reply = chat.send("The mug count as JSON", output_type=Count)
+    assert reply.output == Count("mug", 3)
+    assert reply.stop_reason == "answer"
+    (sent,) = wire.sent
+    if api == "chat":
+        fmt = sent["response_format"]
+        assert (fmt["type"], fmt["json_schema"]["name"]) == ("json_schema", "Count")
+        schema = fmt["json_schema"]["schema"]
+    elif api == "responses":
+        fmt = sent["text"]["format"]
+        assert (fmt["type"], fmt["name"]) == ("json_schema", "Count")
+        schema = fmt["schema"]
+    else:
+        fmt = sent["output_config"]["format"]
+        assert fmt["type"] == "json_schema"
+        schema = fmt["schema"]
+    assert schema["required"] == ["item", "count"]
