@@ -633,3 +633,21 @@ def test_structured_output(wire: Wire, shop: ToolRegistry, api: str) -> None:
         assert fmt["type"] == "json_schema"
         schema = fmt["schema"]
     assert schema["required"] == ["item", "count"]
+
+
+def test_server_state_needs_an_endpoint_that_keeps_responses(
+    wire: Wire, shop: ToolRegistry
+) -> None:
+    """`state="server"` sends only the new items after `previous_response_id`; aimock keeps
+    no response, so the second request has no question to match and is refused (strict)."""
+    with wire.client("responses") as client:
+        chat = Conversation(
+            client, OPENAI_MODEL, registry=shop, dialect="responses", state="server"
+        )
+        with pytest.raises(ConversationError) as caught:
+            chat.send("How many mugs and cups?")
+    assert caught.value.status_code == 503
+    first, second = wire.sent
+    assert first.get("store") is not False
+    assert second["previous_response_id"]
+    assert {i["type"] for i in second["input"]} == {"function_call_output"}
