@@ -25,6 +25,7 @@ made by hand with the same messages and tools.
 
 import asyncio
 import contextlib
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -335,8 +336,6 @@ BASELINE = "toolreg_baseline"
 def load_baseline(checkout: str) -> Any:
     """Another checkout's toolreg (e.g. the main branch), imported as `toolreg_baseline`
     beside this one, so that both run in the same process and the same rounds."""
-    import importlib.util
-
     folder = os.path.join(os.path.abspath(checkout), "toolreg")
     spec = importlib.util.spec_from_file_location(
         BASELINE, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder]
@@ -399,9 +398,13 @@ def agents_litellm_path(client: Any) -> Turn:
     """The Agents SDK over Anthropic's Messages API: it has no Anthropic model of its own;
     `LitellmModel` sends through LiteLLM, which speaks to Anthropic with its own HTTP client
     (not the `anthropic` SDK): the endpoint of `client` is all it takes from it."""
+    # LiteLLM fetches its model cost map from the network at import unless told not to
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
     from agents import Agent, Runner, function_tool, set_tracing_disabled
     from agents.extensions.models.litellm_model import LitellmModel
 
+    litellm.suppress_debug_info = True  # else a "Provider List" banner on stdout per call
     set_tracing_disabled(True)
     model = LitellmModel(
         model=f"anthropic/{MODEL}", base_url=str(client.base_url).rstrip("/"), api_key="none"
@@ -634,6 +637,8 @@ def loop_overhead(cfg: dict[str, Any], installed: Callable[[str], bool]) -> dict
     versions = {"openai": openai.__version__}
     if anthropic is not None:
         versions["anthropic"] = anthropic.__version__
+    if any(label.endswith("(LiteLLM)") for label in floor_of):
+        versions["litellm"] = importlib.metadata.version("litellm")
     return {**versions, "rows": rows, "skipped": skipped, "state": state_out}
 
 
