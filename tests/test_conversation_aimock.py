@@ -132,6 +132,44 @@ FIXTURES: list[Json] = [
         },
         "response": {"content": "7 plates."},
     },
+    # redacted thinking, then thinking, then a call (aimock puts redacted blocks first)
+    {
+        "match": {"userMessage": "think hard about cups", "hasToolResult": False},
+        "response": {
+            "redactedThinking": ["opaque-reasoning-1"],
+            "reasoning": "Cups: ask the stock tool.",
+            "reasoningSignature": "sig-cups",
+            "toolCalls": [{"name": "stock", "arguments": {"item": "cup"}}],
+        },
+    },
+    {
+        "match": {
+            "userMessage": "think hard about cups",
+            "hasToolResult": True,
+            "toolResultContains": "5",
+        },
+        "response": {"content": "5 cups."},
+    },
+    # the call first, then text, in one answer
+    {
+        "match": {"userMessage": "saucers", "hasToolResult": False},
+        "response": {
+            "blocks": [
+                {"type": "toolCall", "name": "stock", "arguments": {"item": "saucer"}},
+                {"type": "text", "text": "Checking the saucers."},
+            ]
+        },
+    },
+    {
+        "match": {"userMessage": "saucers", "hasToolResult": True, "toolResultContains": "0"},
+        "response": {"content": "No saucers."},
+    },
+    # a stream cut off after two chunks
+    {
+        "match": {"userMessage": "tell me a long story"},
+        "response": {"content": "Once upon a time there was a mug that nobody ever used."},
+        "truncateAfterChunks": 2,
+    },
     # structured output: the JSON text
     {
         "match": {"userMessage": "mug count as JSON"},
@@ -651,3 +689,59 @@ def test_server_state_needs_an_endpoint_that_keeps_responses(
     assert first.get("store") is not False
     assert second["previous_response_id"]
     assert {i["type"] for i in second["input"]} == {"function_call_output"}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_redacted_thinking_goes_back_first_with_its_data(
+    wire: Wire, shop: ToolRegistry, stream: bool
+) -> None:
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    reply, _ = _turn(
+        wire, "anthropic", "Please think hard about cups", shop, stream=stream, thinking=thinking
+    )
+    assert (reply.text, reply.stop_reason) == ("5 cups.", "answer")
+    took = wire.sent[1]["messages"][1]["content"]
+    assert [b["type"] for b in took] == ["redacted_thinking", "thinking", "tool_use"]
+    assert took[0]["data"] == "opaque-reasoning-1"
+    assert (took[1]["thinking"], took[1]["signature"]) == ("Cups: ask the stock tool.", "sig-cups")
+
+
+# -- a call before text in one answer; a stream cut off ------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize("api", APIS)
+def test_a_call_before_text_in_one_answer(
+    wire: Wire, shop: ToolRegistry, api: str, stream: bool
+) -> None:
+    pieces: list[str] = []
+    reply, _ = _turn(
+        wire, api, "Any saucers?", shop, stream=stream, on_text=pieces.append if stream else None
+    )
+    assert (reply.text, reply.stop_reason) == ("No saucers.", "answer")
+    assert [(r.arguments, r.content) for r in reply.tool_results] == [({"item": "saucer"}, "0")]
+    second = wire.sent[1]
+    assert _problems(api, second) == []
+    if api == "anthropic":  # the blocks in the order the model gave them
+        took = second["messages"][1]["content"]
+        assert [b["type"] for b in took] == ["tool_use", "text"]
+        assert took[1]["text"] == "Checking the saucers."
+    elif api == "chat":
+        took = second["messages"][1]
+        assert (took["content"], len(took["tool_calls"])) == ("Checking the saucers.", 1)
+    else:
+        kinds = [i.get("type") for i in second["input"][1:]]
+        assert kinds == ["function_call", "message", "function_call_output"]
+    if stream:
+        assert "".join(pieces) == "Checking the saucers.No saucers."
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_stream_cut_off_is_a_conversation_error(wire: Wire, shop: ToolRegistry, api: str) -> None:
+    with wire.client(api) as client:
+        chat = Conversation(client, MODEL[api], registry=shop, dialect=DIALECT[api], stream=True)
+        with pytest.raises(ConversationError):
+            chat.send("Please tell me a long story")
+    assert chat.messages == []
+    (entry,) = wire.journal()
+    assert entry["response"].get("interrupted") is True
