@@ -31,6 +31,9 @@ How aimock differs from the real APIs (toolreg tolerates each; none is papered o
   the Responses API's `text.format` and Anthropic's `output_config` are not read;
 - it does not refuse a history the real APIs refuse (a call left unanswered, a result
   for no call): each request is checked here with `toolreg.testing.inspection` instead;
+- a filtered answer (`finishReason: "content_filter"`) is a Responses API response with
+  `status: "failed"`, where the real API answers `"incomplete"` with the reason
+  `content_filter`: toolreg reads a failed response as an error;
 - a `thinking` block's `signature` is a placeholder (`aimock-placeholder-signature`);
   aimock checks, like Anthropic, that a continued tool-use turn starts with it.
 """
@@ -169,6 +172,19 @@ FIXTURES: list[Json] = [
         "match": {"userMessage": "tell me a long story"},
         "response": {"content": "Once upon a time there was a mug that nobody ever used."},
         "truncateAfterChunks": 2,
+    },
+    # an answer cut off at the token limit; one filtered
+    {
+        "match": {"userMessage": "write me an essay"},
+        "response": {"content": "It was a dark and", "finishReason": "length"},
+    },
+    {
+        "match": {"userMessage": "say something rude"},
+        "response": {"content": "", "finishReason": "content_filter"},
+    },
+    {  # Anthropic's own word for it (aimock passes a finishReason it does not map as is)
+        "match": {"userMessage": "say something cruel"},
+        "response": {"content": "", "finishReason": "refusal"},
     },
     # structured output: the JSON text
     {
@@ -801,3 +817,34 @@ def test_chat_reasoning_content_goes_back_as_received(wire: Wire, shop: ToolRegi
 def test_chat_reasoning_content_goes_back_when_streamed_too(wire: Wire, shop: ToolRegistry) -> None:
     took = _chat_reasoning_sent(wire, shop, stream=True)
     assert took.get("reasoning_content") == REASONING
+
+
+# -- answers that stop early -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize("api", APIS)
+def test_an_answer_cut_off_at_the_token_limit(
+    wire: Wire, shop: ToolRegistry, api: str, stream: bool
+) -> None:
+    reply, finished = _turn(wire, api, "Please write me an essay", shop, stream=stream)
+    assert (reply.text, reply.stop_reason, reply.rounds) == ("It was a dark and", "length", 1)
+    assert finished == ["length"]  # max_tokens (Messages), incomplete (Responses)
+
+
+@pytest.mark.parametrize(
+    ("api", "question"),
+    [("chat", "Please say something rude"), ("anthropic", "Please say something cruel")],
+)
+def test_a_filtered_answer(wire: Wire, shop: ToolRegistry, api: str, question: str) -> None:
+    """finish_reason "content_filter" (chat completions), stop_reason "refusal" (Messages)."""
+    reply, _ = _turn(wire, api, question, shop)
+    assert (reply.text, reply.stop_reason) == ("", "content_filter")
+
+
+def test_a_filtered_responses_answer_is_an_error_with_aimock(
+    wire: Wire, shop: ToolRegistry
+) -> None:
+    """aimock answers `status: "failed"` (see the module docstring): an error to toolreg."""
+    with pytest.raises(ConversationError, match="failed"):
+        _turn(wire, "responses", "Please say something rude", shop)
