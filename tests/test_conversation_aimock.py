@@ -21,7 +21,8 @@ what `.ci/run` installs), else `llmock` on the PATH. Without it, or without `nod
 module is skipped with the reason; with `TOOLREG_AIMOCK_BIN` set, a binary that does not
 start is a failure, not a skip.
 
-How aimock differs from the real APIs (toolreg tolerates each; none is papered over here):
+How aimock differs from the real APIs (none is papered over here; the tests that meet one
+say so):
 - usage: chat completions count tokens from lengths; the Responses and Messages APIs
   answer zeros unless a fixture gives usage;
 - the Responses API keeps nothing: `previous_response_id` is ignored, so only the
@@ -34,6 +35,10 @@ How aimock differs from the real APIs (toolreg tolerates each; none is papered o
 - a filtered answer (`finishReason: "content_filter"`) is a Responses API response with
   `status: "failed"`, where the real API answers `"incomplete"` with the reason
   `content_filter`: toolreg reads a failed response as an error;
+- a finish reason it has no Anthropic word for goes out as is (`content_filter` as a
+  `stop_reason`; Anthropic says `refusal`);
+- for a reasoning-capable model name its chat completions carry `reasoning_content`
+  (as DeepSeek's and vLLM's do; OpenAI's never do);
 - a `thinking` block's `signature` is a placeholder (`aimock-placeholder-signature`);
   aimock checks, like Anthropic, that a continued tool-use turn starts with it.
 """
