@@ -243,6 +243,7 @@ def aimock(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stderr=subprocess.STDOUT,
         text=True,
         encoding="utf-8",
+        errors="replace",
     )
     try:
         url = _listening(child)
