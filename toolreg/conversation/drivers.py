@@ -33,7 +33,6 @@ from ..dispatch import ConfirmCallback
 from ..dispatch.calling import aguard, call_hook, guard
 from ..errors import ConversationError, ConversationStateError, ToolCallError, UsageError
 from ..formats import DIALECTS, Dialect
-from ..formats.responses import TOOL_SEARCH_CALL
 from ..jsonvalues import safe_json
 from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
@@ -60,9 +59,12 @@ from .offer import (
     answer_search,
     check_always,
     check_deferred_search,
+    found_loader,
     not_loaded,
+    search_call,
     search_definitions,
     select,
+    sent_names,
 )
 from .output import OutputSpec
 from .policies import CallPolicy, OnCallLimit
@@ -517,12 +519,11 @@ class _Base:
         found = set(self.discovered)
         mode = self.deferred_search
         names = self.offered_names()
-        if mode == "client":  # those found are loaded by the history's tool_search_output
-            names = [t.name for t in self.registry.tools(names) if not t.defer_loading]
+        fmt, strict = self._settings.fmt.name, self.strict or None
         if self.tool_search is not None:
             chosen = set(select(self.registry, self.tool_search, names, history)) | found
             names = [name for name in names if name in chosen]
-        fmt, strict = self._settings.fmt.name, self.strict or None
+        names = sent_names(mode, fmt, names, allowed)
         required = self.advertise_required
         offered: list[dict[str, Any]] = []
         if names:
@@ -532,7 +533,7 @@ class _Base:
         if mode == "function":  # a found tool is a plain function here
             offered = [{k: v for k, v in d.items() if k != "defer_loading"} for d in offered]
         if any(t.defer_loading and (mode == "hosted" or t.name not in found) for t in allowed):
-            if mode == "function" and SEARCH_TOOL in self.registry:
+            if search_call(mode, fmt) == SEARCH_TOOL and SEARCH_TOOL in self.registry:
                 raise UsageError(
                     f"the registry has a tool named {SEARCH_TOOL!r}, the name of the search "
                     "tool its deferred tools (defer_loading=True) need: rename that tool"
@@ -567,12 +568,12 @@ class _Base:
         is deferred), and to a call of a deferred tool not found yet; None for every other
         call (dispatch runs it)."""
         mode = self.deferred_search
-        searching = {"function": SEARCH_TOOL, "client": TOOL_SEARCH_CALL}.get(mode)
+        searching = search_call(mode, self._settings.fmt.name)
         if call.name == searching and call.name not in self.registry:
             allowed = self._allowed()
             if any(t.defer_loading for t in allowed):
                 among = [t.name for t in allowed]
-                definitions = self._found_definitions if mode == "client" else None
+                definitions = found_loader(mode, self._settings.fmt.name, self._found_definitions)
                 return answer_search(self.registry, call, among, self.discovered, definitions)
             return None
         tool = self.registry.get(call.name) if isinstance(call.name, str) else None
