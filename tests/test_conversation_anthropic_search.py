@@ -6,13 +6,14 @@ answers the model's `search_tools` calls from toolreg's index with `tool_referen
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
 import pytest
 from test_formats import conforms
 
-from toolreg import Conversation, ToolRegistry, UsageError
+from toolreg import AsyncConversation, Conversation, ToolRegistry, UsageError
 from toolreg.testing import ScriptedServer, raw, text, tool_call
 from toolreg.testing.inspection import references_problems
 
@@ -89,6 +90,33 @@ def test_a_client_search_loads_what_toolreg_finds_by_reference(stream: bool) -> 
     assert reply.text == "Opened #42."
     assert results_of(server, 2)[0]["content"] == "#42"
     assert "search_tools" in tools_of(server, 2)  # the Chinese tool is still not found
+
+
+def test_an_async_conversation_searches_the_same_way() -> None:
+    ran: list[str] = []
+
+    async def main(server: ScriptedServer) -> Any:
+        async with server.async_anthropic_client() as client:
+            conversation = AsyncConversation(
+                client, MODEL, registry=catalog(ran), deferred_search="client"
+            )
+            return await conversation.send("file a bug in a/b"), conversation.discovered
+
+    script = [
+        tool_call("search_tools", query="github issue", limit=1, id="s1"),
+        tool_call("create_github_issue", repository="a/b", title="crash", id="c1"),
+        text("Opened."),
+    ]
+    with ScriptedServer(script) as server:
+        reply, discovered = asyncio.run(main(server))
+    assert results_of(server, 1)[0]["content"] == [
+        {"type": "tool_reference", "tool_name": "create_github_issue"}
+    ]
+    assert (ran, discovered, reply.text) == (
+        ["create_github_issue a/b"],
+        ["create_github_issue"],
+        "Opened.",
+    )
 
 
 def test_a_chinese_client_search_finds_the_chinese_tool() -> None:
