@@ -13,8 +13,14 @@ from typing import Any
 import pytest
 from test_formats import conforms
 
-from toolreg import AsyncConversation, Conversation, ToolRegistry, UsageError
-from toolreg.testing import ScriptedServer, raw, text, tool_call
+from toolreg import (
+    AsyncConversation,
+    Conversation,
+    ConversationStateError,
+    ToolRegistry,
+    UsageError,
+)
+from toolreg.testing import ScriptedServer, call, raw, text, tool_call, tool_calls
 from toolreg.testing.inspection import references_problems
 
 sdk = pytest.importorskip("anthropic.types")
@@ -266,3 +272,64 @@ def test_a_hosted_search_sends_the_apis_search_tool_and_runs_what_it_loaded(
     assert [b["type"] for b in echoed] == ["server_tool_use", "tool_search_tool_result", "tool_use"]
     assert echoed[:2] == searched["content"][:2]  # the server's blocks go back as received
     assert results_of(server, 1)[0]["content"] == "#42"
+
+
+def test_a_search_in_a_round_paused_for_approval_still_loads_after_resume() -> None:
+    registry = catalog()
+    refunded: list[str] = []
+
+    @registry.register_tool(destructive=True)
+    def refund(order: str) -> str:
+        """Refund an order."""
+        refunded.append(order)
+        return "refunded"
+
+    script = [
+        tool_calls(
+            call("search_tools", query="github issue", limit=1, id="s1"),
+            call("refund", order="7", id="r1"),
+        ),
+        text("Refunded, and I can open issues now."),
+    ]
+    with ScriptedServer(script) as server:
+        first = chat(server, registry, deferred_search="client", confirm="defer")
+        paused = first.send("refund order 7, then find a tool for issues")
+        saved = json.loads(json.dumps(first.export_state()))
+        again = Conversation.from_state(saved, server.anthropic_client(), registry=registry)
+        again.resume({paused.pending[0].call_id: True})
+    assert refunded == ["7"]
+    found, done = results_of(server, 1)
+    assert found["content"] == [{"type": "tool_reference", "tool_name": "create_github_issue"}]
+    assert done["content"] == "refunded"
+    assert again.discovered == ["create_github_issue"]
+
+
+def test_a_saved_search_result_loads_only_deferred_tools_it_allows() -> None:
+    registry = catalog()
+
+    @registry.register_tool(destructive=True)
+    def refund(order: str) -> str:
+        """Refund an order."""
+        return "refunded"
+
+    script = [
+        tool_calls(
+            call("search_tools", query="github issue", limit=1, id="s1"),
+            call("refund", order="7", id="r1"),
+        ),
+        text("ok"),
+    ]
+    with ScriptedServer(script) as server:
+        first = chat(server, registry, deferred_search="client", confirm="defer")
+        paused = first.send("refund order 7, then find a tool for issues")
+        saved = json.loads(json.dumps(first.export_state()))
+        (done,) = saved["turn"]["round"]["done"]
+        assert done["found"] == ["create_github_issue"]
+        done["found"] = "refund"
+        with pytest.raises(ConversationStateError, match="'found' is not a list"):
+            Conversation.from_state(saved, server.anthropic_client(), registry=registry)
+        done["found"] = ["refund", "get_time", "no_such_tool"]  # a state edited by hand
+        again = Conversation.from_state(saved, server.anthropic_client(), registry=registry)
+        again.resume({paused.pending[0].call_id: True})
+    found, _ = results_of(server, 1)
+    assert isinstance(found["content"], str)  # nothing a state names out of turn is loaded

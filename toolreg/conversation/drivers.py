@@ -61,6 +61,7 @@ from .offer import (
     check_deferred_search,
     found_loader,
     not_loaded,
+    reload_found,
     search_call,
     search_definitions,
     select,
@@ -480,6 +481,10 @@ class _Base:
             paused.states.append(state)
             self._check_schemas(paused)
             if loaded.turn.paused is not None:
+                mode, fmt = self.deferred_search, self._settings.fmt.name
+                loader = found_loader(mode, fmt, self._found_definitions)
+                deferred = {t.name for t in self._allowed() if t.defer_loading}
+                reload_found(loaded.turn.paused.results, loader, deferred)
                 check_round(
                     loaded.turn.paused,
                     loaded.messages,

@@ -23,7 +23,7 @@ then on by the history itself; "hosted" sends the deferred tools and the API's o
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
 from ..errors import InvalidArgumentsError, ToolCallError, UnknownToolError, UsageError
@@ -39,12 +39,15 @@ __all__ = [
     "DEFERRED_SEARCH",
     "SEARCH_TOOL",
     "DeferredSearch",
+    "Found",
     "References",
     "answer_search",
     "check_always",
     "check_deferred_search",
     "found_loader",
+    "found_names",
     "not_loaded",
+    "reload_found",
     "search_call",
     "search_definitions",
     "search_tool",
@@ -103,6 +106,39 @@ class References(list[dict[str, Any]]):
 
 def _references(names: list[str]) -> References:
     return References({"type": "tool_reference", "tool_name": name} for name in names)
+
+
+class Found(tuple[str, ...]):
+    """The tools a search of a paused round found, as a saved state keeps them (names only:
+    a state is untrusted); `reload_found` turns them back into what loads them."""
+
+
+def found_names(result: ToolResult) -> list[str] | None:
+    """The names of the tools a client-executed search's result loads (`References`, or
+    the Responses API's definitions), for a saved state; None for any other result."""
+    value = result.value
+    if result.tool_name not in (SEARCH_TOOL, TOOL_SEARCH_CALL):
+        return None
+    if isinstance(value, References):
+        return [block["tool_name"] for block in value]
+    if isinstance(value, list) and all(isinstance(d, dict) for d in value):
+        names = [d.get("name") for d in value]
+        return [n for n in names if isinstance(n, str)] if len(names) == len(value) else None
+    return None
+
+
+def reload_found(
+    results: Mapping[int, ToolResult],
+    loader: Callable[[list[str]], list[dict[str, Any]]] | None,
+    deferred: set[str],
+) -> None:
+    """A restored paused round's search results load what they found again (`loader`, see
+    `found_loader`): of the names a state kept, only deferred tools this conversation
+    allows; with no loader (another search mode), a search's result is its text alone."""
+    for result in results.values():
+        if isinstance(result.value, Found):
+            names = [name for name in result.value if name in deferred]
+            result.value = None if loader is None else loader(names)
 
 
 def found_loader(
