@@ -333,3 +333,24 @@ def test_a_saved_search_result_loads_only_deferred_tools_it_allows() -> None:
         again.resume({paused.pending[0].call_id: True})
     found, _ = results_of(server, 1)
     assert isinstance(found["content"], str)  # nothing a state names out of turn is loaded
+
+
+def test_a_catalog_of_deferred_tools_only_keeps_one_tool_loaded_after_all_are_found() -> None:
+    registry = ToolRegistry()
+
+    @registry.register_tool(defer_loading=True)
+    def create_github_issue(repository: str, title: str) -> str:
+        """Open a new issue in a GitHub repository."""
+        return "#42"
+
+    script = [
+        tool_call("search_tools", query="github issue", id="s1"),
+        tool_call("create_github_issue", repository="a/b", title="x", id="c1"),
+        text("Opened."),
+    ]
+    with ScriptedServer(script) as server:  # it refuses a request whose tools are all deferred
+        reply = chat(server, registry, deferred_search="client").send("file a bug")
+    assert reply.text == "Opened."
+    assert [sorted(tools_of(server, i)) for i in range(3)] == [
+        ["create_github_issue", "search_tools"]
+    ] * 3

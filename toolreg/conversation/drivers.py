@@ -61,6 +61,7 @@ from .offer import (
     check_deferred_search,
     found_loader,
     not_loaded,
+    offers_search,
     reload_found,
     search_call,
     search_definitions,
@@ -537,7 +538,7 @@ class _Base:
             )
         if mode == "function":  # a found tool is a plain function here
             offered = [{k: v for k, v in d.items() if k != "defer_loading"} for d in offered]
-        if any(t.defer_loading and (mode == "hosted" or t.name not in found) for t in allowed):
+        if offers_search(mode, fmt, allowed, found):
             if search_call(mode, fmt) == SEARCH_TOOL and SEARCH_TOOL in self.registry:
                 raise UsageError(
                     f"the registry has a tool named {SEARCH_TOOL!r}, the name of the search "

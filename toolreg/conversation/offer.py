@@ -47,6 +47,7 @@ __all__ = [
     "found_loader",
     "found_names",
     "not_loaded",
+    "offers_search",
     "reload_found",
     "search_call",
     "search_definitions",
@@ -150,6 +151,14 @@ def found_loader(
     if mode != "client":
         return None
     return _references if fmt == "anthropic" else definitions
+
+
+def offers_search(mode: DeferredSearch, fmt: str, allowed: list[Tool], found: set[str]) -> bool:
+    """Whether a request offers the search tool: while some allowed tool is deferred and
+    not found yet; when the API searches, or loads by reference (Anthropic), while any is
+    deferred (those are sent with `defer_loading`, and the API refuses tools all deferred)."""
+    always = mode == "hosted" or (mode == "client" and fmt == "anthropic")
+    return any(t.defer_loading and (always or t.name not in found) for t in allowed)
 
 
 def search_call(mode: DeferredSearch, fmt: str) -> str | None:
