@@ -121,6 +121,7 @@ def _register(**options: Any) -> None:
     [
         ({"allowed_callers": "programmatic"}, "must be a list", "allowed_callers=['direct'"),
         ({"allowed_callers": ["robot"]}, "'robot' is neither 'direct'", "allowed_callers="),
+        ({"allowed_callers": []}, "empty: nobody could call", "allowed_callers="),
         ({"allowed_callers": ["direct", "direct"]}, "a caller twice", "allowed_callers="),
         ({"output_schema": True}, "an open object (a dict)", "annotate the return"),
         ({"output_schema": 5}, "must be a JSON Schema dict or True", "annotate the return"),

@@ -504,11 +504,17 @@ _FIX_CALLERS = (
 
 def _check_callers(owner: str, given: Any) -> tuple[Any, ...]:
     """`allowed_callers=`: some of `CALLERS`, at least one, each once."""
+    if given == ():  # not given: nothing to check (every registration passes here)
+        return ()
     if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Iterable):
         raise ToolDefinitionError(
             f"allowed_callers={given!r} must be a list", function=owner, fix=_FIX_CALLERS
         )
     found = list(given)
+    if not found:
+        raise ToolDefinitionError(
+            "allowed_callers is empty: nobody could call the tool", function=owner, fix=_FIX_CALLERS
+        )
     unknown = [c for c in found if c not in CALLERS]
     if unknown:
         raise ToolDefinitionError(
