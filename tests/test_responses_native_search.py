@@ -339,3 +339,25 @@ def test_a_namespaced_call_from_a_program_runs_and_goes_back_as_received() -> No
     assert items(server, 1, "function_call") == [call]  # namespace and caller included
     assert items(server, 1, "additional_tools") == [extra]
     assert items(server, 1, "function_call_output")[0]["call_id"] == "c1"
+
+
+def test_a_client_search_in_a_round_paused_for_approval_still_loads_after_resume() -> None:
+    registry = catalog()
+
+    @registry.register_tool(destructive=True)
+    def refund(order: str) -> str:
+        """Refund an order."""
+        return "refunded"
+
+    search = {"type": "tool_search_call", "id": "ts_1", "call_id": "s1", "execution": "client"}
+    search |= {"status": "completed", "arguments": {"query": "github issue", "limit": 1}}
+    call = {"type": "function_call", "id": "fc_1", "call_id": "r1", "name": "refund"}
+    call |= {"arguments": '{"order": "7"}', "status": "completed"}
+    with ScriptedServer([raw([search, call]), text("ok")]) as server:
+        first = chat(server, registry, deferred_search="client", confirm="defer")
+        paused = first.send("refund 7 and find a tool for issues")
+        saved = json.loads(json.dumps(first.export_state()))
+        again = Conversation.from_state(saved, server.client(), registry=registry)
+        again.resume({paused.pending[0].call_id: True})
+    (output,) = items(server, 1, "tool_search_output")
+    assert [t["name"] for t in output["tools"]] == ["create_github_issue"]

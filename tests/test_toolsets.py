@@ -93,6 +93,25 @@ def test_prefixed_names_and_calls() -> None:
     assert view.get("calc_add") is view.tools()[0]
 
 
+def test_a_prefixed_toolset_is_one_responses_namespace() -> None:
+    from openai.types.responses import NamespaceToolParam
+    from test_formats import conforms
+
+    from toolreg.formats import responses
+
+    view = prefixed(_maths(), "calc")
+    namespace = view.namespace("Arithmetic.")
+    assert conforms(namespace, NamespaceToolParam) == []
+    assert (namespace["name"], namespace["description"]) == ("calc", "Arithmetic.")
+    assert [t["name"] for t in namespace["tools"]] == ["add", "fail"]
+    item = {"type": "function_call", "namespace": "calc", "name": "add", "call_id": "c1"}
+    (call,) = responses.parse_calls([{**item, "arguments": '{"a": 2, "b": 3}'}])
+    result = view.dispatcher.dispatch_tool(call.name, call.arguments)
+    assert (result.ok, result.content, result.tool_name) == (True, "5", "calc_add")
+    with pytest.raises(UsageError, match="a description"):
+        view.namespace("  ")
+
+
 def test_prefixed_respects_provider_name_rules() -> None:
     registry = ToolRegistry()
     registry.register_schema("x" * 60, {"type": "object"}, lambda: "ok", description="Long.")

@@ -135,6 +135,8 @@ class ToolRegistry:
         input_guardrails: Callable[[Any], Any] | Iterable[Callable[[Any], Any]] = (),
         output_guardrails: Callable[[Any], Any] | Iterable[Callable[[Any], Any]] = (),
         eager: bool | None = None,
+        allowed_callers: Iterable[Literal["direct", "programmatic"]] = (),
+        output_schema: Mapping[str, Any] | bool | None = None,
         replace: bool = False,
     ) -> Callable[[F], F]: ...
 

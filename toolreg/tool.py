@@ -19,6 +19,7 @@ from .definition.conversion import converter_for
 from .definition.docstrings import EMPTY_DOC, parse_docstring
 from .definition.fields import kind_of
 from .definition.names import NAME_RULES, accepted_somewhere
+from .definition.returns import return_object_schema
 from .definition.schema import JsonSchema, SchemaBuilder
 from .definition.signature import (
     MISSING,
@@ -93,6 +94,13 @@ class Tool:
     eager: bool | None = None
     """Start it while the model still streams, once its arguments are complete: True, False
     (never), or None: when it is `read_only` or `idempotent`. Never one needing confirmation."""
+    allowed_callers: tuple[Literal["direct", "programmatic"], ...] = ()
+    """Who may call it on the Responses API (its `allowed_callers`): the model directly
+    ("direct"), a program the model runs ("programmatic"); none given: the API's default."""
+    output_schema: JsonSchema | None = None
+    """The strict JSON Schema (an object) of what it returns, exported as the Responses API's
+    `output_schema` (a program the model writes reads the result by it); checked at
+    registration, derived from the return annotation with `output_schema=True`."""
     is_async: bool = False
     params: tuple[ParamRecord, ...] = ()
     description_source: str = "none"
@@ -221,6 +229,10 @@ class Tool:
             untrusted,
         )
         fields["examples"] = _check_examples(owner, examples, fields["plan"].validator)
+        fields["allowed_callers"] = _check_callers(owner, fields.get("allowed_callers", ()))
+        fields["output_schema"] = _check_output_schema(
+            owner, name, fields.get("output_schema"), fields["function"]
+        )
         return cls(
             tags=frozenset(_check_tags(owner, tags)),
             scopes=frozenset(_check_scopes(owner, scopes)),
@@ -272,6 +284,8 @@ OPTIONS = frozenset(
         "input_guardrails",
         "output_guardrails",
         "eager",
+        "allowed_callers",
+        "output_schema",
     }
 )
 """Options `register_tool` / `register_schema` accept besides `name` and `description`."""
@@ -479,6 +493,110 @@ def _check_eager(owner: str, fields: dict[str, Any]) -> None:
             function=owner,
             fix="drop eager=True, or destructive=/requires_confirmation=",
         )
+
+
+CALLERS = ("direct", "programmatic")
+_FIX_CALLERS = (
+    "pass allowed_callers=['direct', 'programmatic'] (or ['programmatic']: only a program "
+    "the model runs calls it)"
+)
+
+
+def _check_callers(owner: str, given: Any) -> tuple[Any, ...]:
+    """`allowed_callers=`: some of `CALLERS`, at least one, each once."""
+    if given == ():  # not given: nothing to check (every registration passes here)
+        return ()
+    if isinstance(given, (str, bytes, Mapping)) or not isinstance(given, Iterable):
+        raise ToolDefinitionError(
+            f"allowed_callers={given!r} must be a list", function=owner, fix=_FIX_CALLERS
+        )
+    found = list(given)
+    if not found:
+        raise ToolDefinitionError(
+            "allowed_callers is empty: nobody could call the tool", function=owner, fix=_FIX_CALLERS
+        )
+    unknown = [c for c in found if c not in CALLERS]
+    if unknown:
+        raise ToolDefinitionError(
+            f"allowed_callers: {unknown[0]!r} is neither 'direct' nor 'programmatic'",
+            function=owner,
+            fix=_FIX_CALLERS,
+        )
+    if len(set(found)) != len(found):
+        raise ToolDefinitionError(
+            "allowed_callers names a caller twice", function=owner, fix=_FIX_CALLERS
+        )
+    return tuple(found)
+
+
+_FIX_DERIVED = (
+    "annotate the return type with a TypedDict, dataclass, NamedTuple or pydantic model, "
+    "or pass output_schema={'type': 'object', ...}"
+)
+
+
+def _check_output_schema(owner: str, name: str, given: Any, function: Any) -> JsonSchema | None:
+    """`output_schema=`: a JSON Schema object, or True (derived from the return annotation);
+    made strict (every property required, no other keys) or a `ToolDefinitionError`."""
+    if given is None or given is False:
+        return None
+    if given is True:
+        derived = return_object_schema(function, f"the result of {name}")
+        if derived is None:
+            raise ToolDefinitionError(
+                "output_schema=True: the return annotation does not describe a JSON object",
+                function=owner,
+                fix=_FIX_DERIVED,
+            )
+        if derived.get("additionalProperties", True) is not False:
+            raise ToolDefinitionError(
+                "output_schema=True: the return annotation is an open object (a dict)",
+                function=owner,
+                fix=_FIX_DERIVED,
+            )
+        schema = derived
+    elif isinstance(given, Mapping):
+        schema = _checked_output(owner, given)
+    else:
+        raise ToolDefinitionError(
+            f"output_schema must be a JSON Schema dict or True, not {type(given).__name__}",
+            function=owner,
+            fix=_FIX_DERIVED,
+        )
+    if schema.get("type") != "object" or schema.get("additionalProperties", True) is not False:
+        raise ToolDefinitionError(
+            "output_schema must describe a closed object (type: object, additionalProperties: "
+            "false)",
+            function=owner,
+            fix="add 'additionalProperties': False (a strict output schema is an object)",
+        )
+    try:
+        return make_strict(schema, tool=name, signature=False)
+    except ToolDefinitionError as exc:
+        raise ToolDefinitionError(
+            f"output_schema {exc.problem}", function=owner, fix=exc.fix
+        ) from None
+
+
+def _checked_output(owner: str, given: Mapping[str, Any]) -> JsonSchema:
+    import jsonschema
+
+    try:
+        jsonschema.Draft202012Validator.check_schema(dict(given))
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+        raise ToolDefinitionError(
+            f"output_schema is not valid JSON Schema at {where}: {exc.message}",
+            function=owner,
+            fix="correct the schema (Draft 2020-12)",
+        ) from None
+    try:
+        schema: JsonSchema = copy_json(dict(given))
+    except (TypeError, ValueError):
+        raise ToolDefinitionError(
+            "output_schema is not JSON", function=owner, fix="pass a dict of JSON values"
+        ) from None
+    return schema
 
 
 MAX_EXAMPLES = 10

@@ -53,4 +53,4 @@ def test_registered_functions_keep_their_types(mypy_output: dict[str, list[str]]
 
 
 def test_misuse_is_caught(mypy_output: dict[str, list[str]]) -> None:
-    check_marked_errors(MISUSE, mypy_output[MISUSE.name], 5)
+    check_marked_errors(MISUSE, mypy_output[MISUSE.name], 6)

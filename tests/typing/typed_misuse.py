@@ -26,3 +26,4 @@ wrong: str = add(1)  # error: assignment
 shout(1)  # error: arg-type
 shout("a", "b")  # error: call-arg
 reg.register_tool(name=3)  # error: call-overload
+reg.register_tool(allowed_callers=["robot"])  # error: list-item

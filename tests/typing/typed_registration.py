@@ -41,6 +41,11 @@ def module_options(xs: list[float]) -> list[float]:
     return xs
 
 
+@reg.register_tool(allowed_callers=["direct", "programmatic"], output_schema=True)
+def lookup(key: str) -> dict[str, str]:
+    return {"key": key}
+
+
 def plain(flag: bool) -> str:
     return str(flag)
 
@@ -61,6 +66,7 @@ pending = assert_type(fetch("u"), Coroutine[Any, Any, bytes])
 assert_type(module_bare(1.0), float)
 assert_type(module_options([1.0]), list[float])
 assert_type(called(True), str)
+assert_type(lookup("k"), dict[str, str])
 
 as_callable: Callable[[str], str] = shout
 as_two_ints: Callable[[int, int], int] = add

@@ -31,7 +31,6 @@ from typing_extensions import Self
 from ..dispatch import ConfirmCallback
 from ..errors import ConversationError, ConversationStateError, ToolCallError, UsageError
 from ..formats import DIALECTS, Dialect, export_tools
-from ..formats.responses import TOOL_SEARCH_CALL
 from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch
@@ -60,9 +59,14 @@ from .offer import (
     answer_search,
     check_always,
     check_deferred_search,
+    found_loader,
     not_loaded,
+    offers_search,
+    reload_found,
+    search_call,
     search_definitions,
     select,
+    sent_names,
 )
 from .options import ConversationOptions
 from .output import OutputSpec
@@ -535,6 +539,10 @@ class ConversationCore:
             paused.states.append(state)
             self._check_schemas(paused)
             if loaded.turn.paused is not None:
+                mode, fmt = self.deferred_search, self._settings.fmt.name
+                loader = found_loader(mode, fmt, self._found_definitions)
+                deferred = {t.name for t in self._allowed() if t.defer_loading}
+                reload_found(loaded.turn.paused.results, loader, deferred)
                 check_round(
                     loaded.turn.paused,
                     loaded.messages,
@@ -586,22 +594,20 @@ class ConversationCore:
         found = set(self.discovered)
         mode = self.deferred_search
         names = self.offered_names()
-        if mode == "client":  # those found are loaded by the history's tool_search_output
-            deferred = {t.name for t in allowed if t.defer_loading}
-            names = [name for name in names if name not in deferred]
+        fmt, strict = self._settings.fmt.name, self.strict or None
         if self.tool_search is not None:
             chosen = set(select(self.registry, self.tool_search, names, history)) | found
             names = [name for name in names if name in chosen]
+        names = sent_names(mode, fmt, names, allowed)
         offered = self._definitions(names)
         if mode == "function":  # a found tool is a plain function here
             offered = [{k: v for k, v in d.items() if k != "defer_loading"} for d in offered]
-        if any(t.defer_loading and (mode == "hosted" or t.name not in found) for t in allowed):
-            if mode == "function" and self.registry.get(SEARCH_TOOL) is not None:
+        if offers_search(mode, fmt, allowed, found):
+            if search_call(mode, fmt) == SEARCH_TOOL and self.registry.get(SEARCH_TOOL) is not None:
                 raise UsageError(
                     f"the registry has a tool named {SEARCH_TOOL!r}, the name of the search "
                     "tool its deferred tools (defer_loading=True) need: rename that tool"
                 )
-            fmt, strict = self._settings.fmt.name, self.strict or None
             searching = search_definitions(mode, fmt, strict, self.advertise_required)
             offered = [*offered, *searching]
         return offered
@@ -651,12 +657,12 @@ class ConversationCore:
         is deferred), and to a call of a deferred tool not found yet; None for every other
         call (dispatch runs it)."""
         mode = self.deferred_search
-        searching = {"function": SEARCH_TOOL, "client": TOOL_SEARCH_CALL}.get(mode)
+        searching = search_call(mode, self._settings.fmt.name)
         if call.name == searching and self.registry.get(call.name) is None:
             allowed = self._allowed()
             if any(t.defer_loading for t in allowed):
                 among = [t.name for t in allowed]
-                definitions = self._found_definitions if mode == "client" else None
+                definitions = found_loader(mode, self._settings.fmt.name, self._found_definitions)
                 return answer_search(self.registry, call, among, self.discovered, definitions)
             return None
         tool = self.registry.get(call.name) if isinstance(call.name, str) else None

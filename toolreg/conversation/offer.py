@@ -12,17 +12,24 @@ On the Responses API the search can be the API's own (`deferred_search=`): "clie
 the `tool_search` tool executed by toolreg's index (its `tool_search_output` carries the
 definitions found, loaded from then on by the history itself); "hosted" sends the deferred
 tools with `defer_loading: true` and the hosted `tool_search` tool, and the server searches.
+
+On Anthropic's Messages API the same two: "client" sends every deferred tool with
+`defer_loading: true` and the `search_tools` tool; toolreg's index answers its calls with a
+`tool_result` of `tool_reference` blocks (`References`), which load the tools found, from
+then on by the history itself; "hosted" sends the deferred tools and the API's own
+`tool_search_tool_bm25`, and the server searches.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal
 
 from ..errors import InvalidArgumentsError, ToolCallError, UnknownToolError, UsageError
+from ..formats import anthropic as anthropic_format
 from ..formats import export_tools
-from ..formats.responses import tool_search_tool
+from ..formats.responses import TOOL_SEARCH_CALL, tool_search_tool
 from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch, called_names, query_text
 from ..tool import Tool
@@ -32,19 +39,30 @@ __all__ = [
     "DEFERRED_SEARCH",
     "SEARCH_TOOL",
     "DeferredSearch",
+    "Found",
+    "References",
     "answer_search",
     "check_always",
     "check_deferred_search",
+    "found_loader",
+    "found_names",
     "not_loaded",
+    "offers_search",
+    "reload_found",
+    "search_call",
     "search_definitions",
     "search_tool",
     "select",
+    "sent_names",
 ]
 
 DeferredSearch = Literal["function", "client", "hosted"]
 DEFERRED_SEARCH: tuple[DeferredSearch, ...] = ("function", "client", "hosted")
 """How the model searches deferred tools: toolreg's `search_tools` function (any endpoint),
-the Responses API's `tool_search` executed by toolreg ("client") or by the server."""
+the API's own search (the Responses API, Anthropic's Messages API) answered by toolreg's
+index ("client") or by the server ("hosted")."""
+
+_NATIVE = ("responses", "anthropic")  # the dialects whose API has its own tool search
 
 SEARCH_TOOL = "search_tools"
 MAX_FOUND = 10  # tools one search may load
@@ -75,11 +93,96 @@ def check_deferred_search(mode: Any, dialect: str) -> None:
         raise UsageError(
             f"deferred_search={mode!r}: one of {', '.join(map(repr, DEFERRED_SEARCH))}"
         )
-    if mode != "function" and dialect != "responses":
+    if mode != "function" and dialect not in _NATIVE:
         raise UsageError(
-            f"deferred_search={mode!r} is the Responses API's tool_search: it needs "
-            f'dialect="responses" (the {dialect!r} dialect gets the search_tools function)'
+            f"deferred_search={mode!r} is the API's own tool search: it needs "
+            'dialect="responses" or an anthropic.Anthropic client (the '
+            f"{dialect!r} dialect gets the search_tools function)"
         )
+
+
+class References(list[dict[str, Any]]):
+    """What a client-executed search loads on Anthropic's Messages API: the
+    `tool_reference` blocks of the tools found (the provider writes them in the result)."""
+
+
+def _references(names: list[str]) -> References:
+    return References({"type": "tool_reference", "tool_name": name} for name in names)
+
+
+class Found(tuple[str, ...]):
+    """The tools a search of a paused round found, as a saved state keeps them (names only:
+    a state is untrusted); `reload_found` turns them back into what loads them."""
+
+
+def found_names(result: ToolResult) -> list[str] | None:
+    """The names of the tools a client-executed search's result loads (`References`, or
+    the Responses API's definitions), for a saved state; None for any other result."""
+    value = result.value
+    if result.tool_name not in (SEARCH_TOOL, TOOL_SEARCH_CALL):
+        return None
+    if isinstance(value, References):
+        return [block["tool_name"] for block in value]
+    if isinstance(value, list) and all(isinstance(d, dict) for d in value):
+        names = [d.get("name") for d in value]
+        return [n for n in names if isinstance(n, str)] if len(names) == len(value) else None
+    return None
+
+
+def reload_found(
+    results: Mapping[int, ToolResult],
+    loader: Callable[[list[str]], list[dict[str, Any]]] | None,
+    deferred: set[str],
+) -> None:
+    """A restored paused round's search results load what they found again (`loader`, see
+    `found_loader`): of the names a state kept, only deferred tools this conversation
+    allows; with no loader (another search mode), a search's result is its text alone."""
+    for result in results.values():
+        if isinstance(result.value, Found):
+            names = [name for name in result.value if name in deferred]
+            result.value = None if loader is None else loader(names)
+
+
+def found_loader(
+    mode: DeferredSearch, fmt: str, definitions: Callable[[list[str]], list[dict[str, Any]]]
+) -> Callable[[list[str]], list[dict[str, Any]]] | None:
+    """What a search's result carries beside its text (`answer_search`'s `definitions`):
+    with the API's own client-executed search, what loads the tools found (the Responses
+    API: their `definitions`; Anthropic: `References`); else nothing."""
+    if mode != "client":
+        return None
+    return _references if fmt == "anthropic" else definitions
+
+
+def offers_search(mode: DeferredSearch, fmt: str, allowed: list[Tool], found: set[str]) -> bool:
+    """Whether a request offers the search tool: while some allowed tool is deferred and
+    not found yet; when the API searches, or loads by reference (Anthropic), while any is
+    deferred (those are sent with `defer_loading`, and the API refuses tools all deferred)."""
+    always = mode == "hosted" or (mode == "client" and fmt == "anthropic")
+    return any(t.defer_loading and (always or t.name not in found) for t in allowed)
+
+
+def search_call(mode: DeferredSearch, fmt: str) -> str | None:
+    """The name the model's search calls come with: `search_tools`, the Responses API's
+    client-executed `tool_search_call` (`TOOL_SEARCH_CALL`); none when the server searches."""
+    if mode == "hosted":
+        return None
+    return TOOL_SEARCH_CALL if mode == "client" and fmt != "anthropic" else SEARCH_TOOL
+
+
+def sent_names(mode: DeferredSearch, fmt: str, names: list[str], allowed: list[Tool]) -> list[str]:
+    """Of the tools allowed, those whose definitions go with a request that offers `names`:
+    when the API searches or loads by reference (hosted, or Anthropic's client search),
+    every deferred tool too (with `defer_loading`: the API keeps it out of the model's
+    context); with the Responses API's client search, no deferred one (those found are
+    loaded by the history's `tool_search_output`)."""
+    if mode == "hosted" or (mode == "client" and fmt == "anthropic"):
+        chosen = set(names)
+        return [t.name for t in allowed if t.name in chosen or t.defer_loading]
+    if mode == "client":
+        deferred = {t.name for t in allowed if t.defer_loading}
+        return [name for name in names if name not in deferred]
+    return names
 
 
 def search_definitions(
@@ -87,9 +190,10 @@ def search_definitions(
 ) -> list[dict[str, Any]]:
     """The search tool offered while some allowed tool is deferred and not found yet."""
     if mode == "hosted":
-        return [dict(tool_search_tool())]
+        hosted = anthropic_format.tool_search_tool() if fmt == "anthropic" else tool_search_tool()
+        return [dict(hosted)]
     tool = search_tool()
-    if mode == "client":
+    if mode == "client" and fmt != "anthropic":
         return [dict(tool_search_tool(tool.description, dict(tool.parameters)))]
     return export_tools([tool], fmt, strict=strict, advertise_required=required)
 

@@ -17,6 +17,10 @@ anything runs. The layout, version 3:
  "signature": "hmac-sha256:<hex>"}  only when signed: over everything else, `canonical`
 ```
 
+A paused round's result of a client-executed tool search keeps the names of the tools it
+found (`"found"`): on resume they are loaded again (by reference, or by definition), if
+they still are deferred tools the conversation allows.
+
 Version 2 (before tool search) is read too: its conversation searched no tools and
 found none (no `tool_search` option, no `discovered`).
 
@@ -64,6 +68,7 @@ from ..search.selection import ToolSearch
 from ..tool import Tool
 from ..toolsets import Toolset
 from .loop import PausedRound, TurnState, Verdict
+from .offer import MAX_FOUND, Found, found_names
 from .options import COLLABORATORS, ConversationOptions, check_saved, narrowing, saved_checks
 from .policies import narrowed_calls
 from .reply import PendingCall, Usage
@@ -357,6 +362,9 @@ def _result_json(result: ToolResult) -> Json:
     }
     if isinstance(result.error, ToolTimeoutError):
         out["timeout"] = result.error.timeout
+    found = found_names(result)  # a search's: the names, loaded again on resume
+    if found is not None:
+        out["found"] = found
     return out
 
 
@@ -657,6 +665,13 @@ def _result(data: Any) -> ToolResult:
     elif isinstance(kind, str):
         error = _ERRORS.get(kind, ToolCallError)(content, tool_name=name)
     call_id = data.get("call_id")
+    found = data.get("found")
+    if found is not None and (
+        not isinstance(found, list)
+        or len(found) > MAX_FOUND
+        or not all(isinstance(n, str) for n in found)
+    ):
+        raise _bad(f"a result's 'found' is not a list of at most {MAX_FOUND} tool names")
     return ToolResult(
         tool_name=name,
         call_id=call_id if isinstance(call_id, str) else None,
@@ -664,6 +679,7 @@ def _result(data: Any) -> ToolResult:
         content=content,
         error=error,
         return_direct=data.get("return_direct") is True,
+        value=None if found is None else Found(found),
     )
 
 

@@ -14,7 +14,10 @@ groups tools under one `namespace`; a `function_call` item with a `namespace` is
 the flat name `namespace_name` (`call_name`), so a tool registered as `crm_find_order` is
 offered as `find_order` in the namespace `crm`. Items are echoed back as received, their
 `namespace` and `caller` fields (a call made by a program: `{"type": "program", ...}`)
-included; such a call is dispatched like any other.
+included; such a call is dispatched like any other (approvals, limits and timeouts apply).
+
+Programmatic tool calling: `register_tool(allowed_callers=[...], output_schema=...)` is
+written as the definition's `allowed_callers` and strict object `output_schema`.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ..definition.names import NAME_RULES
 from ..errors import UsageError
+from ..jsonvalues import copy_json
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
 from .base import Dialect, Format, entries, make_call
@@ -88,6 +92,10 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefi
         out = {"type": "function", "name": tool.name, "parameters": parameters, "strict": strict}
     if tool.defer_loading:  # found by the API's tool search (`tool_search_tool`)
         out["defer_loading"] = True
+    if tool.allowed_callers:  # programmatic tool calling: who may call it
+        out["allowed_callers"] = list(tool.allowed_callers)
+    if tool.output_schema is not None:  # what a program calling it reads back
+        out["output_schema"] = copy_json(tool.output_schema)
     return out
 
 

@@ -11,15 +11,12 @@ Plain functions, no I/O: the SDK's handlers and the HTTP fast path both answer f
 
 from __future__ import annotations
 
-import inspect
 import json
-import typing
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..definition.schema import SchemaBuilder
-from ..definition.signature import split_annotated
-from ..errors import ToolregError
+from ..definition.returns import return_object_schema
+from ..jsonvalues import copy_json
 from ..registry import ToolRegistry
 from ..result import ToolResult
 from ..tool import Tool
@@ -28,44 +25,17 @@ __all__ = ["Catalog", "call_result", "output_schema"]
 
 
 def output_schema(tool: Tool) -> dict[str, Any] | None:
-    """The JSON Schema of the tool's result when its return annotation is a JSON object.
+    """The JSON Schema of the tool's result: its `output_schema` when it was given one, else
+    its return annotation's when that is a JSON object (`return_object_schema`).
 
     None for anything else (text, numbers, lists, optional objects, no annotation, a type
     toolreg cannot describe): MCP output schemas describe objects only, and a tool without
     one is served as text alone.
     """
-    annotation = _return_annotation(tool.function)
-    if annotation is None:
-        return None
-    builder = SchemaBuilder(f"the result of {tool.name}")
-    try:
-        schema = builder.build(split_annotated(annotation)[0])
-    except (ToolregError, RecursionError):
-        return None
-    defs = dict(builder.defs)
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/") and len(schema) == 1:
-        name = ref[len("#/$defs/") :]
-        schema = dict(defs.pop(name, {}))  # the object itself, at the top
-        if ref in json.dumps([schema, defs]):  # referenced inside (a recursive type): keep it
-            defs[name] = dict(schema)
-    if schema.get("type") != "object":
-        return None
-    if defs:
-        schema["$defs"] = defs
-    return schema
-
-
-def _return_annotation(function: Any) -> Any:
-    target = inspect.unwrap(function)
-    if not (inspect.isfunction(target) or inspect.ismethod(target)):
-        target = type(target).__call__  # a callable object: its __call__ method
-    try:
-        hints = typing.get_type_hints(target, include_extras=True)
-    except Exception:  # an unresolvable or missing annotation: no output schema
-        return None
-    annotation = hints.get("return")
-    return None if annotation is None or annotation is type(None) else annotation
+    if tool.output_schema is not None:
+        given: dict[str, Any] = copy_json(tool.output_schema)
+        return given
+    return return_object_schema(tool.function, f"the result of {tool.name}")
 
 
 def call_result(result: ToolResult, structured: bool) -> dict[str, Any]:

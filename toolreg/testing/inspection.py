@@ -151,6 +151,34 @@ def messages_problems(entries: list[Json]) -> list[str]:
     return problems
 
 
+def references_problems(body: Json) -> list[str]:
+    """What Anthropic's Messages API refuses about its tool search: a `tool_reference` block
+    (in a `tool_result`) naming no tool sent in `tools` with `defer_loading: true`, and tools
+    that are all deferred."""
+    found = body.get("tools")
+    tools = [t for t in found if isinstance(t, dict)] if isinstance(found, list) else []
+    deferred = {t.get("name") for t in tools if t.get("defer_loading") is True}
+    problems = []
+    if tools and len(deferred) == len(tools):
+        problems.append("tools: all tools have defer_loading; at least one must not be deferred")
+    found = body.get("messages")
+    for n, entry in enumerate(found if isinstance(found, list) else ()):
+        content = entry.get("content") if isinstance(entry, dict) else None
+        for block in content if isinstance(content, list) else ():
+            inner = block.get("content") if isinstance(block, dict) else None
+            if block.get("type") != "tool_result" or not isinstance(inner, list):
+                continue
+            problems += [
+                f"messages.{n}: tool_reference {str(ref.get('tool_name'))[:60]!r} names no "
+                "deferred tool (defer_loading: true) of this request"
+                for ref in inner
+                if isinstance(ref, dict)
+                and ref.get("type") == "tool_reference"
+                and ref.get("tool_name") not in deferred
+            ]
+    return problems
+
+
 def _echoed_arguments(entry: Json) -> list[Any]:
     """The arguments of the calls an assistant entry carries, as it was sent back."""
     if entry.get("type") == "function_call":

@@ -24,7 +24,8 @@ JSON object is answered with an OpenAI-style error and recorded in :attr:`Script
 Like OpenAI, the server refuses (HTTP 400, no turn used) a history in which a call is not
 answered, is answered twice, or an answer has no call (see :func:`history_problems`); on
 ``/v1/messages``, like Anthropic, one whose ``tool_use`` blocks are not all answered by the
-``tool_result`` blocks of the very next user message (see :func:`messages_problems`).
+``tool_result`` blocks of the very next user message (see :func:`messages_problems`), or
+whose ``tool_reference`` blocks name no deferred tool sent (see :func:`references_problems`).
 ``server.anthropic_client()`` is an ``anthropic.Anthropic`` bound to it. The
 Responses API keeps every response not sent with ``"store": false``: a request with
 ``previous_response_id`` continues from it (an unknown id is refused) and
@@ -47,7 +48,7 @@ from urllib.parse import urlsplit
 from ..errors import UsageError
 from ..jsonvalues import safe_json
 from . import wire
-from .inspection import check_request, history_problems, messages_problems
+from .inspection import check_request, history_problems, messages_problems, references_problems
 from .turns import Turn, TurnLike
 
 if TYPE_CHECKING:
@@ -331,7 +332,7 @@ class ScriptedServer:
             found = body.get("messages")
             history = [m for m in found if isinstance(m, dict)] if isinstance(found, list) else []
             if path == _MESSAGES:
-                problems = messages_problems(history)
+                problems = messages_problems(history) + references_problems(body)
                 return history, ("; ".join(problems) if problems else None)
         else:
             history = wire.input_items(body.get("input"))

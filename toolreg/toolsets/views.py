@@ -24,10 +24,14 @@ from typing import TYPE_CHECKING, Any
 from ..definition.names import NAME_RULES, check_name
 from ..dispatch import DispatchSettings
 from ..errors import UsageError
+from ..formats import export_tools
+from ..formats.responses import namespace_tool
 from ..tool import Tool
 from .base import BaseToolset, StepContext, Toolset, label_of
 
 if TYPE_CHECKING:  # toolreg.search loads on first use (its patterns take ~6 ms to compile)
+    from openai.types.responses import NamespaceToolParam
+
     from ..search.selection import ToolSearch
 
 __all__ = [
@@ -183,6 +187,14 @@ class Prefixed(_View):
 
     def offer(self, step: StepContext) -> list[Tool]:
         return self._all(self.inner.offer(step))
+
+    def namespace(self, description: str, *, strict: bool | None = None) -> NamespaceToolParam:
+        """These tools as one Responses API `namespace` tool named by the prefix, each
+        inside under its own name (`prefixed(mount, "crm").namespace("Customer orders.")`:
+        a mounted server's tools as one namespace). A call in the namespace is read back as
+        `prefix_name` (`formats.responses.call_name`), which this view runs."""
+        definitions = export_tools(self.tools(), "responses", strict=strict)
+        return namespace_tool(self.prefix, description, definitions)
 
     def get(self, name: str) -> Tool | None:
         head = self.prefix + "_"

@@ -5,7 +5,10 @@ assistant message's content is its blocks as received (`text`, `tool_use`, `thin
 all the results of a round go back in one user message of `tool_result` blocks, in the
 order of the calls. `max_tokens`, which the API requires, defaults to `MAX_TOKENS` (give
 `max_tokens=` to the conversation to change it). Structured output is the API's own JSON
-output (`output_config={"format": {"type": "json_schema", ...}}`).
+output (`output_config={"format": {"type": "json_schema", ...}}`). Tool search is the API's
+own with `deferred_search="client"|"hosted"` (see `offer`): a client search's result is a
+`tool_result` of `tool_reference` blocks; the server's `server_tool_use` and
+`tool_search_tool_result` blocks go back as received.
 
 A stream is read from its events: `message_start` (id, model, input usage),
 `content_block_start` / `content_block_delta` (`text_delta` to `on_text`,
@@ -22,10 +25,12 @@ from typing import Any
 from ...dispatch.calling import call_hook
 from ...errors import ConversationError
 from ...formats import FORMATS
+from ...formats.anthropic import tool_references
 from ...formats.base import is_json_object
 from ...jsonvalues import strict_decoder
 from ...result import ToolCall, ToolResult
 from ..history import units
+from ..offer import References
 from .base import Answer, Message, Request
 from .openai_chat import plain
 
@@ -106,7 +111,15 @@ class AnthropicMessages:
     def results(self, results: Sequence[ToolResult]) -> list[Message]:
         if not results:
             return []
-        return [{"role": "user", "content": [dict(self.fmt.observation(r)) for r in results]}]
+        return [{"role": "user", "content": [self._result_block(r) for r in results]}]
+
+    def _result_block(self, result: ToolResult) -> dict[str, Any]:
+        """A result's `tool_result` block; a client-executed tool search that found tools
+        answers with their `tool_reference` blocks, which load them (see `offer`)."""
+        if result.ok and isinstance(result.value, References) and result.value:
+            names = [block["tool_name"] for block in result.value]
+            return dict(tool_references(result.call_id or "", names))
+        return dict(self.fmt.observation(result))
 
     def user(self, text: str) -> Message:
         return {"role": "user", "content": text}
