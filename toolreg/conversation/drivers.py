@@ -1279,6 +1279,22 @@ def run_conversation(
     """One-shot: a `Conversation` with `options`, run on a prompt or a message list.
 
     `system=` goes first in either case (give it only when the list has no system message).
+
+    Args:
+        client: an `openai.OpenAI` client (or an `anthropic.Anthropic` one).
+        model: the model's name, as the endpoint knows it.
+        prompt: the user's text, or a whole list of messages to run on.
+        options: `Conversation`'s options (`registry=`, `system=`, `max_rounds=`, ...), and
+            `output_type=` for structured output.
+
+    Returns the turn's `Reply`.
+
+    Raises:
+        ConversationError: the endpoint failed or answered something unusable.
+        UsageError: an option is wrong (checked before anything is sent).
+
+    Example:
+        reply = run_conversation(client, "gpt-4o-mini", "Weather in Paris?", registry=registry)
     """
     output_type = options.pop("output_type", None)
     conversation = Conversation(client, model, **options)

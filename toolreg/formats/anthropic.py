@@ -97,6 +97,19 @@ SEARCH_TOOLS: dict[str, ToolSearchTool] = {
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
+    """One entry of the Messages API's `tools=[...]`: `{"name", "description",
+    "input_schema"}`, with the tool's examples as `input_examples` and `defer_loading`.
+
+    Args:
+        tool: the registered tool: its name, description (with its examples where this
+            format has no field for them) and flags.
+        parameters: the JSON Schema of its arguments, already prepared for this export
+            (made strict or not, `required` advertised or not).
+        strict: whether the export asked for strict mode; here it adds `"strict": true`.
+
+    `get_tools("anthropic")` calls it, through `FORMAT`, for every tool it exports (and
+    checks the name against the provider's rule first); call that rather than this.
+    """
     out: ToolDefinition
     if tool.description:
         out = {"name": tool.name, "description": tool.description, "input_schema": parameters}
@@ -158,3 +171,9 @@ FORMAT = Format(
     parse_calls=parse_calls,
     observation=observation,
 )
+"""The `anthropic` format: it writes Anthropic's Messages API tool definitions
+(`get_tools("anthropic")`), reads `tool_use` blocks from a message, and answers them with
+`tool_result` blocks; the `anthropic` dialect of `Conversation`.
+
+`get_tools(FORMAT)` is typed by what it writes; `FORMAT.name` is the name
+`get_tools("anthropic")` takes."""

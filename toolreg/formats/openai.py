@@ -47,6 +47,19 @@ AssistantMessage: TypeAlias = "ChatCompletionAssistantMessageParam"
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
+    """One entry of chat completions' `tools=[...]`:
+    `{"type": "function", "function": {"name", "description", "parameters"}}`.
+
+    Args:
+        tool: the registered tool: its name, description (with its examples where this
+            format has no field for them) and flags.
+        parameters: the JSON Schema of its arguments, already prepared for this export
+            (made strict or not, `required` advertised or not).
+        strict: whether the export asked for strict mode; here it adds `"strict": true`.
+
+    `get_tools("openai")` calls it, through `FORMAT`, for every tool it exports (and
+    checks the name against the provider's rule first); call that rather than this.
+    """
     function: FunctionDefinition = {"name": tool.name}
     if tool.described_with_examples:
         function["description"] = tool.described_with_examples
@@ -57,7 +70,12 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefi
 
 
 def observation(result: ToolResult) -> Observation:
-    """The `tool` message answering one call."""
+    """The `tool` message answering one call: `{"role": "tool", "tool_call_id", "content"}`,
+    the content being `result.content`, the text the model reads (an error's message too).
+
+    `messages.extend(observation(r) for r in dispatch_many(parse_calls(completion)))`, after
+    `messages.append(echo(completion))`.
+    """
     return {"role": "tool", "tool_call_id": result.call_id or "", "content": result.content}
 
 
@@ -141,3 +159,9 @@ FORMAT = Format(
         call_keys=("tool_calls",),
     ),
 )
+"""The `openai` format: it writes chat completions' `tools=[...]` (`get_tools()`), reads calls from
+a `ChatCompletion`, a message or a streamed chunk, and answers them with `tool` messages; the
+`tools` dialect of `Conversation`.
+
+`get_tools(FORMAT)` is typed by what it writes; `FORMAT.name` is the name
+`get_tools("openai")` takes."""

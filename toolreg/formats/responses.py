@@ -75,6 +75,21 @@ ToolSearchOutput: TypeAlias = "ResponseToolSearchOutputItemParamParam"
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
     # `strict` is always sent: the Responses API defaults to strict when it is left out.
+    """One function tool of the Responses API:
+    `{"type": "function", "name", "description", "parameters", "strict"}`, with
+    `"defer_loading": true` for a tool registered `defer_loading=True`.
+
+    Args:
+        tool: the registered tool: its name, description (with its examples where this
+            format has no field for them) and flags.
+        parameters: the JSON Schema of its arguments, already prepared for this export
+            (made strict or not, `required` advertised or not).
+        strict: whether the export asked for strict mode; `"strict"` is always sent (the API
+            takes strict as the default when it is left out).
+
+    `get_tools("responses")` calls it, through `FORMAT`, for every tool it exports (and
+    checks the name against the provider's rule first); call that rather than this.
+    """
     out: ToolDefinition
     if tool.described_with_examples:
         out = {
@@ -215,3 +230,9 @@ FORMAT = Format(
         server_state_key="previous_response_id",
     ),
 )
+"""The `responses` format: it writes the Responses API's function tools (`get_tools("responses")`),
+reads `function_call` items from a `Response`, and answers them with `function_call_output`
+items; the `responses` dialect of `Conversation`.
+
+`get_tools(FORMAT)` is typed by what it writes; `FORMAT.name` is the name
+`get_tools("responses")` takes."""
