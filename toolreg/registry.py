@@ -538,7 +538,8 @@ class ToolRegistry:
                 enforces it: the model is told what is missing instead of inventing values).
 
         Raises:
-            UsageError: an unknown format name (the message lists the names).
+            UsageError: an unknown format name (the message lists the names), or
+            `advertise_required=False` with strict schemas.
             ToolNotFoundError: a name in `names` that is not registered.
             ToolDefinitionError: a tool's name breaks the format's provider rule, or its schema
                 cannot be strict when `strict=True`.

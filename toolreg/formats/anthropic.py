@@ -126,7 +126,14 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefi
 
 def tool_search_tool(kind: Literal["bm25", "regex"] = "bm25") -> ToolSearchTool:
     """The server tool that searches the deferred tools: natural-language queries ("bm25")
-    or regular expressions the model writes ("regex")."""
+    or regular expressions the model writes ("regex").
+
+    Args:
+        kind: `"bm25"` or `"regex"`.
+
+    Raises:
+        UsageError: another `kind`.
+    """
     found = SEARCH_TOOLS.get(kind) if isinstance(kind, str) else None
     if found is None:
         raise UsageError(f"tool_search_tool({kind!r}): choose 'bm25' or 'regex'")
@@ -136,7 +143,12 @@ def tool_search_tool(kind: Literal["bm25", "regex"] = "bm25") -> ToolSearchTool:
 def tool_references(tool_use_id: str, names: Iterable[str]) -> ToolReferences:
     """The `tool_result` answering an application's own search tool with the tools it
     found, as `tool_reference` blocks (each must be a deferred tool sent with the request);
-    none found is a short text, never an empty result."""
+    none found is a short text, never an empty result.
+
+    Args:
+        tool_use_id: the id of the search tool's `tool_use` block it answers.
+        names: the names of the tools found, best first.
+    """
     content: list[ToolReference | Text] = [
         {"type": "tool_reference", "tool_name": name} for name in names
     ]
@@ -146,7 +158,15 @@ def tool_references(tool_use_id: str, names: Iterable[str]) -> ToolReferences:
 
 
 def observation(result: ToolResult) -> Observation:
-    """The `tool_result` content block answering one `tool_use` block."""
+    """The `tool_result` content block answering one `tool_use` block.
+
+    Args:
+        result: the dispatched call's `ToolResult`; its `call_id` is the `tool_use` id, and a
+            failure sets `is_error`.
+
+    All of a round's results go back in one user message: `{"role": "user", "content":
+    [observation(r) for r in results]}`.
+    """
     return {
         "type": "tool_result",
         "tool_use_id": result.call_id or "",

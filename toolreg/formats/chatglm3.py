@@ -53,7 +53,11 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefi
 
 
 def observation(result: ToolResult) -> Observation:
-    """ChatGLM3 answers a call with an `observation` message (no call id)."""
+    """ChatGLM3 answers a call with an `observation` message (no call id).
+
+    Args:
+        result: the dispatched call's `ToolResult`; its text is the observation's content.
+    """
     return {"role": "observation", "content": result.content}
 
 

@@ -103,7 +103,16 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefi
 
 
 def to_gemini_schema(schema: dict[str, Any], *, tool: str = "") -> dict[str, Any]:
-    """Translate a toolreg JSON Schema into Gemini's OpenAPI subset."""
+    """Translate a toolreg JSON Schema into Gemini's OpenAPI subset.
+
+    Args:
+        schema: the JSON Schema of a tool's parameters, as toolreg builds it.
+        tool: the tool's name, for the message of an error.
+
+    Raises:
+        ToolDefinitionError: a recursive type (or a `$ref` to nothing), which Gemini's
+            subset cannot express.
+    """
     return _node(schema, schema.get("$defs", {}), (), tool)
 
 

@@ -105,7 +105,11 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefi
 
 
 def observation(result: ToolResult) -> Observation:
-    """An MCP `CallToolResult`: text content, `isError` for failures."""
+    """An MCP `CallToolResult`: text content, `isError` for failures.
+
+    Args:
+        result: the dispatched call's `ToolResult`; a failure sets `isError`.
+    """
     return {"content": [{"type": "text", "text": result.content}], "isError": not result.ok}
 
 

@@ -83,7 +83,19 @@ def echo(message: Any) -> AssistantMessage:
     """The assistant message to append to `messages` before its calls' observations, from
     the SDK's message, a whole `ChatCompletion` or a dict: only what a request takes (role,
     content, refusal, tool_calls), and a call whose arguments are not a JSON object sent back
-    with `{}` (see `formats.base.is_json_object`; the observation tells the model why)."""
+    with `{}` (see `formats.base.is_json_object`; the observation tells the model why).
+
+    Args:
+        message: the assistant message, the whole `ChatCompletion`, or a dict of either.
+
+    Raises:
+        ConversationError: the endpoint sent content that is not text, or `tool_calls` that
+            are not a list of objects.
+
+    Example:
+        messages.append(echo(completion))
+        messages.extend(observation(r) for r in registry.dispatch_many(parse_calls(completion)))
+    """
     data = assistant_message(message)
     content = data.get("content")
     out: AssistantMessage = {"role": "assistant", "content": content}
@@ -124,7 +136,17 @@ def _echo_call(call: Any) -> ChatCompletionMessageToolCallUnionParam:
 
 def parse_calls(message: Any) -> list[ToolCall]:
     """The calls in an assistant message (`tool_calls`), in order: a dict, the SDK's
-    message, a whole `ChatCompletion` or a streamed chunk (see `assistant_message`)."""
+    message, a whole `ChatCompletion` or a streamed chunk (see `assistant_message`).
+
+    Args:
+        message: a message, a `ChatCompletion` or a streamed chunk, as a dict or an SDK object.
+
+    Raises:
+        ConversationError: `tool_calls` is not a list of objects.
+
+    Example:
+        results = registry.dispatch_many(parse_calls(completion))
+    """
     message = assistant_message(message)
     items = message.get("tool_calls") or []
     if not isinstance(items, list):
