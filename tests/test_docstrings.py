@@ -63,6 +63,11 @@ def _public() -> list[tuple[str, str, Any]]:
 PUBLIC = _public()
 
 
+def _ids(entries: list[tuple[str, str, Any]]) -> list[str]:
+    """Stable test ids (xdist workers must collect the same ones): `module.name`."""
+    return [f"{module}.{name}" for module, name, _ in entries]
+
+
 def test_the_reference_covers_what_the_issue_names() -> None:
     wanted = {"toolreg", "toolreg.errors", "toolreg.testing", "toolreg.mcp", "toolreg.stores"}
     assert wanted <= set(MODULES)
@@ -80,7 +85,7 @@ def _words(text: str) -> int:
     return len(re.findall(r"[A-Za-z]{2,}", text))
 
 
-@pytest.mark.parametrize(("module", "name", "obj"), PUBLIC, ids=lambda v: str(v)[:40])
+@pytest.mark.parametrize(("module", "name", "obj"), PUBLIC, ids=_ids(PUBLIC))
 def test_every_public_name_says_what_it_is(module: str, name: str, obj: Any) -> None:
     doc = toolreg_docstrings.docstring(module, name, obj)
     assert doc.strip(), f"{module}.{name} has no docstring"
@@ -110,7 +115,7 @@ def _signature_target(obj: Any) -> Any:
 CALLABLES = [(m, n, o) for m, n, o in PUBLIC if _signature_target(o) is not None]
 
 
-@pytest.mark.parametrize(("module", "name", "obj"), CALLABLES, ids=lambda v: str(v)[:40])
+@pytest.mark.parametrize(("module", "name", "obj"), CALLABLES, ids=_ids(CALLABLES))
 def test_every_parameter_is_described(module: str, name: str, obj: Any) -> None:
     doc = toolreg_docstrings.docstring(module, name, obj)
     target = _signature_target(obj)
@@ -145,7 +150,7 @@ def _raised_here(target: Any) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize(("module", "name", "obj"), CALLABLES, ids=lambda v: str(v)[:40])
+@pytest.mark.parametrize(("module", "name", "obj"), CALLABLES, ids=_ids(CALLABLES))
 def test_every_error_raised_directly_is_named(module: str, name: str, obj: Any) -> None:
     doc = toolreg_docstrings.docstring(module, name, obj)
     missing = sorted(e for e in _raised_here(_signature_target(obj)) if e not in doc)
