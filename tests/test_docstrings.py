@@ -97,13 +97,14 @@ def test_every_public_name_says_what_it_is(module: str, name: str, obj: Any) -> 
 
 
 def _signature_target(obj: Any) -> Any:
-    """What takes the parameters: a function, or a class's own `__init__` (a dataclass's
-    fields, a Protocol's and an exception's are documented otherwise)."""
+    """What takes the parameters: a function, or a class's `__init__`, its own or one it
+    inherits from a toolreg class (a dataclass's fields, a Protocol's and an exception's
+    are documented otherwise)."""
     if inspect.isroutine(obj):
         return obj
     if (
         inspect.isclass(obj)
-        and "__init__" in obj.__dict__
+        and getattr(obj.__init__, "__module__", "").startswith("toolreg.")
         and not dataclasses.is_dataclass(obj)
         and not issubclass(obj, BaseException)
         and Protocol not in obj.__mro__
@@ -112,12 +113,21 @@ def _signature_target(obj: Any) -> Any:
     return None
 
 
+def _described(module: str, name: str, obj: Any) -> str:
+    """Where a name's parameters are described: its docstring, and for a class also its
+    `__init__`'s (the options tables of the reference read that one)."""
+    doc = toolreg_docstrings.docstring(module, name, obj)
+    if inspect.isclass(obj):
+        doc += "\n" + inspect.cleandoc(obj.__init__.__doc__ or "")
+    return doc
+
+
 CALLABLES = [(m, n, o) for m, n, o in PUBLIC if _signature_target(o) is not None]
 
 
 @pytest.mark.parametrize(("module", "name", "obj"), CALLABLES, ids=_ids(CALLABLES))
 def test_every_parameter_is_described(module: str, name: str, obj: Any) -> None:
-    doc = toolreg_docstrings.docstring(module, name, obj)
+    doc = _described(module, name, obj)
     target = _signature_target(obj)
     named = [
         p.name
@@ -152,7 +162,7 @@ def _raised_here(target: Any) -> set[str]:
 
 @pytest.mark.parametrize(("module", "name", "obj"), CALLABLES, ids=_ids(CALLABLES))
 def test_every_error_raised_directly_is_named(module: str, name: str, obj: Any) -> None:
-    doc = toolreg_docstrings.docstring(module, name, obj)
+    doc = _described(module, name, obj)
     missing = sorted(e for e in _raised_here(_signature_target(obj)) if e not in doc)
     assert not missing, f"{module}.{name} raises {missing}, which its docstring does not name"
 

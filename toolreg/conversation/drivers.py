@@ -139,6 +139,71 @@ class _Base:
         eager_tools: bool | None = None,
         **request_options: Any,
     ) -> None:
+        """Build a conversation; every option is checked here, before anything is sent.
+
+        Args:
+            client: the SDK client: `openai.OpenAI` (or `AsyncOpenAI`), or `anthropic.Anthropic`
+                (or `AsyncAnthropic`).
+            model: the model's name, as the endpoint knows it.
+            registry: the tools (else `toolreg.default_registry`).
+            tools: the names or tags of the tools to offer (else every tool of the registry).
+            system: the system prompt.
+            max_rounds: rounds of tool calls before one last call that forbids tools.
+            parallel: run a round's calls concurrently.
+            strict: offer strict schemas (OpenAI structured outputs).
+            context: the value every tool's `ToolContext` parameter receives.
+            confirm: asked about each call that needs confirmation, or `"defer"`: the turn stops
+                with `stop_reason="approval_required"` and resumes later (`resume`).
+            dialect: `"tools"`, `"functions"`, `"chatglm3"`, `"responses"` or `"anthropic"`; by
+                default the client's own.
+            state: the Responses API's history keeper: `"client"` sends all of it, `"server"`
+                only what is new (`previous_response_id`).
+            name: the conversation's name in traces (`invoke_agent {name}`).
+            hooks: a `Hooks` whose callables see every model and tool call.
+            tool_choice: `"auto"`, `"required"` or a tool's name; anything but `"auto"` applies
+                to the first model call only.
+            final_call: how the last call forbids tools: `tool_choice: "none"`, or
+                `"drop_tools"` for servers that ignore it.
+            assistant_content: how an assistant message with calls and no text is echoed:
+                `"empty"` (`content: ""`), `"null"` or `"omit"`.
+            stream: stream every model call (text to `on_text`, calls assembled).
+            on_text: called with each text delta when streaming.
+            output_retries: how often invalid structured output is sent back to be corrected.
+            max_history_messages: the most messages each model call sends (`trim_history`).
+            max_history_chars: the most characters each model call sends.
+            advertise_required: False leaves `required` out of the offered schemas (dispatch still
+                enforces it).
+            force_tools: `tool_choice="required"` on every round.
+            max_repeats: the same call with the same arguments in this many rounds in a row is
+                refused and ends the turn; None for polling tools.
+            output_strict: send the structured output's schema strict when it can be.
+            state_store: a `StateStore` the conversation keeps itself in (with
+                `conversation_id`): each `send` and `resume` loads and saves.
+            conversation_id: the conversation's id in `state_store`.
+            key: the key that signs the stored state (bytes or str of at least 16 bytes; a list
+                rotates keys).
+            tool_search: offer each model call only the N tools that best match the recent user
+                messages (an int, or a `ToolSearch`).
+            deferred_search: how deferred tools are found: `"function"` (a `search_tools` tool
+                the loop answers), or on the Responses API its own `tool_search`, `"client"` or
+                `"hosted"`.
+            tool_retries: calls of one tool per turn that may need a retry (invalid arguments,
+                `ToolRetry`) before the turn stops with `"retry_limit"`; None: no limit.
+            max_calls: calls per tool per turn, e.g. `{"search": 5}`.
+            max_tool_calls: tool calls per turn, all tools together.
+            on_call_limit: what a refused call does: `"tell"` (the model reads why) or `"stop"`
+                (the turn ends after the round, `"call_limit"`).
+            input_guardrails: checks of each call's validated arguments before it runs.
+            output_guardrails: checks of each result before the model reads it.
+            eager_tools: start a safe call while the model still streams (None: on when
+                `stream=True` and `parallel=True`; False: off).
+            request_options: any other keyword is sent with every model call (`temperature=...`).
+
+        Raises:
+            UsageError: an option is wrong: a `tools` entry that is neither a tool name nor a
+                tag, a `tool_choice` naming a tool not offered, a limit below 0, an option the
+                dialect does not take, an `async def` hook given to `Conversation`, ...
+        """
         dialect = dialect_for(client, dialect)
         _check_options(dialect, max_rounds, output_retries, final_call, assistant_content)
         check_deferred_search(deferred_search, dialect)
@@ -881,7 +946,18 @@ def _tool_filter(registry: ToolRegistry, tools: str | Sequence[str]) -> list[str
 
 
 class Conversation(_Base):
-    """A conversation over a sync `openai.OpenAI` client (see the module docstring)."""
+    """A conversation over a sync `openai.OpenAI` client (see the module docstring).
+
+    `Conversation(client, model, registry=..., ...)`: every option, its type and default
+    is in the [conversation options](options.md#conversation-options) table; `send` runs a
+    turn, `resume` carries on one paused for approval, `export_state` / `from_state`
+    move it between processes.
+
+    Example:
+        chat = Conversation(OpenAI(), "gpt-4o-mini", registry=registry, system="Be brief.")
+        reply = chat.send("What's the weather in Paris?")
+        print(reply.text, reply.stop_reason)
+    """
 
     client: openai.OpenAI
 
@@ -1062,7 +1138,15 @@ class Conversation(_Base):
 
 class AsyncConversation(_Base):
     """The same loop over `openai.AsyncOpenAI`; tools run via `adispatch_many`; hooks
-    that are `async def` are awaited."""
+    that are `async def` are awaited.
+
+    The options are `Conversation`'s ([conversation options](options.md#conversation-options));
+    `send`, `resume` and `run` are awaited.
+
+    Example:
+        chat = AsyncConversation(AsyncOpenAI(), "gpt-4o-mini", registry=registry)
+        reply = await chat.send("What's the weather in Paris?")
+    """
 
     _awaits_hooks = True
     client: openai.AsyncOpenAI
