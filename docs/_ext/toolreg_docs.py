@@ -29,6 +29,7 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.application import Sphinx
 from sphinx.pycode import ModuleAnalyzer
+from sphinx.util import inspect as sphinx_inspect
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
@@ -424,6 +425,30 @@ def _unlinked_private_names(
     return None if target in cached else contnode
 
 
+def _bound_method_signature(
+    app: Sphinx,
+    what: str,
+    name: str,
+    obj: Any,
+    options: Any,
+    signature: str | None,
+    return_annotation: str | None,
+) -> tuple[str, str | None] | None:
+    """A module-level name bound to a method (`toolreg.dispatch_tool` is
+    `default_registry.dispatch_tool`) lost its first parameter: documenting the method on
+    its class (`autodoc_preserve_defaults`) stores the signature without `self` on the
+    function, and the bound method then drops one more. Show the stored one as it is."""
+    if what != "function" or not inspect.ismethod(obj):
+        return None
+    stored = obj.__func__.__dict__.get("__signature__")
+    if stored is None:
+        return None  # nothing stored: autodoc's own signature is right
+    args = sphinx_inspect.stringify_signature(
+        stored, show_return_annotation=False, unqualified_typehints=True
+    )
+    return args, return_annotation
+
+
 def _public_bases(app: Sphinx, name: str, obj: Any, options: Any, bases: list[type]) -> None:
     """`Bases:` names public classes only (a private base is an implementation detail)."""
     bases[:] = [b for b in bases if not b.__name__.startswith("_")]
@@ -441,4 +466,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("autodoc-process-docstring", _docstring_as_markdown)
     app.connect("missing-reference", _unlinked_private_names)
     app.connect("autodoc-process-bases", _public_bases)
+    app.connect("autodoc-process-signature", _bound_method_signature)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
