@@ -96,6 +96,31 @@ def test_the_site_builds_with_warnings_as_errors_and_every_link_resolves(tmp_pat
     missing = [str(p) for p in pages if "_build" not in p.parts and not (site / p).is_file()]
     assert not missing, f"pages that were not built: {missing}"
     assert broken_links(site) == []
+    assert _signatures_missing_parameters(site / "reference" / "toolreg.html") == []
+
+
+def _signatures_missing_parameters(page: Path) -> list[str]:
+    """`toolreg.dispatch_tool` and the other verbs are methods of the default registry:
+    the reference once showed them without their first parameter."""
+    import inspect
+
+    import toolreg
+
+    text = page.read_text(encoding="utf-8")
+    missing = []
+    for name in toolreg.__all__:
+        obj = getattr(toolreg, name)
+        if not inspect.isroutine(obj):
+            continue
+        start = text.find(f'id="toolreg.{name}"')
+        if start < 0:
+            missing.append(f"toolreg.{name}: not on the page")
+            continue
+        shown = re.sub(r"<[^>]*>", "", text[start : text.find("</dt>", start)])
+        for parameter in inspect.signature(obj).parameters:
+            if not re.search(rf"\b{parameter}\b", shown):
+                missing.append(f"toolreg.{name}: {parameter}")
+    return missing
 
 
 def test_the_link_check_finds_a_broken_link_and_a_broken_anchor(tmp_path: Path) -> None:
