@@ -12,6 +12,7 @@ def search(
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
@@ -22,7 +23,9 @@ __all__ = [
     "LogReporter",
     "Param",
     "ProgressReporter",
+    "ProgressSink",
     "ToolContext",
+    "progress_sink",
 ]
 
 DepsT = TypeVar("DepsT")
@@ -128,6 +131,26 @@ class LogReporter(Protocol):
 
 def _no_progress(progress: float, total: float | None = None, message: str | None = None) -> None:
     """Progress of a call nobody follows: dropped."""
+
+
+class ProgressSink(Protocol):
+    """Where the progress of the calls dispatch runs goes: `sink(tool_name, call_id,
+    progress, total, message)`. It never raises."""
+
+    def __call__(
+        self,
+        tool_name: str,
+        call_id: str | None,
+        progress: float,
+        total: float | None = None,
+        message: str | None = None,
+    ) -> None: ...
+
+
+progress_sink: ContextVar[ProgressSink | None] = ContextVar("toolreg_progress_sink", default=None)
+"""The `ProgressSink` of the calls dispatched in this context: a `ToolContext` that dispatch
+makes sends its `report_progress` there (a conversation's `stream()` sets it, to yield
+`ToolProgress` events). None (the default): progress is dropped."""
 
 
 def _no_log(message: str, level: LogLevel = "info") -> None:

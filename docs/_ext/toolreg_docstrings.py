@@ -14,6 +14,7 @@ import ast
 import importlib
 import importlib.util
 import inspect
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -57,11 +58,35 @@ def _assigned(node: ast.stmt) -> list[str]:
 
 
 def data_docstring(module_name: str, name: str) -> str:
-    """The docstring of the value `name` of `module_name`, from the source that assigns it."""
+    """The docstring of the value `name` of `module_name`, from the source that assigns it.
+
+    A name the module exports lazily (its `__getattr__` imports it on first use) is looked
+    up in the loaded module of the same package that holds the very same object."""
+    found = _assigned_docstring(module_name, name)
+    if found is not None:
+        return found
+    module = importlib.import_module(module_name)
+    value = getattr(module, name)
+    package = module_name.split(".")[0] + "."
+    for other_name, other in sorted(sys.modules.items()):
+        if (
+            other_name.startswith(package)
+            and other_name != module_name
+            and getattr(other, name, None) is value
+        ):
+            found = _assigned_docstring(other_name, name)
+            if found is not None:
+                return found
+    return ""
+
+
+def _assigned_docstring(module_name: str, name: str) -> str | None:
+    """The docstring where `module_name`'s source assigns (or imports) `name`; None when
+    its source does neither."""
     module = importlib.import_module(module_name)
     path = getattr(module, "__file__", None)
     if not path or not path.endswith(".py"):
-        return ""
+        return None
     source = Path(path).read_text(encoding="utf-8")
     lines = source.splitlines()
     body = ast.parse(source).body
@@ -88,4 +113,4 @@ def data_docstring(module_name: str, name: str) -> str:
                         "." * node.level + (node.module or ""), package
                     )
                     return data_docstring(origin, alias.name)
-    return ""
+    return None

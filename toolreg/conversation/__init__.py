@@ -4,6 +4,7 @@
 - `loop`: the loop itself, a sans-I/O generator both drivers run;
 - `endpoints`: the endpoints a dialect speaks; `stream` reads chat completions and
   `responses_api` the Responses API, plain or streamed, into one normalized shape;
+- `events`: the typed events `stream()` yields (`TextDelta`, `ToolStarted`, ...);
 - `reply`: `Reply`, `PendingCall`, `Usage`, `Hooks` and the events hooks receive;
   `STOP_REASONS` and `REPLY_FIELDS` list every `stop_reason` and every field of a `Reply`;
 - `state`: a conversation (a turn paused for approvals too) as plain JSON and back;
@@ -14,6 +15,16 @@
 """
 
 from .drivers import AsyncConversation, Conversation, run_conversation
+from .events import (
+    ApprovalRequired,
+    StreamEvent,
+    TextDelta,
+    ToolCallReady,
+    ToolFinished,
+    ToolProgress,
+    ToolStarted,
+    TurnFinished,
+)
 from .guardrails import GuardrailInput, GuardrailOutput
 from .history import trim_history
 from .reply import (
@@ -33,6 +44,7 @@ from .reply import (
 __all__ = [
     "REPLY_FIELDS",
     "STOP_REASONS",
+    "ApprovalRequired",
     "AsyncConversation",
     "Conversation",
     "GuardrailInput",
@@ -43,8 +55,15 @@ __all__ = [
     "PendingCall",
     "Reply",
     "StopReason",
+    "StreamEvent",
+    "TextDelta",
     "ToolCallEvent",
+    "ToolCallReady",
+    "ToolFinished",
+    "ToolProgress",
     "ToolResultEvent",
+    "ToolStarted",
+    "TurnFinished",
     "Usage",
     "run_conversation",
     "trim_history",

@@ -18,29 +18,55 @@ module level: `import toolreg` stays light.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import copy
 import dataclasses
 import functools
 import inspect
 import json
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+import math
+import queue
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from contextlib import AbstractContextManager, aclosing
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
 
 from typing_extensions import Self
 
 from ..dispatch import ConfirmCallback
 from ..dispatch.calling import aguard, call_hook, guard
 from ..errors import ConversationError, ConversationStateError, ToolCallError, UsageError
-from ..formats import DIALECTS, Dialect
+from ..formats import DIALECTS, Dialect, export_tools
 from ..formats.responses import TOOL_SEARCH_CALL
 from ..jsonvalues import safe_json
+from ..params import ProgressSink, progress_sink
 from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch
 from ..tool import Tool
+from ..toolsets import StepContext, Toolset
 from .eager import AsyncEarlyRuns, EarlyRuns, drive_checks
 from .endpoints import endpoint_errors, endpoint_url
+from .events import (
+    ApprovalRequired,
+    StreamEvent,
+    TextDelta,
+    ToolCallReady,
+    ToolFinished,
+    ToolProgress,
+    ToolStarted,
+    TurnFinished,
+)
 from .guardrails import Guardrail, Guardrails, GuardStep, check_guardrails, guardrail_list
 from .history import answered_prefix
 from .loop import (
@@ -48,6 +74,7 @@ from .loop import (
     LoopSettings,
     ModelStep,
     Step,
+    ToolsStep,
     TurnState,
     Verdict,
     abandon,
@@ -85,7 +112,8 @@ from .stored import RESUME_TTL, Stored
 from .tracing import model_call, turn
 
 if TYPE_CHECKING:
-    import openai
+    import asyncio
+    from concurrent.futures import Future
 
 __all__ = ["AsyncConversation", "Conversation", "run_conversation"]
 
@@ -101,7 +129,7 @@ class _Base:
         client: Any,
         model: str,
         *,
-        registry: ToolRegistry | None = None,
+        registry: Toolset | None = None,
         tools: str | Sequence[str] | None = None,
         system: str | None = None,
         max_rounds: int = 8,
@@ -145,7 +173,8 @@ class _Base:
             client: the SDK client: `openai.OpenAI` (or `AsyncOpenAI`), or `anthropic.Anthropic`
                 (or `AsyncAnthropic`).
             model: the model's name, as the endpoint knows it.
-            registry: the tools (else `toolreg.default_registry`).
+            registry: the tools: a `ToolRegistry`, or any `Toolset` (a `Mount`, a
+                `combined`, `prefixed` or `filtered` view); else `toolreg.default_registry`.
             tools: the names or tags of the tools to offer (else every tool of the registry).
             system: the system prompt.
             max_rounds: rounds of tool calls before one last call that forbids tools.
@@ -237,6 +266,8 @@ class _Base:
         check_always(self.registry, self.tool_search)
         self.deferred_search: DeferredSearch = deferred_search
         self.eager_tools = eager_tools
+        self._step_offer: frozenset[str] | None = None  # what the toolset offered last
+        self._exported: tuple[Any, list[dict[str, Any]]] | None = None  # a toolset's export
         self.discovered: list[str] = []
         """Deferred tools (`defer_loading=True`) the model found with `search_tools`: they
         are offered from then on (saved by `export_state`)."""
@@ -245,7 +276,8 @@ class _Base:
         self.output_strict = output_strict
         self.context = context
         self.confirm = confirm
-        self.stream = stream
+        self.streaming = stream
+        """Whether model answers are streamed (`stream=True`)."""
         self.on_text = on_text
         self.messages: list[Message] = [{"role": "system", "content": system}] if system else []
         if tool_choice not in ("auto", "none", "required", *self.offered_names()):
@@ -281,7 +313,7 @@ class _Base:
             eager=self._eager if eager_tools is not False and stream and parallel else None,
         )
         provider = self._settings.provider
-        self._settings.policy.check_names(self.registry.names())
+        self._settings.policy.check_names([t.name for t in self.registry.tools()])
         provider.check_choice(tool_choice)  # one the dialect cannot express fails now
         if force_tools:
             provider.check_choice("required")
@@ -352,6 +384,77 @@ class _Base:
         known = turn.previous_id is not None and turn.known <= len(self.messages)
         self._previous = (turn.previous_id, turn.known) if known and turn.previous_id else None
 
+    # -- turns as flows: one order of steps for both drivers ---------------------------------
+    # A flow is a generator of effects (the loop's steps, `StoreStep`s and events) answered
+    # by a driver's `_perform`; the drivers only do the I/O (sync, or awaited).
+
+    def _send_flow(self, text: str, output_type: Any) -> Flow:
+        yield from self._load_flow()
+        messages = [*self.messages, {"role": "user", "content": text}]
+        settings, turn_state = self._begin(messages, output_type, keep=True)
+        reply = yield from self._turn_flow(run_loop(settings, turn_state))
+        reply = self._end(reply, settings, turn_state, keep=True)
+        yield from self._save_flow()
+        return (yield from _finished(reply))
+
+    def _run_flow(self, messages: Iterable[Message], output_type: Any) -> Flow:
+        settings, turn_state = self._begin(list(messages), output_type, keep=False)
+        reply = yield from self._turn_flow(run_loop(settings, turn_state))
+        return (yield from _finished(self._end(reply, settings, turn_state, keep=False)))
+
+    def _resume_flow(self, decisions: Mapping[str, Any], output_type: Any) -> Flow:
+        yield from self._load_flow(resuming=True)
+        settings, turn_state, found = self._resuming(decisions, output_type)
+        yield from self._claim_flow()
+        try:
+            reply = yield from self._turn_flow(resume_loop(settings, turn_state, found))
+        except GeneratorExit:  # the stream's reader stopped: no I/O can happen any more
+            self._interrupted(settings, turn_state)
+            raise
+        except BaseException:
+            self._interrupted(settings, turn_state)
+            yield from self._save_flow(failed=True)
+            raise
+        reply = self._end(reply, settings, turn_state, keep=True)
+        yield from self._save_flow()
+        return (yield from _finished(reply))
+
+    def _turn_flow(self, loop: Generator[Step, Any, Reply]) -> Flow:
+        with turn(self.name, self.model, self._settings.provider.name), self._naming_endpoint():
+            return (yield from loop)  # a span
+
+    def _load_flow(self, resuming: bool = False) -> Generator[StoreStep, Any, None]:
+        stored = self._stored
+        if stored is not None:
+            store = stored.store
+            self._take(stored.loaded((yield StoreStep(store, "load", (stored.id,)))))
+            if resuming:
+                stored.resumable()
+
+    def _claim_flow(self) -> Generator[StoreStep, Any, None]:
+        stored = self._stored
+        if stored is not None:
+            store = stored.store
+            claim = (stored.claim, stored.token, RESUME_TTL)
+            marker = stored.claimed((yield StoreStep(store, "claim", claim)))
+            stored.saved((yield StoreStep(store, "save", (stored.id, marker, stored.version))))
+
+    def _save_flow(self, failed: bool = False) -> Generator[StoreStep, Any, None]:
+        stored = self._stored
+        if stored is None:
+            return
+        store = stored.store
+        try:
+            args = (stored.id, stored.state(self), stored.version)
+            saved = yield StoreStep(store, "save", args)
+        except Exception:
+            if not failed:
+                raise
+            # the turn's own failure is what the caller sees; the store keeps the
+            # "resumed" marker, and the next load says that the resume did not finish
+            return
+        stored.saved(saved)
+
     @property
     def pending(self) -> list[PendingCall]:
         """The calls that wait for approval (empty unless the last reply stopped for them)."""
@@ -399,7 +502,7 @@ class _Base:
         if tool is None:
             raise ConversationStateError(
                 f"the pending call {pending.call_id!r} is to the tool {pending.tool_name!r}, "
-                "which this registry does not have"
+                "which this toolset does not have"
             )
         return tool
 
@@ -450,7 +553,7 @@ class _Base:
                 "tool_choice": settings.tool_choice,
                 "final_call": settings.final_call,
                 "assistant_content": self.assistant_content,
-                "stream": self.stream,
+                "stream": self.streaming,
                 "output_retries": settings.output_retries,
                 "max_history_messages": settings.max_history_messages,
                 "max_history_chars": settings.max_history_chars,
@@ -481,7 +584,7 @@ class _Base:
         state: dict[str, Any],
         client: Any,
         *,
-        registry: ToolRegistry | None = None,
+        registry: Toolset | None = None,
         context: Any = None,
         hooks: Hooks | None = None,
         on_text: Callable[[str], Any] | None = None,
@@ -565,10 +668,17 @@ class _Base:
     def offered_names(self) -> list[str]:
         """The tools offered to the model: `tools=` entries are tool names or tags; a
         deferred tool (`defer_loading=True`) once `search_tools` found it (with
-        `deferred_search="hosted"`, from the start: the server searches them)."""
+        `deferred_search="hosted"`, from the start: the server searches them); of a toolset
+        whose `offer` narrows what it holds, those it offered for the last model call."""
         found = set(self.discovered)
         hosted = self.deferred_search == "hosted"
-        return [t.name for t in self._allowed() if hosted or not t.defer_loading or t.name in found]
+        step = self._step_offer
+        return [
+            t.name
+            for t in self._allowed()
+            if (hosted or not t.defer_loading or t.name in found)
+            and (step is None or t.name in step)
+        ]
 
     def _allowed(self) -> list[Tool]:
         """The tools `tools=` allows, deferred or not."""
@@ -577,41 +687,61 @@ class _Base:
         wanted = set(self.tool_filter)
         return [t for t in self.registry.tools() if t.name in wanted or t.tags & wanted]
 
-    def _tool_definitions(self, history: list[Message]) -> list[dict[str, Any]]:
+    def _tool_definitions(self, history: list[Message], round_: int = 0) -> list[dict[str, Any]]:
+        """The definitions the next model call offers: what the toolset offers for this
+        step (`Toolset.offer`), narrowed by `tools=`, deferred loading and tool search."""
+        held = self.registry.tools()
+        offer = self.registry.offer(StepContext(self.context, tuple(history), round_))
+        self._step_offer = None if len(offer) == len(held) else frozenset(t.name for t in offer)
         allowed = self._allowed()
         found = set(self.discovered)
         mode = self.deferred_search
         names = self.offered_names()
         if mode == "client":  # those found are loaded by the history's tool_search_output
-            names = [t.name for t in self.registry.tools(names) if not t.defer_loading]
+            deferred = {t.name for t in allowed if t.defer_loading}
+            names = [name for name in names if name not in deferred]
         if self.tool_search is not None:
             chosen = set(select(self.registry, self.tool_search, names, history)) | found
             names = [name for name in names if name in chosen]
-        fmt, strict = self._settings.fmt.name, self.strict or None
-        required = self.advertise_required
-        offered: list[dict[str, Any]] = []
-        if names:
-            offered = self.registry.get_tools(
-                fmt, strict=strict, names=names, advertise_required=required
-            )
+        offered = self._definitions(names)
         if mode == "function":  # a found tool is a plain function here
             offered = [{k: v for k, v in d.items() if k != "defer_loading"} for d in offered]
         if any(t.defer_loading and (mode == "hosted" or t.name not in found) for t in allowed):
-            if mode == "function" and SEARCH_TOOL in self.registry:
+            if mode == "function" and self.registry.get(SEARCH_TOOL) is not None:
                 raise UsageError(
                     f"the registry has a tool named {SEARCH_TOOL!r}, the name of the search "
                     "tool its deferred tools (defer_loading=True) need: rename that tool"
                 )
-            offered = [*offered, *search_definitions(mode, fmt, strict, required)]
+            fmt, strict = self._settings.fmt.name, self.strict or None
+            searching = search_definitions(mode, fmt, strict, self.advertise_required)
+            offered = [*offered, *searching]
         return offered
+
+    def _definitions(self, names: list[str]) -> list[dict[str, Any]]:
+        """The definitions of these tools in the provider's format (a registry's cached
+        export; another toolset's, kept while its `revision` stays)."""
+        if not names:
+            return []
+        fmt, strict = self._settings.fmt, self.strict or None
+        required = self.advertise_required
+        registry = self.registry
+        if isinstance(registry, ToolRegistry):
+            return registry.get_tools(
+                fmt.name, strict=strict, names=names, advertise_required=required
+            )
+        key = (registry.revision, tuple(names))
+        cached = self._exported
+        if cached is None or cached[0] != key:
+            wanted = set(names)
+            tools = {t.name: t for t in registry.tools() if t.name in wanted}
+            chosen = [tools[name] for name in names if name in tools]
+            defs = export_tools(chosen, fmt, strict=strict, advertise_required=required)
+            cached = self._exported = (key, defs)
+        return list(cached[1])
 
     def _found_definitions(self, names: list[str]) -> list[dict[str, Any]]:
         """What a client-executed tool search loads: the definitions of the tools found."""
-        if not names:
-            return []
-        fmt, strict = self._settings.fmt.name, self.strict or None
-        required = self.advertise_required
-        return self.registry.get_tools(fmt, strict=strict, names=names, advertise_required=required)
+        return self._definitions(names)
 
     def _eager(self, call: ToolCall) -> bool:
         """Whether a call may start while the answer still streams: a tool offered to the
@@ -633,7 +763,7 @@ class _Base:
         call (dispatch runs it)."""
         mode = self.deferred_search
         searching = {"function": SEARCH_TOOL, "client": TOOL_SEARCH_CALL}.get(mode)
-        if call.name == searching and call.name not in self.registry:
+        if call.name == searching and self.registry.get(call.name) is None:
             allowed = self._allowed()
             if any(t.defer_loading for t in allowed):
                 among = [t.name for t in allowed]
@@ -685,7 +815,7 @@ class _Base:
             raise
 
     def _stream_kwargs(self) -> dict[str, Any]:
-        if not self.stream:
+        if not self.streaming:
             return {}
         return self._settings.provider.stream_options(self._settings.request_options)
 
@@ -753,7 +883,7 @@ async def _arun_hook(step: HookStep) -> Any:
     return (await answer) if _awaitable(answer) else answer
 
 
-def _guardrails_given(guards: Guardrails, registry: ToolRegistry) -> list[tuple[str, Any]]:
+def _guardrails_given(guards: Guardrails, registry: Toolset) -> list[tuple[str, Any]]:
     """Every guardrail a sync conversation would call, labelled as it was given."""
     given = [("input_guardrails", g) for g in guards.input]
     given += [("output_guardrails", g) for g in guards.output]
@@ -932,26 +1062,78 @@ def _check_options(
         )
 
 
-def _tool_filter(registry: ToolRegistry, tools: str | Sequence[str]) -> list[str]:
+def _tool_filter(registry: Toolset, tools: str | Sequence[str]) -> list[str]:
     """`tools=` as a list (one str is one entry); an entry that is no name and no tag fails."""
     wanted = [tools] if isinstance(tools, str) else list(tools)
-    tags = {tag for tool in registry.tools() for tag in tool.tags}
-    unknown = [w for w in wanted if w not in registry and w not in tags]
+    held = registry.tools()
+    tags = {tag for tool in held for tag in tool.tags}
+    unknown = [w for w in wanted if registry.get(w) is None and w not in tags]
     if unknown:
         raise UsageError(
             f"tools={wanted!r}: {', '.join(map(repr, unknown))} is neither a registered tool "
-            f"nor a tag; registered: {', '.join(registry.names()) or 'none'}"
+            f"nor a tag; registered: {', '.join(t.name for t in held) or 'none'}"
         )
     return wanted
 
 
+@dataclass(frozen=True, slots=True)
+class StoreStep:
+    """Call the conversation's state store: `load`, `save` or `claim` with `args`; answer
+    with what it returned (awaited on the async driver: `aload`, `asave`, `aclaim`)."""
+
+    store: Any
+    kind: Literal["load", "save", "claim"]
+    args: tuple[Any, ...]
+
+
+Flow: TypeAlias = Generator[Step | StoreStep | StreamEvent, Any, Reply]
+_NOTICES = (ToolCallReady, ToolStarted, ToolProgress, ToolFinished, ApprovalRequired, TextDelta)
+
+
+def _finished(reply: Reply) -> Generator[StreamEvent, Any, Reply]:
+    """A turn's last events."""
+    if reply.stop_reason == "approval_required":
+        yield ApprovalRequired(tuple(reply.pending))
+    yield TurnFinished(reply)
+    return reply
+
+
+def _progress_sink(put: Callable[[ToolProgress], Any]) -> ProgressSink:
+    """A `ProgressSink` that hands each well-formed report to `put` as a `ToolProgress`
+    (a report that is not a number is dropped: `report_progress` never raises)."""
+
+    def sink(
+        tool_name: str,
+        call_id: str | None,
+        progress: float,
+        total: float | None = None,
+        message: str | None = None,
+    ) -> None:
+        if not _number(progress) or (total is not None and not _number(total)):
+            return
+        text = None if message is None else str(message)[:_MAX_PROGRESS_MESSAGE]
+        shown = None if total is None else float(total)
+        with contextlib.suppress(Exception):  # a closed loop: nobody follows any more
+            put(ToolProgress(call_id, tool_name, float(progress), shown, text))
+
+    return sink
+
+
+_MAX_PROGRESS_MESSAGE = 1_000
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 class Conversation(_Base):
-    """A conversation over a sync `openai.OpenAI` client (see the module docstring).
+    """A conversation over a sync client (`openai.OpenAI`, `anthropic.Anthropic`; see the
+    module docstring).
 
     `Conversation(client, model, registry=..., ...)`: every option, its type and default
     is in the [conversation options](options.md#conversation-options) table; `send` runs a
-    turn, `resume` carries on one paused for approval, `export_state` / `from_state`
-    move it between processes.
+    turn, `stream` runs one as typed events, `resume` carries on one paused for approval,
+    `export_state` / `from_state` move it between processes.
 
     Example:
         chat = Conversation(OpenAI(), "gpt-4o-mini", registry=registry, system="Be brief.")
@@ -959,7 +1141,7 @@ class Conversation(_Base):
         print(reply.text, reply.stop_reason)
     """
 
-    client: openai.OpenAI
+    client: Any
 
     @overload
     def send(self, text: str, *, output_type: None = None) -> Reply[None]: ...
@@ -973,12 +1155,15 @@ class Conversation(_Base):
     def send(self, text: str, *, output_type: Any = None) -> Reply[Any]:
         """Add a user message and run the loop; the history is kept only if it succeeds
         (with `state_store=`: loaded before, saved after)."""
-        self._load()
-        messages = [*self.messages, {"role": "user", "content": text}]
-        settings, turn = self._begin(messages, output_type, keep=True)
-        reply = self._end(self._drive(run_loop(settings, turn)), settings, turn, keep=True)
-        self._save()
-        return reply
+        return self._complete(self._send_flow(text, output_type))
+
+    def stream(self, text: str, *, output_type: Any = None) -> Iterator[StreamEvent]:
+        """`send`, as the typed events of the turn (see `toolreg.conversation.events`):
+        text deltas, each call ready, started, its progress and its result, an approval
+        needed, and last `TurnFinished(reply)`. Nothing is sent until the first event is
+        asked for. A reader that stops early (closes the iterator) abandons the turn: its
+        history is not kept, and calls still running are abandoned."""
+        return self._perform(self._send_flow(text, output_type), listening=True)
 
     @overload
     def run(self, messages: Iterable[Message], *, output_type: None = None) -> Reply[None]: ...
@@ -991,8 +1176,7 @@ class Conversation(_Base):
 
     def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply[Any]:
         """Run the loop on `messages` (not modified) and return the reply."""
-        settings, turn = self._begin(list(messages), output_type, keep=False)
-        return self._end(self._drive(run_loop(settings, turn)), settings, turn, keep=False)
+        return self._complete(self._run_flow(messages, output_type))
 
     @overload
     def resume(self, decisions: Mapping[str, Any], *, output_type: None = None) -> Reply[None]: ...
@@ -1012,89 +1196,100 @@ class Conversation(_Base):
         stop for approvals again. With `state_store=`, the paused turn is loaded and
         claimed first: two processes resuming it run the calls once (the second gets a
         `StateConflictError`)."""
-        self._load(resuming=True)
-        settings, turn, found = self._resuming(decisions, output_type)
-        self._claim()
-        try:
-            reply = self._drive(resume_loop(settings, turn, found))
-        except BaseException:
-            self._interrupted(settings, turn)
-            self._save(failed=True)
-            raise
-        reply = self._end(reply, settings, turn, keep=True)
-        self._save()
+        return self._complete(self._resume_flow(decisions, output_type))
+
+    def stream_resume(
+        self, decisions: Mapping[str, Any], *, output_type: Any = None
+    ) -> Iterator[StreamEvent]:
+        """`resume`, as the typed events of the turn (see `stream`)."""
+        return self._perform(self._resume_flow(decisions, output_type), listening=True)
+
+    # -- the I/O ---------------------------------------------------------------------------
+
+    def _complete(self, flow: Flow) -> Reply:
+        reply: Reply | None = None
+        for event in self._perform(flow, listening=False):  # only TurnFinished comes
+            if isinstance(event, TurnFinished):
+                reply = event.reply
+        if reply is None:  # pragma: no cover - every flow ends with TurnFinished
+            raise UsageError("the turn ended without a reply")
         return reply
 
-    def _load(self, resuming: bool = False) -> None:
-        stored = self._stored
-        if stored is not None:
-            self._take(stored.loaded(stored.store.load(stored.id)))
-            if resuming:
-                stored.resumable()
-
-    def _claim(self) -> None:
-        stored = self._stored
-        if stored is not None:
-            marker = stored.claimed(stored.store.claim(stored.claim, stored.token, RESUME_TTL))
-            stored.saved(stored.store.save(stored.id, marker, stored.version))
-
-    def _save(self, failed: bool = False) -> None:
-        stored = self._stored
-        if stored is None:
-            return
-        try:
-            saved = stored.store.save(stored.id, stored.state(self), stored.version)
-        except Exception:
-            if not failed:
-                raise
-            # the turn's own failure is what the caller sees; the store keeps the
-            # "resumed" marker, and the next load says that the resume did not finish
-            return
-        stored.saved(saved)
-
-    def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
+    def _perform(self, flow: Flow, listening: bool) -> Generator[StreamEvent, None, None]:
+        """Answer the flow's steps with sync I/O; yield its events (all of them when
+        `listening`, else only `TurnFinished`)."""
         provider = self._settings.provider.name
         runs = EarlyRuns(self.registry.dispatcher.settings.max_concurrency)
+        notes: queue.SimpleQueue[Any] | None = queue.SimpleQueue() if listening else None
+        parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
+        answer: Any = None
+        failure: BaseException | None = None
         try:
-            with turn(self.name, self.model, provider), self._naming_endpoint():  # a span
-                step = next(loop)
-                parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
-                while True:
-                    answer: Any
+            while True:
+                try:
+                    step = flow.send(answer) if failure is None else flow.throw(failure)
+                except StopIteration:
+                    return
+                answer = failure = None
+                if isinstance(step, TurnFinished) or (listening and isinstance(step, _NOTICES)):
+                    yield step
+                    continue
+                try:
                     if isinstance(step, (HookStep, GuardStep)):
                         answer = _run_check_step(step)
                     elif isinstance(step, ModelStep):
                         runs.discard()  # started for an earlier answer, and no round took them
                         with model_call(step.request, self.client, provider) as call:
-                            answer = call.response = self._model(step, runs, call.parent)
+                            answer = yield from self._model(step, runs, call.parent, notes)
+                            call.response = answer
                         parent = call.parent
-                    else:
+                    elif isinstance(step, ToolsStep):
                         with parent():
-                            answer = self._tools(step.calls, step.approved, runs)
-                    try:
-                        step = loop.send(answer)
-                    except StopIteration as done:
-                        reply: Reply = done.value
-                        return reply
+                            answer = yield from self._tools(step, runs, notes)
+                    elif isinstance(step, StoreStep):
+                        answer = _store_call(step)
+                except GeneratorExit:
+                    raise
+                except BaseException as exc:  # the flow decides (a resume keeps what ran)
+                    failure = exc
         finally:
             runs.discard()  # the turn failed (a cut-off stream...): abandoned, never reused
+            flow.close()
 
     def _model(
-        self, step: ModelStep, runs: EarlyRuns, parent: Callable[[], AbstractContextManager[Any]]
-    ) -> Answer:
+        self,
+        step: ModelStep,
+        runs: EarlyRuns,
+        parent: Callable[[], AbstractContextManager[Any]],
+        notes: queue.SimpleQueue[Any] | None,
+    ) -> Generator[StreamEvent, None, Answer]:
+        provider = self._settings.provider
         with endpoint_errors():
-            create = self._settings.provider.create(self.client)
+            create = provider.create(self.client)
             response = create(**safe_json(step.request), **self._stream_kwargs())
-            if not self.stream:
-                return self._settings.provider.decode(response)
+            if not self.streaming:
+                answer = provider.decode(response)
+                if notes is not None and answer.text:
+                    yield TextDelta(answer.text)
+                return answer
             on_text = self.on_text
-            deliver = None if on_text is None else functools.partial(_run_hook, "on_text", on_text)
-            assembler = self._settings.provider.assembler(deliver)
+            deltas: list[str] = []
+            assembler = provider.assembler(
+                deltas.append if on_text is not None or notes is not None else None
+            )
             try:
                 for chunk in response:
                     assembler.feed(chunk)
+                    for text in deltas:
+                        if on_text is not None:
+                            _run_hook("on_text", on_text, text)
+                        if notes is not None:
+                            yield TextDelta(text)
+                    deltas.clear()
                     if step.early is not None:
-                        self._start_early(assembler, step.early, runs, parent)
+                        yield from self._start_early(assembler, step.early, runs, parent, notes)
+                    if notes is not None:
+                        yield from _drained(notes)
             finally:
                 response.close()  # also when on_text raised: release the connection
             return assembler.result()
@@ -1105,43 +1300,131 @@ class Conversation(_Base):
         early: Callable[[Message], Generator[Step, Any, ToolCall | None]],
         runs: EarlyRuns,
         parent: Callable[[], AbstractContextManager[Any]],
-    ) -> None:
+        notes: queue.SimpleQueue[Any] | None,
+    ) -> Generator[StreamEvent, None, None]:
         for message in assembler.completed():
             call = drive_checks(early(message), _run_check_step)
-            if call is not None:
-                run = functools.partial(
-                    self.registry.dispatch_tool,
-                    call.name,
-                    call.arguments,
-                    **self._early_dispatch(call),
-                )
-                with parent():  # the model call that asked for it is its parent
-                    runs.start(call, run)
+            if call is None:
+                continue
+            run = self._runner(call, self._early_dispatch(call), notes, early=True)
+            if notes is not None:
+                yield ToolCallReady(call, early=True)
+            with parent():  # the model call that asked for it is its parent
+                runs.start(call, run)
+
+    def _runner(
+        self,
+        call: ToolCall,
+        options: dict[str, Any],
+        notes: queue.SimpleQueue[Any] | None,
+        early: bool = False,
+    ) -> Callable[[], ToolResult]:
+        """One call's run, for a thread; with a reader, it says when it starts and where
+        its progress goes."""
+        dispatch = self.registry.dispatcher.dispatch_tool
+        run = functools.partial(dispatch, call.name, call.arguments, **options)
+        if notes is None:
+            return run
+        sink = _progress_sink(notes.put)
+
+        def followed() -> ToolResult:
+            notes.put(ToolStarted(call, early))
+            progress_sink.set(sink)  # in this run's own context (a copy)
+            return run()
+
+        return followed
 
     def _tools(
-        self, calls: list[ToolCall], approved: bool = False, runs: EarlyRuns | None = None
-    ) -> list[ToolResult]:
-        started = [None if runs is None else runs.claim(c) for c in calls]
+        self, step: ToolsStep, runs: EarlyRuns, notes: queue.SimpleQueue[Any] | None
+    ) -> Generator[StreamEvent, None, list[ToolResult]]:
+        calls = step.calls
+        started: list[Future[ToolResult] | None] = [runs.claim(c) for c in calls]
         rest = [c for c, run in zip(calls, started) if run is None]
-        kwargs = self._dispatch_options(approved)
-        if self.parallel:
-            ran = iter(self.registry.dispatch_many(rest, **kwargs))
-        else:
-            ran = iter(
-                [
-                    self.registry.dispatch_tool(c.name, c.arguments, call_id=c.call_id, **kwargs)
-                    for c in rest
-                ]
-            )
-        return [next(ran) if run is None else run.result() for run in started]
+        options = self._dispatch_options(step.approved)
+        dispatcher = self.registry.dispatcher
+        if notes is None:  # nobody reads the events: dispatch's own batch
+            if self.parallel:
+                ran = iter(dispatcher.dispatch_many(rest, **options))
+            else:
+                ran = iter(
+                    [
+                        dispatcher.dispatch_tool(c.name, c.arguments, call_id=c.call_id, **options)
+                        for c in rest
+                    ]
+                )
+            return [next(ran) if run is None else run.result() for run in started]
+        for call in rest:
+            yield ToolCallReady(call)
+        workers = 1 if not self.parallel else min(len(rest), dispatcher.settings.max_concurrency)
+        from concurrent.futures import ThreadPoolExecutor  # lazy, as dispatch_many's
+
+        pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="toolreg") if rest else None
+        try:
+            futures: list[Future[ToolResult]] = []
+            for i, (call, run) in enumerate(zip(calls, started)):
+                if run is None and pool is not None:
+                    work = self._runner(call, {"call_id": call.call_id, **options}, notes)
+                    run = pool.submit(contextvars.copy_context().run, work)
+                futures.append(run)  # type: ignore[arg-type]  # one of the two is set
+                run.add_done_callback(functools.partial(_done, notes, i))  # type: ignore[union-attr]
+            left = len(futures)
+            while left:
+                note = notes.get()
+                if isinstance(note, _Done):
+                    left -= 1
+                    yield ToolFinished(calls[note.index], futures[note.index].result())
+                else:
+                    yield note
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)  # a reader that stopped
+        return [future.result() for future in futures]
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    index: int  # the call of the round whose run is over
+
+
+def _done(notes: Any, index: int, _: Any) -> None:
+    notes.put(_Done(index))
+
+
+def _drained(notes: queue.SimpleQueue[Any]) -> Generator[StreamEvent, None, None]:
+    """What early runs said so far (while the answer streams)."""
+    while True:
+        try:
+            note = notes.get_nowait()
+        except queue.Empty:
+            return
+        yield note  # no `_Done` yet: `_tools` adds them
+
+
+def _store_call(step: StoreStep) -> Any:
+    store = step.store
+    if step.kind == "load":
+        return store.load(*step.args)
+    if step.kind == "claim":
+        return store.claim(*step.args)
+    return store.save(*step.args)
+
+
+async def _astore_call(step: StoreStep) -> Any:
+    store = step.store
+    if step.kind == "load":
+        return await store.aload(*step.args)
+    if step.kind == "claim":
+        return await store.aclaim(*step.args)
+    return await store.asave(*step.args)
 
 
 class AsyncConversation(_Base):
-    """The same loop over `openai.AsyncOpenAI`; tools run via `adispatch_many`; hooks
-    that are `async def` are awaited.
+    """The same loop over an async client (`openai.AsyncOpenAI`, `anthropic.AsyncAnthropic`);
+    tools run via `adispatch_tool`; hooks, guardrails and `on_text` that are `async def` are
+    awaited.
 
     The options are `Conversation`'s ([conversation options](options.md#conversation-options));
-    `send`, `resume` and `run` are awaited.
+    `send`, `resume` and `run` are awaited, `stream` is iterated with `async for`.
 
     Example:
         chat = AsyncConversation(AsyncOpenAI(), "gpt-4o-mini", registry=registry)
@@ -1149,7 +1432,7 @@ class AsyncConversation(_Base):
     """
 
     _awaits_hooks = True
-    client: openai.AsyncOpenAI
+    client: Any
 
     @overload
     async def send(self, text: str, *, output_type: None = None) -> Reply[None]: ...
@@ -1161,13 +1444,14 @@ class AsyncConversation(_Base):
     async def send(self, text: str, *, output_type: dict[str, Any]) -> Reply[Any]: ...
 
     async def send(self, text: str, *, output_type: Any = None) -> Reply[Any]:
-        await self._load()
-        messages = [*self.messages, {"role": "user", "content": text}]
-        settings, turn = self._begin(messages, output_type, keep=True)
-        reply = await self._drive(run_loop(settings, turn))
-        reply = self._end(reply, settings, turn, keep=True)
-        await self._save()
-        return reply
+        """`Conversation.send` for async code."""
+        return await self._complete(self._send_flow(text, output_type))
+
+    def stream(self, text: str, *, output_type: Any = None) -> AsyncIterator[StreamEvent]:
+        """`Conversation.stream` for async code: `async for event in chat.stream(...)`.
+        A reader that stops early should close it (`contextlib.aclosing`): calls still
+        running are then cancelled."""
+        return self._perform(self._send_flow(text, output_type), listening=True)
 
     @overload
     async def run(
@@ -1183,9 +1467,8 @@ class AsyncConversation(_Base):
     ) -> Reply[Any]: ...
 
     async def run(self, messages: Iterable[Message], *, output_type: Any = None) -> Reply[Any]:
-        settings, turn = self._begin(list(messages), output_type, keep=False)
-        reply = await self._drive(run_loop(settings, turn))
-        return self._end(reply, settings, turn, keep=False)
+        """`Conversation.run` for async code."""
+        return await self._complete(self._run_flow(messages, output_type))
 
     @overload
     async def resume(
@@ -1202,111 +1485,121 @@ class AsyncConversation(_Base):
 
     async def resume(self, decisions: Mapping[str, Any], *, output_type: Any = None) -> Reply[Any]:
         """`Conversation.resume` for async code."""
-        await self._load(resuming=True)
-        settings, turn, found = self._resuming(decisions, output_type)
-        await self._claim()
-        try:
-            reply = await self._drive(resume_loop(settings, turn, found))
-        except BaseException:
-            self._interrupted(settings, turn)
-            await self._save(failed=True)
-            raise
-        reply = self._end(reply, settings, turn, keep=True)
-        await self._save()
+        return await self._complete(self._resume_flow(decisions, output_type))
+
+    def stream_resume(
+        self, decisions: Mapping[str, Any], *, output_type: Any = None
+    ) -> AsyncIterator[StreamEvent]:
+        """`resume`, as the typed events of the turn (see `stream`)."""
+        return self._perform(self._resume_flow(decisions, output_type), listening=True)
+
+    # -- the I/O ---------------------------------------------------------------------------
+
+    async def _complete(self, flow: Flow) -> Reply:
+        reply: Reply | None = None
+        async for event in self._perform(flow, listening=False):  # only TurnFinished comes
+            if isinstance(event, TurnFinished):
+                reply = event.reply
+        if reply is None:  # pragma: no cover - every flow ends with TurnFinished
+            raise UsageError("the turn ended without a reply")
         return reply
 
-    async def _load(self, resuming: bool = False) -> None:
-        stored = self._stored
-        if stored is not None:
-            self._take(stored.loaded(await stored.store.aload(stored.id)))
-            if resuming:
-                stored.resumable()
+    async def _perform(self, flow: Flow, listening: bool) -> AsyncGenerator[StreamEvent, None]:
+        """`Conversation._perform` with awaited I/O."""
+        import asyncio  # loaded by the running event loop already
 
-    async def _claim(self) -> None:
-        stored = self._stored
-        if stored is not None:
-            taken = await stored.store.aclaim(stored.claim, stored.token, RESUME_TTL)
-            marker = stored.claimed(taken)
-            stored.saved(await stored.store.asave(stored.id, marker, stored.version))
-
-    async def _save(self, failed: bool = False) -> None:
-        stored = self._stored
-        if stored is None:
-            return
-        try:
-            saved = await stored.store.asave(stored.id, stored.state(self), stored.version)
-        except Exception:
-            if not failed:
-                raise
-            return  # as in Conversation._save: the turn's failure is what the caller sees
-        stored.saved(saved)
-
-    async def _drive(self, loop: Generator[Step, Any, Reply]) -> Reply:
         provider = self._settings.provider.name
         runs = AsyncEarlyRuns(self.registry.dispatcher.settings.max_concurrency)
+        notes: asyncio.Queue[Any] | None = asyncio.Queue() if listening else None
+        parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
+        answer: Any = None
+        failure: BaseException | None = None
         try:
-            with turn(self.name, self.model, provider), self._naming_endpoint():  # a span
-                step = next(loop)
-                parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
-                while True:
-                    answer: Any
+            while True:
+                try:
+                    step = flow.send(answer) if failure is None else flow.throw(failure)
+                except StopIteration:
+                    return
+                answer = failure = None
+                if isinstance(step, TurnFinished) or (listening and isinstance(step, _NOTICES)):
+                    yield step
+                    continue
+                try:
                     if isinstance(step, (HookStep, GuardStep)):
                         answer = await _arun_check_step(step)
                     elif isinstance(step, ModelStep):
                         await runs.discard()  # started for an earlier answer, no round took them
                         with model_call(step.request, self.client, provider) as call:
-                            answer = call.response = await self._model(step, runs, call.parent)
+                            model = self._model(step, runs, call.parent, notes)
+                            async with aclosing(model) as said:
+                                async for note in said:
+                                    if isinstance(note, _Answered):
+                                        answer = call.response = note.answer
+                                    else:
+                                        yield note
                         parent = call.parent
-                    else:
+                    elif isinstance(step, ToolsStep):
                         with parent():
-                            answer = await self._tools(step.calls, step.approved, runs)
-                    try:
-                        step = loop.send(answer)
-                    except StopIteration as done:
-                        reply: Reply = done.value
-                        return reply
+                            async with aclosing(self._tools(step, runs, notes)) as ran:
+                                async for event in ran:
+                                    if isinstance(event, _Ran):
+                                        answer = event.results
+                                    else:
+                                        yield event
+                    elif isinstance(step, StoreStep):
+                        answer = await _astore_call(step)
+                except GeneratorExit:
+                    raise
+                except BaseException as exc:  # the flow decides (a resume keeps what ran)
+                    failure = exc
         finally:
             await runs.discard()  # the turn failed (a cut-off stream...): cancelled
-
-    def _collector(self, awaiting: list[Awaitable[Any]]) -> Callable[[str], None] | None:
-        """`on_text` for the assembler: an awaitable it returns is kept, to be awaited."""
-        on_text = self.on_text
-        if on_text is None:
-            return None
-
-        def deliver(text: str) -> None:
-            answer: Any = call_hook(on_text, text)
-            if _awaitable(answer):
-                awaiting.append(answer)
-
-        return deliver
+            flow.close()
 
     async def _model(
         self,
         step: ModelStep,
         runs: AsyncEarlyRuns,
         parent: Callable[[], AbstractContextManager[Any]],
-    ) -> Answer:
+        notes: asyncio.Queue[Any] | None,
+    ) -> AsyncGenerator[StreamEvent | _Answered, None]:
+        """The model call's events, then its `_Answered` (an async generator returns
+        nothing)."""
+        provider = self._settings.provider
         with endpoint_errors():
-            create = self._settings.provider.create(self.client)
+            create = provider.create(self.client)
             response = await create(**safe_json(step.request), **self._stream_kwargs())
-            if not self.stream:
-                return self._settings.provider.decode(response)
-            awaiting: list[Awaitable[Any]] = []  # what an async on_text returned
-            assembler = self._settings.provider.assembler(self._collector(awaiting))
+            if not self.streaming:
+                answer = provider.decode(response)
+                if notes is not None and answer.text:
+                    yield TextDelta(answer.text)
+                yield _Answered(answer)
+                return
+            on_text = self.on_text
+            deltas: list[str] = []
+            assembler = provider.assembler(
+                deltas.append if on_text is not None or notes is not None else None
+            )
             try:
                 async for chunk in response:
                     assembler.feed(chunk)
-                    while awaiting:  # in order, before the next chunk is read
-                        await awaiting.pop(0)
+                    for text in deltas:  # in order, before the next chunk is read
+                        if on_text is not None:
+                            said = call_hook(on_text, text)
+                            if _awaitable(said):
+                                await said
+                        if notes is not None:
+                            yield TextDelta(text)
+                    deltas.clear()
                     if step.early is not None:
-                        await self._start_early(assembler, step.early, runs, parent)
+                        ready = await self._start_early(assembler, step.early, runs, parent, notes)
+                        for event in ready:
+                            yield event
+                    while notes is not None and not notes.empty():
+                        yield notes.get_nowait()
             finally:
-                for left in awaiting:  # the stream failed before they could run
-                    if inspect.iscoroutine(left):
-                        left.close()
                 await response.close()
-            return assembler.result()
+            yield _Answered(assembler.result())
 
     async def _start_early(
         self,
@@ -1314,44 +1607,120 @@ class AsyncConversation(_Base):
         early: Callable[[Message], Generator[Step, Any, ToolCall | None]],
         runs: AsyncEarlyRuns,
         parent: Callable[[], AbstractContextManager[Any]],
-    ) -> None:
+        notes: asyncio.Queue[Any] | None,
+    ) -> list[StreamEvent]:
+        ready: list[StreamEvent] = []
         for message in assembler.completed():
             checks = early(message)
             try:  # the prechecks' hooks and guardrails, awaited when they are async
-                step = next(checks)
-                while isinstance(step, (HookStep, GuardStep)):
-                    step = checks.send(await _arun_check_step(step))
-                raise UsageError(f"eager start: unexpected step {step!r}")
+                check = next(checks)
+                while isinstance(check, (HookStep, GuardStep)):
+                    check = checks.send(await _arun_check_step(check))
+                raise UsageError(f"eager start: unexpected step {check!r}")
             except StopIteration as done:
                 call: ToolCall | None = done.value
-            if call is not None:
-                run = functools.partial(
-                    self.registry.adispatch_tool,
-                    call.name,
-                    call.arguments,
-                    **self._early_dispatch(call),
-                )
-                with parent():  # the model call that asked for it is its parent
-                    runs.start(call, run)
+            if call is None:
+                continue
+            if notes is not None:
+                ready.append(ToolCallReady(call, early=True))
+            run = self._runner(call, self._early_dispatch(call), notes, early=True)
+            with parent():  # the model call that asked for it is its parent
+                runs.start(call, run)
+        return ready
+
+    def _runner(
+        self,
+        call: ToolCall,
+        options: dict[str, Any],
+        notes: asyncio.Queue[Any] | None,
+        early: bool = False,
+    ) -> Callable[[], Awaitable[ToolResult]]:
+        """One call's run, for a task; with a reader, it says when it starts and where its
+        progress goes (from a tool's thread too)."""
+        dispatch = self.registry.dispatcher.adispatch_tool
+        run = functools.partial(dispatch, call.name, call.arguments, **options)
+        if notes is None:
+            return run
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        sink = _progress_sink(lambda note: loop.call_soon_threadsafe(notes.put_nowait, note))
+
+        async def followed() -> ToolResult:
+            notes.put_nowait(ToolStarted(call, early))
+            progress_sink.set(sink)  # in this task's own context (a copy)
+            return await run()
+
+        return followed
 
     async def _tools(
-        self, calls: list[ToolCall], approved: bool = False, runs: AsyncEarlyRuns | None = None
-    ) -> list[ToolResult]:
-        started = [None if runs is None else runs.claim(c) for c in calls]
+        self, step: ToolsStep, runs: AsyncEarlyRuns, notes: asyncio.Queue[Any] | None
+    ) -> AsyncGenerator[StreamEvent | _Ran, None]:
+        """The round's events, then its `_Ran`."""
+        import asyncio
+
+        calls = step.calls
+        started = [runs.claim(c) for c in calls]
         rest = [c for c, run in zip(calls, started) if run is None]
-        kwargs = self._dispatch_options(approved)
-        if self.parallel:
-            ran = iter(await self.registry.adispatch_many(rest, **kwargs))
-        else:
-            ran = iter(
-                [
-                    await self.registry.adispatch_tool(
-                        c.name, c.arguments, call_id=c.call_id, **kwargs
-                    )
-                    for c in rest
-                ]
-            )
-        return [next(ran) if run is None else await run for run in started]
+        options = self._dispatch_options(step.approved)
+        dispatcher = self.registry.dispatcher
+        if notes is None:  # nobody reads the events: dispatch's own batch
+            if self.parallel:
+                ran = iter(await dispatcher.adispatch_many(rest, **options))
+            else:
+                ran = iter(
+                    [
+                        await dispatcher.adispatch_tool(
+                            c.name, c.arguments, call_id=c.call_id, **options
+                        )
+                        for c in rest
+                    ]
+                )
+            yield _Ran([next(ran) if run is None else await run for run in started])
+            return
+        for call in rest:
+            yield ToolCallReady(call)
+        workers = 1 if not self.parallel else dispatcher.settings.max_concurrency
+        gate = asyncio.Semaphore(max(1, workers))
+        tasks: list[asyncio.Task[ToolResult]] = []
+        try:
+            for i, (call, run) in enumerate(zip(calls, started)):
+                if run is None:
+                    work = self._runner(call, {"call_id": call.call_id, **options}, notes)
+                    run = asyncio.ensure_future(_gated(gate, work))
+                tasks.append(run)
+                run.add_done_callback(functools.partial(_done_soon, notes, i))
+            left = len(tasks)
+            while left:
+                note = await notes.get()
+                if isinstance(note, _Done):
+                    left -= 1
+                    yield ToolFinished(calls[note.index], tasks[note.index].result())
+                else:
+                    yield note
+        finally:
+            for task in tasks:
+                task.cancel()  # a reader that stopped: nothing left running
+        yield _Ran([task.result() for task in tasks])
+
+
+@dataclass(frozen=True, slots=True)
+class _Answered:
+    answer: Answer  # the async model call's answer, after its events
+
+
+@dataclass(frozen=True, slots=True)
+class _Ran:
+    results: list[ToolResult]  # the async round's results, after its events
+
+
+async def _gated(gate: asyncio.Semaphore, work: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
+    async with gate:
+        return await work()
+
+
+def _done_soon(notes: Any, index: int, _: Any) -> None:
+    notes.put_nowait(_Done(index))
 
 
 def run_conversation(

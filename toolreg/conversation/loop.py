@@ -111,8 +111,9 @@ _FINISH_REASONS: dict[str, StopReason] = {"length": "length", "content_filter": 
 class LoopSettings:
     model: str
     provider: Provider  # the wire API
-    # the definitions to offer to the next model call, given the history so far
-    tools: Callable[[list[Message]], list[dict[str, Any]]]
+    # the definitions to offer to the next model call, given the history so far and the
+    # number of tool rounds the turn has had
+    tools: Callable[[list[Message], int], list[dict[str, Any]]]
     tool_choice: str = "auto"
     max_rounds: int = 8
     final_call: Literal["tool_choice_none", "drop_tools"] = "tool_choice_none"
@@ -297,7 +298,7 @@ def _request(s: LoopSettings, state: TurnState) -> dict[str, Any]:
             sent, fits = trim_to_limits(sent, *limits, split=provider.units)
             if not fits:
                 state.over_history_limit = True
-    tools = s.tools(state.history)
+    tools = s.tools(state.history, state.tool_rounds)
     offered = bool(tools) and not (state.final and s.final_call == "drop_tools")
     return provider.encode(
         Request(

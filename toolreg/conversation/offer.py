@@ -23,10 +23,10 @@ from typing import Annotated, Any, Literal
 from ..errors import InvalidArgumentsError, ToolCallError, UnknownToolError, UsageError
 from ..formats import export_tools
 from ..formats.responses import tool_search_tool
-from ..registry import ToolRegistry
 from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch, called_names, query_text
 from ..tool import Tool
+from ..toolsets import Toolset
 
 __all__ = [
     "DEFERRED_SEARCH",
@@ -54,17 +54,18 @@ _MAX_SHOWN = 160  # characters of a found tool's description in the answer
 Message = dict[str, Any]
 
 
-def check_always(registry: ToolRegistry, option: ToolSearch | None) -> None:
+def check_always(registry: Toolset, option: ToolSearch | None) -> None:
     """Every `always` entry names a registered tool or a tag (else a `UsageError`)."""
     if option is None or not option.always:
         return
-    tags = {tag for tool in registry.tools() for tag in tool.tags}
-    unknown = [a for a in option.always if a not in registry and a not in tags]
+    tools = registry.tools()
+    tags = {tag for tool in tools for tag in tool.tags}
+    unknown = [a for a in option.always if registry.get(a) is None and a not in tags]
     if unknown:
         raise UsageError(
             f"ToolSearch(always={list(option.always)!r}): {', '.join(map(repr, unknown))} is "
             f"neither a registered tool nor a tag; registered: "
-            f"{', '.join(registry.names()[:20]) or 'none'}"
+            f"{', '.join(t.name for t in tools[:20]) or 'none'}"
         )
 
 
@@ -94,13 +95,18 @@ def search_definitions(
 
 
 def select(
-    registry: ToolRegistry, option: ToolSearch, names: list[str], history: list[Message]
+    registry: Toolset, option: ToolSearch, names: list[str], history: list[Message]
 ) -> list[str]:
     """Of `names` (in their order), those the next model call is offered."""
     always = set(option.always)
     keep = {*called_names(history)}
     if always:
-        keep.update(t.name for t in registry.tools(names) if t.name in always or t.tags & always)
+        among = set(names)
+        keep.update(
+            t.name
+            for t in registry.tools()
+            if t.name in among and (t.name in always or t.tags & always)
+        )
     query = query_text(history, option.messages)
     if query:
         keep.update(t.name for t in registry.search_tools(query, limit=option.limit, among=names))
@@ -127,7 +133,7 @@ def search_tool() -> Tool:
 
 
 def answer_search(
-    registry: ToolRegistry,
+    registry: Toolset,
     call: ToolCall,
     among: list[str],
     discovered: list[str],

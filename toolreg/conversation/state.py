@@ -59,10 +59,10 @@ from ..errors import (
 )
 from ..formats import Format
 from ..jsonvalues import copy_json, strict_decoder
-from ..registry import ToolRegistry
 from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch
 from ..tool import Tool
+from ..toolsets import Toolset
 from .loop import PausedRound, TurnState, Verdict
 from .policies import NARROWING, SAVED, CallPolicy, narrowed_calls
 from .reply import PendingCall, Usage
@@ -759,7 +759,7 @@ def saved_options(options: Json) -> tuple[str, Json, Json]:
 
 
 def resumed_options(
-    saved: Json, request: Json, given: Mapping[str, Any], registry: ToolRegistry
+    saved: Json, request: Json, given: Mapping[str, Any], registry: Toolset
 ) -> tuple[Json, Json]:
     """The constructor and request options `from_state` builds with: the application's
     (`given`) override the state's, except that a saved tool filter and saved limits can
@@ -782,11 +782,12 @@ def resumed_options(
     return options, requested
 
 
-def _narrowed_filter(app: Any, saved: list[str], registry: ToolRegistry) -> Any:
+def _narrowed_filter(app: Any, saved: list[str], registry: Toolset) -> Any:
     wanted = [app] if isinstance(app, str) else app
     if not isinstance(wanted, (list, tuple)):
         return app  # the constructor says what is wrong with it
-    known = {*registry.names(), *(tag for tool in registry.tools() for tag in tool.tags)}
+    held = registry.tools()
+    known = {*(tool.name for tool in held), *(tag for tool in held for tag in tool.tags)}
     if not all(isinstance(w, str) and w in known for w in wanted):
         return app
 
@@ -794,7 +795,7 @@ def _narrowed_filter(app: Any, saved: list[str], registry: ToolRegistry) -> Any:
         return tool.name in entries or bool(tool.tags & entries)
 
     app_set, saved_set = set(wanted), set(saved)
-    return [t.name for t in registry.tools() if offers(t, app_set) and offers(t, saved_set)]
+    return [t.name for t in held if offers(t, app_set) and offers(t, saved_set)]
 
 
 # -- decisions ----------------------------------------------------------------------------

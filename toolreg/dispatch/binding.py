@@ -16,11 +16,12 @@ The fast path (valid arguments, nothing to convert) is one validator call.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Collection
 from typing import Any
 
 from ..errors import InvalidArgumentsError
-from ..params import ToolContext
+from ..params import ToolContext, progress_sink
 from ..tool import CallPlan, Tool
 from ..types import ConversionError
 from ..validation import Problem
@@ -246,7 +247,12 @@ def _inject(
         elif isinstance(context, ToolContext):
             kwargs[name] = dataclasses.replace(context, tool_name=tool.name, call_id=call_id)
         else:
-            kwargs[name] = ToolContext(deps=context, tool_name=tool.name, call_id=call_id)
+            sink = progress_sink.get()  # a conversation's stream() follows the progress
+            if sink is None:
+                kwargs[name] = ToolContext(deps=context, tool_name=tool.name, call_id=call_id)
+            else:
+                report = functools.partial(sink, tool.name, call_id)
+                kwargs[name] = ToolContext(context, tool.name, call_id, report_progress=report)
     return kwargs
 
 
