@@ -426,14 +426,16 @@ class ToolRegistry:
         would, so none raises for the model's mistakes or the tool's.
 
         Args:
-            calls: `ToolCall`s (what the formats' `parse_calls` return), or `(name, arguments)`
-                pairs.
+            calls: `ToolCall`s (what the formats' `parse_calls` return), `(name, arguments)`
+                tuples (a call id third), or mappings (`{"name", "arguments", "id"}`, or an
+                OpenAI `tool_calls` entry).
             context: the value every call's `ToolContext` parameter receives.
             allowed: names the model may call in this request.
             confirm: asked about each call that needs confirmation, one question at a time.
 
         Raises:
             MissingContextError: a tool needs a context and none was given.
+            UsageError: a call that is none of those.
 
         Example:
             results = registry.dispatch_many(openai.parse_calls(completion))
@@ -455,14 +457,16 @@ class ToolRegistry:
         Results come in the order of the calls; sync tools run in threads.
 
         Args:
-            calls: `ToolCall`s (what the formats' `parse_calls` return), or `(name, arguments)`
-                pairs.
+            calls: `ToolCall`s (what the formats' `parse_calls` return), `(name, arguments)`
+                tuples (a call id third), or mappings (`{"name", "arguments", "id"}`, or an
+                OpenAI `tool_calls` entry).
             context: the value every call's `ToolContext` parameter receives.
             allowed: names the model may call in this request.
             confirm: asked about each call that needs confirmation (it may be `async def`).
 
         Raises:
             MissingContextError: a tool needs a context and none was given.
+            UsageError: a call that is none of those.
         """
         return await self.dispatcher.adispatch_many(
             calls, context=context, allowed=allowed, confirm=confirm
