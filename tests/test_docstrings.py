@@ -178,3 +178,41 @@ def test_the_checks_catch_a_bad_docstring() -> None:
     assert len(doc) < 40
     assert [p for p in ("city", "unit") if not re.search(rf"\b{p}\b", doc)] == ["city", "unit"]
     assert _raised_here(bare) == {"UsageError"}
+
+
+def _field_docs(cls: type) -> dict[str, str]:
+    """The docstrings written under a class's fields (what the options tables show)."""
+    source = textwrap.dedent(inspect.getsource(cls))
+    body = ast.parse(source).body[0]
+    assert isinstance(body, ast.ClassDef)
+    found = {}
+    for node, after in zip(body.body, body.body[1:]):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+            and isinstance(after.value.value, str)
+        ):
+            found[node.target.id] = after.value.value
+    return found
+
+
+def test_every_row_of_the_options_tables_says_what_it_does() -> None:
+    # docs/reference/options.md: the tool options from toolreg.Tool's fields, the
+    # conversation options from the Args of Conversation.__init__
+    import docstring_parser
+
+    import toolreg
+    from toolreg.tool import OPTIONS
+
+    described = _field_docs(toolreg.Tool)
+    assert sorted(o for o in OPTIONS if not described.get(o, "").strip()) == []
+    init = toolreg.Conversation.__init__
+    keywords = [
+        p.name
+        for p in inspect.signature(init).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+    params = {p.arg_name: p.description for p in docstring_parser.parse(init.__doc__ or "").params}
+    assert [k for k in keywords if not (params.get(k) or "").strip()] == []
