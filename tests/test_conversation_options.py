@@ -132,3 +132,67 @@ def test_the_options_survive_an_exported_state() -> None:
     assert again.advertise_required is False
     assert again._settings.force_tools is True
     assert again._settings.max_repeats is None
+
+
+# -- the options record: declared once -------------------------------------------------------
+
+
+@pytest.mark.parametrize("driver", ["Conversation", "AsyncConversation"])
+def test_the_constructor_takes_exactly_the_records_options(driver: str) -> None:
+    """Every keyword of the constructor is a field of `ConversationOptions` (same default,
+    same annotation) or one of its collaborators: nothing is declared twice by hand."""
+    import dataclasses
+    import inspect
+
+    import toolreg
+    from toolreg.conversation import ConversationOptions
+    from toolreg.conversation.options import COLLABORATORS
+
+    parameters = inspect.signature(getattr(toolreg, driver)).parameters
+    keywords = {
+        name: p
+        for name, p in parameters.items()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and name not in COLLABORATORS
+    }
+    fields = {f.name: f for f in dataclasses.fields(ConversationOptions)}
+    assert list(keywords) == list(fields)
+    for name, field in fields.items():
+        assert keywords[name].default == field.default, name
+        assert keywords[name].annotation == field.type, name
+        assert field.metadata["doc"], f"{name} has no description"
+    named = {n for n, p in parameters.items() if p.kind is not inspect.Parameter.VAR_KEYWORD}
+    assert named == {*COLLABORATORS, *fields}
+
+
+def test_the_record_checks_itself() -> None:
+    from toolreg.conversation import ConversationOptions
+
+    with pytest.raises(UsageError, match="max_rounds must be >= 0"):
+        ConversationOptions(max_rounds=-1)
+    with pytest.raises(UsageError, match='final_call must be "tool_choice_none" or "drop_tools"'):
+        ConversationOptions(final_call="never")
+    with pytest.raises(UsageError, match="needs stream=True"):
+        ConversationOptions(eager_tools=True)
+    with pytest.raises(UsageError, match='with state="server"'):
+        ConversationOptions(state="server", max_history_messages=4)
+    with pytest.raises(UsageError, match="max_repeats=1"):
+        ConversationOptions(max_repeats=1)
+
+
+def test_options_given_as_a_record_build_the_same_conversation() -> None:
+    from toolreg.conversation import ConversationOptions
+
+    options = ConversationOptions(max_rounds=3, force_tools=True, name="shop")
+    with ScriptedServer([text("hi")]) as server:
+        chat = Conversation(server.client(), "m", registry=registry(), **options.given())
+        chat.send("hello")
+    assert chat.options == dataclasses_replace(options, dialect="tools")
+    saved = chat.export_state()["options"]
+    assert (saved["max_rounds"], saved["force_tools"], saved["name"]) == (3, True, "shop")
+    assert set(saved) - {"model", "request_options"} == set(options.saved())
+
+
+def dataclasses_replace(options: Any, **changes: Any) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(options, **changes)

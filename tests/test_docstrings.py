@@ -113,12 +113,34 @@ def _signature_target(obj: Any) -> Any:
     return None
 
 
+def _option_records() -> list[type]:
+    """The public records that declare options once (`ConversationOptions`, ...): their
+    fields' docs are the options tables of the reference."""
+    return [
+        o
+        for _, n, o in PUBLIC
+        if inspect.isclass(o) and n.endswith("Options") and dataclasses.is_dataclass(o)
+    ]
+
+
+def _option_docs(record: type) -> dict[str, str]:
+    """What the options table says of each field of `record`."""
+    below = _field_docs(record)
+    return {
+        f.name: f.metadata.get("doc") or below.get(f.name, "")
+        for f in dataclasses.fields(record)  # type: ignore[arg-type]
+    }
+
+
 def _described(module: str, name: str, obj: Any) -> str:
-    """Where a name's parameters are described: its docstring, and for a class also its
-    `__init__`'s (the options tables of the reference read that one)."""
+    """Where a name's parameters are described: its docstring, for a class also its
+    `__init__`'s, and the fields of an options record the docstring names."""
     doc = toolreg_docstrings.docstring(module, name, obj)
     if inspect.isclass(obj):
         doc += "\n" + inspect.cleandoc(obj.__init__.__doc__ or "")
+    for record in _option_records():
+        if re.search(rf"\b{record.__name__}\b", doc):
+            doc += "".join(f"\n{n}: {d}" for n, d in _option_docs(record).items() if d)
     return doc
 
 
@@ -198,21 +220,35 @@ def _field_docs(cls: type) -> dict[str, str]:
     return found
 
 
+def _tables() -> list[tuple[str, str | None]]:
+    """Every `toolreg-options` table of the site: (what it reads, its `:only:` or None)."""
+    found = []
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        lines = page.read_text(encoding="utf-8").splitlines()
+        for i, line in enumerate(lines):
+            if line.startswith(".. toolreg-options::"):
+                after = lines[i + 1].strip() if i + 1 < len(lines) else ""
+                only = after.removeprefix(":only:").strip() if after.startswith(":only:") else None
+                found.append((line.split("::", 1)[1].strip(), only))
+    return found
+
+
+def _resolve(path: str) -> Any:
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
 def test_every_row_of_the_options_tables_says_what_it_does() -> None:
-    # docs/reference/options.md: the tool options from toolreg.Tool's fields, the
-    # conversation options from the Args of Conversation.__init__
-    import docstring_parser
-
-    import toolreg
-    from toolreg.tool import OPTIONS
-
-    described = _field_docs(toolreg.Tool)
-    assert sorted(o for o in OPTIONS if not described.get(o, "").strip()) == []
-    init = toolreg.Conversation.__init__
-    keywords = [
-        p.name
-        for p in inspect.signature(init).parameters.values()
-        if p.kind is inspect.Parameter.KEYWORD_ONLY
-    ]
-    params = {p.arg_name: p.description for p in docstring_parser.parse(init.__doc__ or "").params}
-    assert [k for k in keywords if not (params.get(k) or "").strip()] == []
+    # the tables of docs/reference/options.md: the tool options from toolreg.Tool's
+    # fields, the conversation options from toolreg.ConversationOptions
+    tables = _tables()
+    assert ("toolreg.ConversationOptions", None) in tables
+    for target, only in tables:
+        record = _resolve(target)
+        assert dataclasses.is_dataclass(record), target
+        docs = _option_docs(record)
+        rows = (
+            set(_resolve(only)) if only else {f.name for f in dataclasses.fields(record) if f.init}
+        )
+        blank = sorted(n for n in rows if not docs.get(n, "").strip())
+        assert blank == [], f"{target}: options without a description: {blank}"

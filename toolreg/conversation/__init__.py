@@ -7,6 +7,7 @@
 - `events`: the typed events `stream()` yields (`TextDelta`, `ToolStarted`, ...);
 - `reply`: `Reply`, `PendingCall`, `Usage`, `Hooks` and the events hooks receive;
   `STOP_REASONS` and `REPLY_FIELDS` list every `stop_reason` and every field of a `Reply`;
+- `options`: `ConversationOptions`, every option of a conversation, declared once;
 - `state`: a conversation (a turn paused for approvals too) as plain JSON and back;
 - `output`: structured output (`output_type=`);
 - `history`: `trim_history`;
@@ -27,6 +28,7 @@ from .events import (
 )
 from .guardrails import GuardrailInput, GuardrailOutput
 from .history import trim_history
+from .options import ConversationOptions
 from .reply import (
     REPLY_FIELDS,
     STOP_REASONS,
@@ -47,6 +49,7 @@ __all__ = [
     "ApprovalRequired",
     "AsyncConversation",
     "Conversation",
+    "ConversationOptions",
     "GuardrailInput",
     "GuardrailOutput",
     "Hooks",

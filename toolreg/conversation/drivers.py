@@ -91,6 +91,7 @@ from .offer import (
     search_definitions,
     select,
 )
+from .options import ConversationOptions
 from .output import OutputSpec
 from .policies import CallPolicy, OnCallLimit
 from .providers import Answer, dialect_for, dialect_names, provider_for
@@ -119,6 +120,7 @@ __all__ = ["AsyncConversation", "Conversation", "run_conversation"]
 
 Message = dict[str, Any]
 T = TypeVar("T")
+_OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ConversationOptions))
 
 
 class _Base:
@@ -167,80 +169,18 @@ class _Base:
         eager_tools: bool | None = None,
         **request_options: Any,
     ) -> None:
-        """Build a conversation; every option is checked here, before anything is sent.
-
-        Args:
-            client: the SDK client: `openai.OpenAI` (or `AsyncOpenAI`), or `anthropic.Anthropic`
-                (or `AsyncAnthropic`).
-            model: the model's name, as the endpoint knows it.
-            registry: the tools: a `ToolRegistry`, or any `Toolset` (a `Mount`, a
-                `combined`, `prefixed` or `filtered` view); else `toolreg.default_registry`.
-            tools: the names or tags of the tools to offer (else every tool of the registry).
-            system: the system prompt.
-            max_rounds: rounds of tool calls before one last call that forbids tools.
-            parallel: run a round's calls concurrently.
-            strict: offer strict schemas (OpenAI structured outputs).
-            context: the value every tool's `ToolContext` parameter receives.
-            confirm: asked about each call that needs confirmation, or `"defer"`: the turn stops
-                with `stop_reason="approval_required"` and resumes later (`resume`).
-            dialect: `"tools"`, `"functions"`, `"chatglm3"`, `"responses"` or `"anthropic"`; by
-                default the client's own.
-            state: the Responses API's history keeper: `"client"` sends all of it, `"server"`
-                only what is new (`previous_response_id`).
-            name: the conversation's name in traces (`invoke_agent {name}`).
-            hooks: a `Hooks` whose callables see every model and tool call.
-            tool_choice: `"auto"`, `"required"` or a tool's name; anything but `"auto"` applies
-                to the first model call only.
-            final_call: how the last call forbids tools: `tool_choice: "none"`, or
-                `"drop_tools"` for servers that ignore it.
-            assistant_content: how an assistant message with calls and no text is echoed:
-                `"empty"` (`content: ""`), `"null"` or `"omit"`.
-            stream: stream every model call (text to `on_text`, calls assembled).
-            on_text: called with each text delta when streaming.
-            output_retries: how often invalid structured output is sent back to be corrected.
-            max_history_messages: the most messages each model call sends (`trim_history`).
-            max_history_chars: the most characters each model call sends.
-            advertise_required: False leaves `required` out of the offered schemas (dispatch still
-                enforces it).
-            force_tools: `tool_choice="required"` on every round.
-            max_repeats: the same call with the same arguments in this many rounds in a row is
-                refused and ends the turn; None for polling tools.
-            output_strict: send the structured output's schema strict when it can be.
-            state_store: a `StateStore` the conversation keeps itself in (with
-                `conversation_id`): each `send` and `resume` loads and saves.
-            conversation_id: the conversation's id in `state_store`.
-            key: the key that signs the stored state (bytes or str of at least 16 bytes; a list
-                rotates keys).
-            tool_search: offer each model call only the N tools that best match the recent user
-                messages (an int, or a `ToolSearch`).
-            deferred_search: how deferred tools are found: `"function"` (a `search_tools` tool
-                the loop answers), or on the Responses API its own `tool_search`, `"client"` or
-                `"hosted"`.
-            tool_retries: calls of one tool per turn that may need a retry (invalid arguments,
-                `ToolRetry`) before the turn stops with `"retry_limit"`; None: no limit.
-            max_calls: calls per tool per turn, e.g. `{"search": 5}`.
-            max_tool_calls: tool calls per turn, all tools together.
-            on_call_limit: what a refused call does: `"tell"` (the model reads why) or `"stop"`
-                (the turn ends after the round, `"call_limit"`).
-            input_guardrails: checks of each call's validated arguments before it runs.
-            output_guardrails: checks of each result before the model reads it.
-            eager_tools: start a safe call while the model still streams (None: on when
-                `stream=True` and `parallel=True`; False: off).
-            request_options: any other keyword is sent with every model call (`temperature=...`).
-
-        Raises:
-            UsageError: an option is wrong: a `tools` entry that is neither a tool name nor a
-                tag, a `tool_choice` naming a tool not offered, a limit below 0, an option the
-                dialect does not take, an `async def` hook given to `Conversation`, ...
-        """
-        dialect = dialect_for(client, dialect)
-        _check_options(dialect, max_rounds, output_retries, final_call, assistant_content)
-        check_deferred_search(deferred_search, dialect)
-        _check_seed_options(advertise_required, force_tools, max_repeats, strict, output_strict)
-        _check_state_option(state, dialect, confirm, request_options)
-        _check_eager_option(eager_tools, stream, parallel)
-        if hooks is not None and not isinstance(hooks, Hooks):
-            raise UsageError(f"hooks must be a toolreg.Hooks, not {type(hooks).__name__}")
+        # the options as given, checked by their record (declared once, in options.py)
+        given = locals()
+        options = ConversationOptions(**{name: given[name] for name in _OPTION_NAMES})
+        dialect = dialect_for(client, options.dialect)
+        if dialect not in dialect_names():
+            names = ", ".join(dialect_names())
+            raise UsageError(f"unknown dialect {dialect!r}; choose one of {names}")
+        options = dataclasses.replace(options, dialect=dialect)
+        check_deferred_search(options.deferred_search, dialect)
+        _check_state_option(options.state, dialect, request_options)
+        self.options = options
+        """This conversation's options (`ConversationOptions`; the dialect resolved)."""
         guards = Guardrails(
             guardrail_list("input_guardrails", input_guardrails),
             guardrail_list("output_guardrails", output_guardrails),
@@ -250,12 +190,6 @@ class _Base:
         if not self._awaits_hooks:
             _check_sync_hooks(hooks, on_text)
             check_guardrails(_guardrails_given(guards, registry or default_registry))
-        trims = max_history_messages is not None or max_history_chars is not None
-        if state == "server" and trims:
-            raise UsageError(
-                'max_history_messages / max_history_chars trim what is sent; with state="server" '
-                "the server keeps the whole history"
-            )
         self.client = client
         self.model = model
         self.name = name
@@ -542,28 +476,8 @@ class _Base:
         state = dump_state(
             options={
                 "model": self.model,
-                "name": self.name,
-                "dialect": settings.provider.dialect,
-                "state": "server" if settings.server_state else "client",
+                **self.options.saved(),
                 "tools": self.tool_filter,
-                "max_rounds": settings.max_rounds,
-                "parallel": self.parallel,
-                "strict": self.strict,
-                "confirm": "defer" if self.confirm == "defer" else None,
-                "tool_choice": settings.tool_choice,
-                "final_call": settings.final_call,
-                "assistant_content": self.assistant_content,
-                "stream": self.streaming,
-                "output_retries": settings.output_retries,
-                "max_history_messages": settings.max_history_messages,
-                "max_history_chars": settings.max_history_chars,
-                "advertise_required": self.advertise_required,
-                "force_tools": settings.force_tools,
-                "max_repeats": settings.max_repeats,
-                "output_strict": self.output_strict,
-                "tool_search": None if self.tool_search is None else self.tool_search.to_json(),
-                "deferred_search": self.deferred_search,
-                **settings.policy.to_json(),
                 "request_options": settings.request_options,
             },
             messages=self.messages,
@@ -962,20 +876,6 @@ class _Paused:
         return dataclasses.replace(base, output=spec)
 
 
-def _check_eager_option(eager_tools: Any, stream: bool, parallel: bool) -> None:
-    if eager_tools is not None and not isinstance(eager_tools, bool):
-        raise UsageError(f"eager_tools must be True, False or None, not {eager_tools!r}")
-    if eager_tools and not stream:
-        raise UsageError(
-            "eager_tools=True starts tools while the answer streams: it needs stream=True"
-        )
-    if eager_tools and not parallel:
-        raise UsageError(
-            "eager_tools=True runs calls beside each other: it cannot be combined with "
-            "parallel=False"
-        )
-
-
 def _run_check_step(step: HookStep | GuardStep) -> Any:
     """A hook or a guardrail the loop asks for, on the sync driver (in a round, or in an
     eager call's prechecks)."""
@@ -995,13 +895,7 @@ def _canonical(shape: tuple[str, dict[str, Any]]) -> str:
     return json.dumps(shape, sort_keys=True)
 
 
-def _check_state_option(
-    state: str, dialect: str, confirm: Any, request_options: dict[str, Any]
-) -> None:
-    if isinstance(confirm, str) and confirm != "defer":
-        raise UsageError(f'confirm must be a callable, "defer" or None, not {confirm!r}')
-    if state not in ("client", "server"):
-        raise UsageError(f'state must be "client" or "server", not {state!r}')
+def _check_state_option(state: str, dialect: str, request_options: dict[str, Any]) -> None:
     if state == "client":
         return
     fmt = DIALECTS.get(dialect)
@@ -1014,52 +908,6 @@ def _check_state_option(
         )
     if request_options.get("store") is False:
         raise UsageError('state="server" keeps the history on the server: drop store=False')
-
-
-def _check_seed_options(
-    advertise_required: bool,
-    force_tools: bool,
-    max_repeats: int | None,
-    strict: bool,
-    output_strict: bool,
-) -> None:
-    flags = (
-        ("advertise_required", advertise_required),
-        ("force_tools", force_tools),
-        ("output_strict", output_strict),
-    )
-    for key, value in flags:
-        if not isinstance(value, bool):
-            raise UsageError(f"{key} must be True or False, not {value!r}")
-    if not advertise_required and strict:
-        raise UsageError("advertise_required=False cannot be combined with strict=True")
-    if max_repeats is not None and (
-        isinstance(max_repeats, bool) or not isinstance(max_repeats, int) or max_repeats < 2
-    ):
-        raise UsageError(
-            f"max_repeats={max_repeats!r}: a whole number >= 2 (the round in which the same "
-            "call is refused), or None for no limit"
-        )
-
-
-def _check_options(
-    dialect: str, max_rounds: int, output_retries: int, final_call: str, assistant_content: str
-) -> None:
-    if dialect not in dialect_names():
-        names = ", ".join(dialect_names())
-        raise UsageError(f"unknown dialect {dialect!r}; choose one of {names}")
-    if max_rounds < 0:
-        raise UsageError("max_rounds must be >= 0")
-    if output_retries < 0:
-        raise UsageError("output_retries must be >= 0")
-    if final_call not in ("tool_choice_none", "drop_tools"):
-        raise UsageError(
-            f'final_call must be "tool_choice_none" or "drop_tools", not {final_call!r}'
-        )
-    if assistant_content not in ("empty", "null", "omit"):
-        raise UsageError(
-            f'assistant_content must be "empty", "null" or "omit", not {assistant_content!r}'
-        )
 
 
 def _tool_filter(registry: Toolset, tools: str | Sequence[str]) -> list[str]:
@@ -1130,10 +978,23 @@ class Conversation(_Base):
     """A conversation over a sync client (`openai.OpenAI`, `anthropic.Anthropic`; see the
     module docstring).
 
-    `Conversation(client, model, registry=..., ...)`: every option, its type and default
-    is in the [conversation options](options.md#conversation-options) table; `send` runs a
-    turn, `stream` runs one as typed events, `resume` carries on one paused for approval,
-    `export_state` / `from_state` move it between processes.
+    `Conversation(client, model, *, registry=None, context=None, state_store=None,
+    conversation_id=None, key=None, **options)`: `client` is the SDK client and `model` the
+    model's name as the endpoint knows it; `registry` is any toolset (a `ToolRegistry`, a
+    `Mount`, a `combined`, `prefixed` or `filtered` view; else `toolreg.default_registry`);
+    `context` is what every tool's `ToolContext` parameter receives; `state_store`,
+    `conversation_id` and `key` keep the conversation in a store, its state signed with the
+    key. Every other option (`system`, `max_rounds`, `confirm`, `stream`, ...) is a field of
+    `ConversationOptions`, checked when the conversation is built; any other keyword is a
+    request option sent with every model call (`temperature=...`).
+
+    `send` runs a turn, `stream` runs one as typed events, `resume` carries on one paused
+    for approval, `export_state` / `from_state` move it between processes.
+
+    Raises:
+        UsageError: an option is wrong (an unknown dialect, a `tools` entry that is neither a
+            tool name nor a tag, an `async def` hook given to a sync conversation, ...),
+            before anything is sent.
 
     Example:
         chat = Conversation(OpenAI(), "gpt-4o-mini", registry=registry, system="Be brief.")
@@ -1423,8 +1284,12 @@ class AsyncConversation(_Base):
     tools run via `adispatch_tool`; hooks, guardrails and `on_text` that are `async def` are
     awaited.
 
-    The options are `Conversation`'s ([conversation options](options.md#conversation-options));
-    `send`, `resume` and `run` are awaited, `stream` is iterated with `async for`.
+    It takes what `Conversation` takes: `client`, `model`, `registry`, `context`,
+    `state_store`, `conversation_id`, `key` and the fields of `ConversationOptions`; `send`,
+    `resume` and `run` are awaited, `stream` is iterated with `async for`.
+
+    Raises:
+        UsageError: an option is wrong, before anything is sent.
 
     Example:
         chat = AsyncConversation(AsyncOpenAI(), "gpt-4o-mini", registry=registry)

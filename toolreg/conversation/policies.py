@@ -26,7 +26,7 @@ from typing import Any, Literal
 from ..errors import CallLimitError, UsageError
 from ..result import ToolCall, ToolResult
 
-__all__ = ["NARROWING", "RETRY_KINDS", "SAVED", "CallPolicy", "OnCallLimit", "narrowed_calls"]
+__all__ = ["RETRY_KINDS", "CallPolicy", "OnCallLimit", "narrowed_calls"]
 
 OnCallLimit = Literal["tell", "stop"]
 
@@ -79,15 +79,6 @@ class CallPolicy:
                 f"registered: {', '.join(names) or 'none'}"
             )
 
-    def to_json(self) -> dict[str, Any]:
-        """The options as `export_state` saves them (the `SAVED` keys)."""
-        return {
-            "tool_retries": self.tool_retries,
-            "max_calls": dict(self.max_calls),
-            "max_tool_calls": self.max_tool_calls,
-            "on_call_limit": self.on_call_limit,
-        }
-
     # -- call limits ------------------------------------------------------------------------
 
     def counted(self, results: Iterable[ToolResult]) -> list[str]:
@@ -138,28 +129,6 @@ class CallPolicy:
                     f"more than its limit of {budget} (retries={budget})."
                 )
         return None
-
-
-def _count_or_none(value: Any) -> bool:
-    return value is None or (type(value) is int and value >= 0)
-
-
-def _limits(value: Any) -> bool:
-    return isinstance(value, dict) and all(
-        isinstance(k, str) and type(v) is int and v >= 0 for k, v in value.items()
-    )
-
-
-SAVED: dict[str, Callable[[Any], bool]] = {
-    "tool_retries": _count_or_none,
-    "max_calls": _limits,
-    "max_tool_calls": _count_or_none,
-    "on_call_limit": lambda value: value in _ON_LIMIT,
-}
-"""The options `export_state` saves for the policies, each with the type check its value
-passes (a state from before an option existed gets its default: `CallPolicy()`)."""
-NARROWING = ("tool_retries", "max_tool_calls")
-"""Saved limits that `from_state` only narrows (None: no limit)."""
 
 
 def narrowed_calls(given: Mapping[str, Any], saved: Mapping[str, int]) -> dict[str, Any]:

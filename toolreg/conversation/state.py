@@ -64,7 +64,8 @@ from ..search.selection import ToolSearch
 from ..tool import Tool
 from ..toolsets import Toolset
 from .loop import PausedRound, TurnState, Verdict
-from .policies import NARROWING, SAVED, CallPolicy, narrowed_calls
+from .options import COLLABORATORS, ConversationOptions, check_saved, narrowing, saved_checks
+from .policies import narrowed_calls
 from .reply import PendingCall, Usage
 
 __all__ = [
@@ -395,9 +396,9 @@ def load_state(state: Any, keys: list[bytes] | None = None) -> Loaded:
     options = copy_json(_get(state, "options", dict))
     if version == 2:  # before tool search: none was asked for, nothing was found
         options.setdefault("tool_search", None)
-    options.setdefault("deferred_search", "function")  # before the Responses API's own
-    for name, default in CallPolicy().to_json().items():  # states from before the policies
-        options.setdefault(name, default)
+    defaults = ConversationOptions().saved()
+    for name in _ADDED_LATER:  # states from before these options existed get the default
+        options.setdefault(name, defaults[name])
     messages = copy_json(_get(state, "messages", list))
     for message in messages:
         _check_message(message)
@@ -669,67 +670,19 @@ def _result(data: Any) -> ToolResult:
 # -- options ------------------------------------------------------------------------------
 
 
-def _text(value: Any) -> bool:
-    return isinstance(value, str)
-
-
-def _flag(value: Any) -> bool:
-    return isinstance(value, bool)
-
-
-def _count(value: Any) -> bool:
-    return type(value) is int and value >= 0
-
-
-def _count_or_none(value: Any) -> bool:
-    return value is None or _count(value)
-
-
-def _names_or_none(value: Any) -> bool:
-    return value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value))
-
-
-SAVED_OPTIONS: dict[str, Callable[[Any], bool]] = {
-    "name": _text,
-    "dialect": _text,
-    "state": _text,
-    "tools": _names_or_none,
-    "max_rounds": _count,
-    "parallel": _flag,
-    "strict": _flag,
-    "confirm": lambda value: value in ("defer", None) and not isinstance(value, bool),
-    "tool_choice": _text,
-    "final_call": _text,
-    "assistant_content": _text,
-    "stream": _flag,
-    "output_retries": _count,
-    "max_history_messages": _count_or_none,
-    "max_history_chars": _count_or_none,
-    "advertise_required": _flag,
-    "force_tools": _flag,
-    "max_repeats": _count_or_none,
-    "output_strict": _flag,
-    "tool_search": lambda value: value is None or isinstance(value, dict),
-    "deferred_search": _text,
-    **SAVED,
-}
+SAVED_OPTIONS: dict[str, Callable[[Any], bool]] = saved_checks()
 """The options a state saves, each with the type check its value passes (the values are
-checked again by the constructor)."""
+checked again by the constructor): read from `ConversationOptions`."""
 
 CONSTRUCTOR_OPTIONS = frozenset(
-    {
-        *SAVED_OPTIONS,
-        *("client", "model", "registry", "system", "context", "hooks", "on_text", "key"),
-        *("input_guardrails", "output_guardrails"),
-        *("state_store", "conversation_id"),
-    }
+    {*(f.name for f in dataclasses.fields(ConversationOptions)), *COLLABORATORS}
 )
 # request keys the loop writes itself: a saved request option may not set them
 _LOOP_KEYS = frozenset(
     {"messages", "input", "functions", "function_call", "previous_response_id", "stream"}
 )
-_LIMITS = ("max_rounds", "max_repeats", "output_retries", *NARROWING)  # saved ones narrow
-_OPEN_LIMITS = frozenset({"max_repeats", *NARROWING})  # None: no limit
+_ADDED_LATER = ("deferred_search", "tool_retries", "max_calls", "max_tool_calls", "on_call_limit")
+_LIMITS = narrowing()  # saved limits narrow, each with whether None (no limit) is allowed
 
 
 def saved_options(options: Json) -> tuple[str, Json, Json]:
@@ -771,8 +724,7 @@ def resumed_options(
         (options if name in CONSTRUCTOR_OPTIONS else requested)[name] = value
     for limit in _LIMITS:
         mine, theirs = given.get(limit), saved[limit]
-        valid = _count_or_none if limit in _OPEN_LIMITS else _count
-        if limit in given and valid(mine):
+        if limit in given and check_saved(limit, mine):
             bounded = [v for v in (mine, theirs) if v is not None]
             options[limit] = min(bounded) if bounded else None
     if isinstance(given.get("max_calls"), Mapping):
