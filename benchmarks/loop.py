@@ -9,8 +9,11 @@ hand-written loop over the same SDK call (the floor: `create`, read the call, ru
 `create` again), measured interleaved in the same run; the difference is the loop's overhead.
 
 Paths (each `label` -> a turn): toolreg `Conversation` / `AsyncConversation` in the
-"tools" and "responses" dialects; the OpenAI Agents SDK `Runner.run` and pydantic-ai
-`Agent.run`, each over chat completions and the Responses API; the floors, sync and async.
+"tools", "responses" and "anthropic" dialects; the OpenAI Agents SDK `Runner.run` and
+pydantic-ai `Agent.run`, each over chat completions and the Responses API; over Anthropic's
+Messages API, pydantic-ai's `AnthropicModel` and the Agents SDK's `LitellmModel` (LiteLLM's
+own Anthropic client: it runs only where `litellm` is installed, which the bench extra does
+not ask for); the floors, sync and async, over the `openai` SDK and the `anthropic` SDK.
 Async paths use an async tool (no worker-thread hop for anyone); sync paths a sync one.
 With `--loop-baseline CHECKOUT`, that checkout's toolreg (imported beside this one) runs
 the toolreg rows too, in the same rounds: "baseline ..." rows.
@@ -22,6 +25,8 @@ made by hand with the same messages and tools.
 
 import asyncio
 import contextlib
+import importlib.metadata
+import importlib.util
 import json
 import os
 import subprocess
@@ -67,7 +72,15 @@ def _answer(request: dict[str, Any]) -> Any:
 
     found = request.get("messages") or request.get("input") or []
     last = found[-1] if isinstance(found, list) and found else {}
-    answered = last.get("role") == "tool" or last.get("type") == "function_call_output"
+    content = last.get("content")
+    answered = (
+        last.get("role") == "tool"
+        or last.get("type") == "function_call_output"
+        or (  # Anthropic: a user message of tool_result blocks
+            isinstance(content, list)
+            and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+        )
+    )
     return text(ANSWER) if answered else tool_call("get_weather", city="Paris")
 
 
@@ -172,6 +185,45 @@ def floor_responses(client: Any) -> Turn:
     return turn
 
 
+MAX_TOKENS = 4096  # what toolreg's Anthropic provider sends when given none; so the floor
+
+
+def _anthropic_text(message: Any) -> str:
+    return "".join(b.text for b in message.content if b.type == "text")
+
+
+def _anthropic_echo(message: Any, calls: list[Any], results: list[Any]) -> list[Any]:
+    """The assistant's blocks as received, then one user message of all the results."""
+    took = {
+        "role": "assistant",
+        "content": [b.model_dump(exclude_none=True) for b in message.content],
+    }
+    answers = [
+        {"type": "tool_result", "tool_use_id": c.id, "content": json.dumps(r)}
+        for c, r in zip(calls, results)
+    ]
+    return [took, {"role": "user", "content": answers}]
+
+
+def floor_anthropic(client: Any) -> Turn:
+    """The hand-written loop over Anthropic's Messages API (sync `anthropic` SDK)."""
+    tools = _tools("anthropic")
+
+    def turn() -> str:
+        messages: list[Any] = [{"role": "user", "content": PROMPT}]
+        while True:
+            message = client.messages.create(
+                model=MODEL, max_tokens=MAX_TOKENS, messages=messages, tools=tools,
+                tool_choice={"type": "auto"},
+            )  # fmt: skip
+            calls = [b for b in message.content if b.type == "tool_use"]
+            if not calls:
+                return _anthropic_text(message)
+            messages += _anthropic_echo(message, calls, [weather(**c.input) for c in calls])
+
+    return turn
+
+
 def afloor_chat(client: Any) -> Turn:
     """The hand-written loop over chat completions (async)."""
     tools = _tools("openai")
@@ -212,6 +264,26 @@ def afloor_responses(client: Any) -> Turn:
                 items.append(
                     {"type": "function_call_output", "call_id": c.call_id, "output": result}
                 )
+
+    return turn
+
+
+def afloor_anthropic(client: Any) -> Turn:
+    """The hand-written loop over Anthropic's Messages API (async `anthropic` SDK)."""
+    tools = _tools("anthropic")
+
+    async def turn() -> str:
+        messages: list[Any] = [{"role": "user", "content": PROMPT}]
+        while True:
+            message = await client.messages.create(
+                model=MODEL, max_tokens=MAX_TOKENS, messages=messages, tools=tools,
+                tool_choice={"type": "auto"},
+            )  # fmt: skip
+            calls = [b for b in message.content if b.type == "tool_use"]
+            if not calls:
+                return _anthropic_text(message)
+            results = [await aweather(**c.input) for c in calls]
+            messages += _anthropic_echo(message, calls, results)
 
     return turn
 
@@ -264,8 +336,6 @@ BASELINE = "toolreg_baseline"
 def load_baseline(checkout: str) -> Any:
     """Another checkout's toolreg (e.g. the main branch), imported as `toolreg_baseline`
     beside this one, so that both run in the same process and the same rounds."""
-    import importlib.util
-
     folder = os.path.join(os.path.abspath(checkout), "toolreg")
     spec = importlib.util.spec_from_file_location(
         BASELINE, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder]
@@ -282,7 +352,11 @@ def baseline_paths(package: Any) -> dict[str, tuple[str, str, Callable[[Any], Tu
     """The toolreg rows again, run by the baseline checkout (in the dialects it speaks)."""
     import importlib
 
-    spoken = importlib.import_module(f"{package.__name__}.formats").DIALECTS
+    try:  # a checkout with providers speaks anthropic too
+        providers = importlib.import_module(f"{package.__name__}.conversation.providers")
+        spoken = providers.dialect_names()
+    except (ImportError, AttributeError):
+        spoken = importlib.import_module(f"{package.__name__}.formats").DIALECTS
     out = {}
     for label, (peer, floor, _) in PATHS.items():
         dialect = label.rsplit(", ", 1)[1]
@@ -320,14 +394,46 @@ def agents_path(api: str) -> Callable[[Any], Turn]:
     return make
 
 
+def agents_litellm_path(client: Any) -> Turn:
+    """The Agents SDK over Anthropic's Messages API: it has no Anthropic model of its own;
+    `LitellmModel` sends through LiteLLM, which speaks to Anthropic with its own HTTP client
+    (not the `anthropic` SDK): the endpoint of `client` is all it takes from it."""
+    # LiteLLM fetches its model cost map from the network at import unless told not to
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+    from agents import Agent, Runner, function_tool, set_tracing_disabled
+    from agents.extensions.models.litellm_model import LitellmModel
+
+    litellm.suppress_debug_info = True  # else a "Provider List" banner on stdout per call
+    set_tracing_disabled(True)
+    model = LitellmModel(
+        model=f"anthropic/{MODEL}", base_url=str(client.base_url).rstrip("/"), api_key="none"
+    )
+    agent = Agent(
+        name="weather", model=model, tools=[function_tool(aweather, name_override="get_weather")]
+    )
+
+    async def turn() -> str:
+        return str((await Runner.run(agent, PROMPT)).final_output)
+
+    return turn
+
+
 def pydantic_ai_path(api: str) -> Callable[[Any], Turn]:
     def make(client: Any) -> Turn:
         from pydantic_ai import Agent, Tool
-        from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
-        from pydantic_ai.providers.openai import OpenAIProvider
 
-        kind = OpenAIChatModel if api == "chat" else OpenAIResponsesModel
-        model = kind(MODEL, provider=OpenAIProvider(openai_client=client))
+        if api == "anthropic":
+            from pydantic_ai.models.anthropic import AnthropicModel
+            from pydantic_ai.providers.anthropic import AnthropicProvider
+
+            model: Any = AnthropicModel(MODEL, provider=AnthropicProvider(anthropic_client=client))
+        else:
+            from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+            from pydantic_ai.providers.openai import OpenAIProvider
+
+            kind = OpenAIChatModel if api == "chat" else OpenAIResponsesModel
+            model = kind(MODEL, provider=OpenAIProvider(openai_client=client))
         agent = Agent(model, tools=[Tool(aweather, name="get_weather")])
 
         async def turn() -> str:
@@ -338,11 +444,14 @@ def pydantic_ai_path(api: str) -> Callable[[Any], Turn]:
     return make
 
 
-FLOORS: dict[str, tuple[bool, Callable[[Any], Turn]]] = {
-    "raw SDK loop, chat (sync)": (False, floor_chat),
-    "raw SDK loop, responses (sync)": (False, floor_responses),
-    "raw SDK loop, chat (async)": (True, afloor_chat),
-    "raw SDK loop, responses (async)": (True, afloor_responses),
+# label -> (async?, the SDK its client is of, make(client) -> a turn)
+FLOORS: dict[str, tuple[bool, str, Callable[[Any], Turn]]] = {
+    "raw SDK loop, chat (sync)": (False, "openai", floor_chat),
+    "raw SDK loop, responses (sync)": (False, "openai", floor_responses),
+    "raw SDK loop, anthropic (sync)": (False, "anthropic", floor_anthropic),
+    "raw SDK loop, chat (async)": (True, "openai", afloor_chat),
+    "raw SDK loop, responses (async)": (True, "openai", afloor_responses),
+    "raw SDK loop, anthropic (async)": (True, "anthropic", afloor_anthropic),
 }
 
 # label -> (peer distribution, "" for toolreg; its floor; make(client) -> a turn)
@@ -354,6 +463,12 @@ PATHS: dict[str, tuple[str, str, Callable[[Any], Turn]]] = {
     "toolreg AsyncConversation, tools": ("", "raw SDK loop, chat (async)", toolreg_async("tools")),
     "toolreg AsyncConversation, responses": (
         "", "raw SDK loop, responses (async)", toolreg_async("responses")
+    ),
+    "toolreg Conversation, anthropic": (
+        "", "raw SDK loop, anthropic (sync)", toolreg_sync("anthropic")
+    ),
+    "toolreg AsyncConversation, anthropic": (
+        "", "raw SDK loop, anthropic (async)", toolreg_async("anthropic")
     ),
     "openai-agents Runner, chat": (
         "openai-agents", "raw SDK loop, chat (async)", agents_path("chat")
@@ -367,7 +482,21 @@ PATHS: dict[str, tuple[str, str, Callable[[Any], Turn]]] = {
     "pydantic-ai Agent, responses": (
         "pydantic-ai-slim", "raw SDK loop, responses (async)", pydantic_ai_path("responses")
     ),
+    "pydantic-ai Agent, anthropic": (
+        "pydantic-ai-slim", "raw SDK loop, anthropic (async)", pydantic_ai_path("anthropic")
+    ),
+    "openai-agents Runner, anthropic (LiteLLM)": (
+        "openai-agents", "raw SDK loop, anthropic (async)", agents_litellm_path
+    ),
 }  # fmt: skip
+
+# label -> (a module the path needs beyond its peer's distribution, how to install it)
+NEEDS = {
+    "openai-agents Runner, anthropic (LiteLLM)": (
+        "litellm",
+        "pip install 'openai-agents[litellm]'; not in the bench extra",
+    ),
+}
 
 
 # -- state: pause, export, rebuild, resume ------------------------------------------------------
@@ -431,17 +560,31 @@ def loop_overhead(cfg: dict[str, Any], installed: Callable[[str], bool]) -> dict
     import openai
 
     skipped: dict[str, str] = {}
+    try:
+        import anthropic
+    except ImportError:
+        anthropic = None
     with endpoint() as url:
         options = {"base_url": url, "api_key": "none", "max_retries": 0, "timeout": 30.0}
-        sync_client, async_client = openai.OpenAI(**options), openai.AsyncOpenAI(**options)
+        clients = {("openai", False): openai.OpenAI(**options)}
+        clients["openai", True] = openai.AsyncOpenAI(**options)
+        if anthropic is not None:  # it adds /v1/messages to the root itself
+            root = {**options, "base_url": url.removesuffix("/v1")}
+            clients["anthropic", False] = anthropic.Anthropic(**root)
+            clients["anthropic", True] = anthropic.AsyncAnthropic(**root)
         loop = asyncio.new_event_loop()
 
-        def ready(label: str, is_async: bool, make: Callable[[Any], Turn]) -> Turn:
-            turn = make(async_client if is_async else sync_client)
+        def ready(label: str, floor: str, make: Callable[[Any], Turn]) -> Turn:
+            is_async, sdk, _ = FLOORS[floor]
+            turn = make(clients[sdk, is_async])
             _check(loop.run_until_complete(turn()) if is_async else turn(), label)
             return turn
 
-        floors = {label: ready(label, a, make) for label, (a, make) in FLOORS.items()}
+        floors = {
+            label: ready(label, label, make)
+            for label, (is_async, sdk, make) in FLOORS.items()
+            if (sdk, is_async) in clients
+        }
         pairs, floor_of = [], {}
         paths = dict(PATHS)
         if cfg.get("loop_baseline"):
@@ -452,9 +595,16 @@ def loop_overhead(cfg: dict[str, Any], installed: Callable[[str], bool]) -> dict
             if peer and not installed(peer):
                 skipped[label] = "not installed"
                 continue
+            if floor not in floors:
+                skipped[label] = "not installed (anthropic: pip install anthropic)"
+                continue
+            module, how = NEEDS.get(label, ("", ""))
+            if module and importlib.util.find_spec(module) is None:
+                skipped[label] = f"not installed ({module}: {how})"
+                continue
             is_async = FLOORS[floor][0]
             try:
-                turn = ready(label, is_async, make)
+                turn = ready(label, floor, make)
             except Exception as exc:
                 skipped[label] = f"failed: {type(exc).__name__}: {exc}".splitlines()[0][:160]
                 continue
@@ -463,13 +613,16 @@ def loop_overhead(cfg: dict[str, Any], installed: Callable[[str], bool]) -> dict
             )
             pairs.append(measure.Pair(label, batch))
             floor_of[label] = floor
-        cases, resume, state_info = state_cases(sync_client)
+        cases, resume, state_info = state_cases(clients["openai", False])
         rounds, target = cfg["rounds"], cfg["loop_target"]
         paired = measure.interleave_pairs([*pairs, resume], rounds=rounds, target=target)
         single = measure.interleave(cases, rounds=rounds, target=target / 10)
-        loop.run_until_complete(async_client.close())
+        for (_, is_async), client in clients.items():
+            if is_async:
+                loop.run_until_complete(client.close())
+            else:
+                client.close()
         loop.close()
-        sync_client.close()
     rows = [
         {
             "label": pair.key,
@@ -481,7 +634,12 @@ def loop_overhead(cfg: dict[str, Any], installed: Callable[[str], bool]) -> dict
     state_rows = {key: measure.clocks(single[key]) for key in ("export", "rebuild")}
     state_rows |= {f"resume {p}": measure.clocks(v) for p, v in paired["resume"].items()}
     state_out = {**state_info, "rows": state_rows}
-    return {"openai": openai.__version__, "rows": rows, "skipped": skipped, "state": state_out}
+    versions = {"openai": openai.__version__}
+    if anthropic is not None:
+        versions["anthropic"] = anthropic.__version__
+    if any(label.endswith("(LiteLLM)") for label in floor_of):
+        versions["litellm"] = importlib.metadata.version("litellm")
+    return {**versions, "rows": rows, "skipped": skipped, "state": state_out}
 
 
 if __name__ == "__main__":

@@ -278,7 +278,9 @@ def _loop(section: dict[str, Any], clock: str) -> list[str]:
     lines = [
         "### 6. Loop overhead per turn (a tool call, then the answer; endpoint in another process)",
         "",
-        f"openai {section.get('openai', '?')}. The {clock} clock counts what this process does,"
+        f"openai {section.get('openai', '?')}, anthropic {section.get('anthropic', '—')}"
+        + (f", litellm {section['litellm']}." if "litellm" in section else ".")
+        + f" The {clock} clock counts what this process does,"
         " not the wait for the model. Each path runs turn by turn alternately with its floor,"
         " the hand-written loop over the same SDK calls; overhead is the median of the"
         " differences.",

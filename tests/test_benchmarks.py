@@ -28,6 +28,9 @@ def test_quick_benchmark_runs_and_reports_every_section() -> None:
     assert report["targets"], "the targets table is empty"
     loop_rows = {row["label"] for row in report["loop"]["rows"]}
     assert {"toolreg Conversation, tools", "toolreg Conversation, responses"} <= loop_rows
+    assert {"toolreg Conversation, anthropic", "toolreg AsyncConversation, anthropic"} <= loop_rows
+    floors = {row["label"]: row["floor_label"] for row in report["loop"]["rows"]}
+    assert floors["toolreg Conversation, anthropic"] == "raw SDK loop, anthropic (sync)"
     assert {"export", "rebuild", "resume overhead"} <= report["loop"]["state"]["rows"].keys()
 
 

@@ -1,6 +1,7 @@
 """The conversation driver: the tool-calling loop over any OpenAI-compatible endpoint.
 
 - `drivers`: `Conversation`, `AsyncConversation`, `run_conversation` (the I/O);
+- `core`: `ConversationCore`, what both drivers share (options, offering, state, flows);
 - `loop`: the loop itself, a sans-I/O generator both drivers run;
 - `endpoints`: the endpoints a dialect speaks; `stream` reads chat completions and
   `responses_api` the Responses API, plain or streamed, into one normalized shape;

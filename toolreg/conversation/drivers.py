@@ -7,9 +7,13 @@ reply = chat.send("What's the weather in Beijing?")
 print(reply.text, reply.stop_reason, reply.usage.total_tokens)
 ```
 
-The loop itself lives in `loop` (no I/O); this module only talks to the client and runs
-the tools. With `confirm="defer"` a turn can stop for approvals: `export_state()` writes it
-as plain JSON, `from_state()` rebuilds it elsewhere and `resume()` carries it on.
+The loop itself lives in `loop` (no I/O) and each turn's order of steps in `core` (a flow
+both drivers share); this module only performs them: it talks to the client, runs the
+tools, calls the hooks, guardrails and `on_text`, uses the state store, and yields the
+events `stream()` readers get. `Conversation` does it with sync I/O and threads,
+`AsyncConversation` awaits. With `confirm="defer"` a turn can stop for approvals:
+`export_state()` writes it as plain JSON, `from_state()` rebuilds it elsewhere and
+`resume()` carries it on.
 Transient endpoint failures are retried by the SDK's own `max_retries` (set it on the
 client); toolreg adds no second retry layer. `openai` is never imported here at
 module level: `import toolreg` stays light.
@@ -19,11 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import copy
-import dataclasses
 import functools
 import inspect
-import json
 import math
 import queue
 from collections.abc import (
@@ -39,24 +40,16 @@ from collections.abc import (
 )
 from contextlib import AbstractContextManager, aclosing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from typing_extensions import Self
-
-from ..dispatch import ConfirmCallback
 from ..dispatch.calling import aguard, call_hook, guard
-from ..errors import ConversationError, ConversationStateError, ToolCallError, UsageError
-from ..formats import DIALECTS, Dialect, export_tools
-from ..formats.responses import TOOL_SEARCH_CALL
+from ..errors import UsageError
 from ..jsonvalues import safe_json
 from ..params import ProgressSink, progress_sink
-from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
-from ..search.selection import ToolSearch
-from ..tool import Tool
-from ..toolsets import StepContext, Toolset
+from .core import ConversationCore, Flow, StoreStep, describe
 from .eager import AsyncEarlyRuns, EarlyRuns, drive_checks
-from .endpoints import endpoint_errors, endpoint_url
+from .endpoints import endpoint_errors
 from .events import (
     ApprovalRequired,
     StreamEvent,
@@ -67,50 +60,17 @@ from .events import (
     ToolStarted,
     TurnFinished,
 )
-from .guardrails import Guardrail, Guardrails, GuardStep, check_guardrails, guardrail_list
-from .history import answered_prefix
+from .guardrails import GuardStep
 from .loop import (
     HookStep,
-    LoopSettings,
     ModelStep,
     Step,
     ToolsStep,
-    TurnState,
-    Verdict,
-    abandon,
-    resume_loop,
-    run_loop,
 )
-from .offer import (
-    SEARCH_TOOL,
-    DeferredSearch,
-    answer_search,
-    check_always,
-    check_deferred_search,
-    not_loaded,
-    search_definitions,
-    select,
-)
-from .options import ConversationOptions
-from .output import OutputSpec
-from .policies import CallPolicy, OnCallLimit
-from .providers import Answer, dialect_for, dialect_names, provider_for
+from .providers import Answer
 from .providers.base import Assembler
-from .reply import Hooks, PendingCall, Reply
-from .state import (
-    Loaded,
-    check_round,
-    dump_state,
-    load_state,
-    resumed_options,
-    saved_options,
-    signing_keys,
-    tool_fingerprint,
-    verdicts,
-    with_digests,
-)
-from .stored import RESUME_TTL, Stored
-from .tracing import model_call, turn
+from .reply import Reply
+from .tracing import model_call
 
 if TYPE_CHECKING:
     import asyncio
@@ -120,654 +80,6 @@ __all__ = ["AsyncConversation", "Conversation", "run_conversation"]
 
 Message = dict[str, Any]
 T = TypeVar("T")
-_OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ConversationOptions))
-
-
-class _Base:
-    _awaits_hooks = False  # AsyncConversation awaits an async hook; Conversation cannot
-
-    def __init__(
-        self,
-        client: Any,
-        model: str,
-        *,
-        registry: Toolset | None = None,
-        tools: str | Sequence[str] | None = None,
-        system: str | None = None,
-        max_rounds: int = 8,
-        parallel: bool = True,
-        strict: bool = False,
-        context: Any = None,
-        confirm: ConfirmCallback | Literal["defer"] | None = None,
-        dialect: str | None = None,
-        state: Literal["client", "server"] = "client",
-        name: str = "toolreg",
-        hooks: Hooks | None = None,
-        tool_choice: str = "auto",
-        final_call: Literal["tool_choice_none", "drop_tools"] = "tool_choice_none",
-        assistant_content: Literal["empty", "null", "omit"] = "empty",
-        stream: bool = False,
-        on_text: Callable[[str], Any] | None = None,
-        output_retries: int = 2,
-        max_history_messages: int | None = None,
-        max_history_chars: int | None = None,
-        advertise_required: bool = True,
-        force_tools: bool = False,
-        max_repeats: int | None = 3,
-        output_strict: bool = True,
-        state_store: Any = None,
-        conversation_id: str | None = None,
-        key: Any = None,
-        tool_search: int | ToolSearch | None = None,
-        deferred_search: DeferredSearch = "function",
-        tool_retries: int | None = 2,
-        max_calls: Mapping[str, int] | None = None,
-        max_tool_calls: int | None = None,
-        on_call_limit: OnCallLimit = "tell",
-        input_guardrails: Guardrail | Sequence[Guardrail] | None = None,
-        output_guardrails: Guardrail | Sequence[Guardrail] | None = None,
-        eager_tools: bool | None = None,
-        **request_options: Any,
-    ) -> None:
-        # the options as given, checked by their record (declared once, in options.py)
-        given = locals()
-        options = ConversationOptions(**{name: given[name] for name in _OPTION_NAMES})
-        dialect = dialect_for(client, options.dialect)
-        if dialect not in dialect_names():
-            names = ", ".join(dialect_names())
-            raise UsageError(f"unknown dialect {dialect!r}; choose one of {names}")
-        options = dataclasses.replace(options, dialect=dialect)
-        check_deferred_search(options.deferred_search, dialect)
-        _check_state_option(options.state, dialect, request_options)
-        self.options = options
-        """This conversation's options (`ConversationOptions`; the dialect resolved)."""
-        guards = Guardrails(
-            guardrail_list("input_guardrails", input_guardrails),
-            guardrail_list("output_guardrails", output_guardrails),
-            of_tool=self._guardrails_of,
-            arguments=self._validated,
-        )
-        if not self._awaits_hooks:
-            _check_sync_hooks(hooks, on_text)
-            check_guardrails(_guardrails_given(guards, registry or default_registry))
-        self.client = client
-        self.model = model
-        self.name = name
-        self.advertise_required = advertise_required
-        self.registry = registry if registry is not None else default_registry
-        self.tool_filter = None if tools is None else _tool_filter(self.registry, tools)
-        self.tool_search = ToolSearch.of(tool_search)
-        check_always(self.registry, self.tool_search)
-        self.deferred_search: DeferredSearch = deferred_search
-        self.eager_tools = eager_tools
-        self._step_offer: frozenset[str] | None = None  # what the toolset offered last
-        self._exported: tuple[Any, list[dict[str, Any]]] | None = None  # a toolset's export
-        self.discovered: list[str] = []
-        """Deferred tools (`defer_loading=True`) the model found with `search_tools`: they
-        are offered from then on (saved by `export_state`)."""
-        self.parallel = parallel
-        self.strict = strict
-        self.output_strict = output_strict
-        self.context = context
-        self.confirm = confirm
-        self.streaming = stream
-        """Whether model answers are streamed (`stream=True`)."""
-        self.on_text = on_text
-        self.messages: list[Message] = [{"role": "system", "content": system}] if system else []
-        if tool_choice not in ("auto", "none", "required", *self.offered_names()):
-            raise UsageError(
-                f"tool_choice={tool_choice!r} is neither auto, none, required nor a tool offered "
-                f"to the model ({', '.join(self.offered_names()) or 'none offered'})"
-            )
-        self._settings = LoopSettings(
-            model=model,
-            provider=provider_for(dialect, client, assistant_content),
-            tools=self._tool_definitions,
-            tool_choice=tool_choice,
-            max_rounds=max_rounds,
-            final_call=final_call,
-            request_options=request_options,
-            output_retries=output_retries,
-            max_history_messages=max_history_messages,
-            max_history_chars=max_history_chars,
-            hooks=hooks or Hooks(),
-            approval=self._approval if confirm == "defer" else None,
-            server_state=state == "server",
-            force_tools=force_tools,
-            max_repeats=max_repeats,
-            answer=self._answer,
-            policy=CallPolicy(
-                tool_retries,
-                {} if max_calls is None else max_calls,
-                max_tool_calls,
-                on_call_limit,
-                budget_of=self._retries_of,
-            ),
-            guardrails=guards,
-            eager=self._eager if eager_tools is not False and stream and parallel else None,
-        )
-        provider = self._settings.provider
-        self._settings.policy.check_names([t.name for t in self.registry.tools()])
-        provider.check_choice(tool_choice)  # one the dialect cannot express fails now
-        if force_tools:
-            provider.check_choice("required")
-        self.assistant_content = assistant_content
-        self._previous: tuple[str, int] | None = None  # the server's copy of the history
-        self._paused: _Paused | None = None  # a turn that waits for approvals
-        self._stored: Stored | None = None  # where send/resume load and save (state_store=)
-        if state_store is not None:
-            self._stored = Stored(
-                state_store, conversation_id, key, self.messages, asynchronous=self._awaits_hooks
-            )
-        elif conversation_id is not None or key is not None:
-            raise UsageError(
-                "conversation_id= and key= go with state_store= (the store the conversation "
-                "is kept in); to sign a state you save yourself, use export_state(key=...)"
-            )
-
-    # -- turns -----------------------------------------------------------------------------
-
-    def _begin(
-        self, messages: list[Message], output_type: Any, keep: bool
-    ) -> tuple[LoopSettings, TurnState]:
-        if self._paused is not None:
-            raise UsageError(
-                "a turn waits for approvals: resume() it first (export_state() saves it)"
-            )
-        settings = self._settings_for(output_type)
-        turn = TurnState(messages, retries_left=settings.output_retries)
-        if keep and self._previous is not None:
-            turn.previous_id, turn.known = self._previous
-        return settings, turn
-
-    def _end(self, reply: Reply, settings: LoopSettings, turn: TurnState, keep: bool) -> Reply:
-        if keep:
-            self.messages = reply.messages
-            self._previous = None if turn.previous_id is None else (turn.previous_id, turn.known)
-        if reply.stop_reason == "approval_required" and turn.paused is not None:
-            schemas = {p.call_id: tool_fingerprint(self._tool(p)) for p in reply.pending}
-            reply = dataclasses.replace(reply, pending=with_digests(turn.paused, schemas))
-            self._paused = _Paused(settings, turn, schemas)
-        return reply
-
-    def _resuming(
-        self, decisions: Mapping[str, Any], output_type: Any
-    ) -> tuple[LoopSettings, TurnState, dict[str, Verdict]]:
-        """Check everything a resume needs; then the paused turn is used up."""
-        paused = self._paused
-        if paused is None or paused.turn.paused is None:
-            raise UsageError("nothing to resume: no call waits for approval")
-        for state in paused.states:
-            if state.get("status") == "resumed":
-                raise ConversationStateError(
-                    f"the conversation state {state.get('id')} was resumed already"
-                )
-        self._check_schemas(paused)
-        settings = paused.settings_for(output_type, self._settings, self.output_strict)
-        found = verdicts(paused.turn.paused, decisions, self._edited)
-        for state in paused.states:
-            state["status"] = "resumed"
-        self._paused = None
-        return settings, paused.turn, found
-
-    def _interrupted(self, settings: LoopSettings, turn: TurnState) -> None:
-        """A resumed turn failed: keep the history up to what is answered (so that nothing
-        that ran is forgotten, or runs again) and start the next turn from there."""
-        abandon(settings, turn)
-        self.messages = turn.history[: answered_prefix(turn.history)]
-        known = turn.previous_id is not None and turn.known <= len(self.messages)
-        self._previous = (turn.previous_id, turn.known) if known and turn.previous_id else None
-
-    # -- turns as flows: one order of steps for both drivers ---------------------------------
-    # A flow is a generator of effects (the loop's steps, `StoreStep`s and events) answered
-    # by a driver's `_perform`; the drivers only do the I/O (sync, or awaited).
-
-    def _send_flow(self, text: str, output_type: Any) -> Flow:
-        yield from self._load_flow()
-        messages = [*self.messages, {"role": "user", "content": text}]
-        settings, turn_state = self._begin(messages, output_type, keep=True)
-        reply = yield from self._turn_flow(run_loop(settings, turn_state))
-        reply = self._end(reply, settings, turn_state, keep=True)
-        yield from self._save_flow()
-        return (yield from _finished(reply))
-
-    def _run_flow(self, messages: Iterable[Message], output_type: Any) -> Flow:
-        settings, turn_state = self._begin(list(messages), output_type, keep=False)
-        reply = yield from self._turn_flow(run_loop(settings, turn_state))
-        return (yield from _finished(self._end(reply, settings, turn_state, keep=False)))
-
-    def _resume_flow(self, decisions: Mapping[str, Any], output_type: Any) -> Flow:
-        yield from self._load_flow(resuming=True)
-        settings, turn_state, found = self._resuming(decisions, output_type)
-        yield from self._claim_flow()
-        try:
-            reply = yield from self._turn_flow(resume_loop(settings, turn_state, found))
-        except GeneratorExit:  # the stream's reader stopped: no I/O can happen any more
-            self._interrupted(settings, turn_state)
-            raise
-        except BaseException:
-            self._interrupted(settings, turn_state)
-            yield from self._save_flow(failed=True)
-            raise
-        reply = self._end(reply, settings, turn_state, keep=True)
-        yield from self._save_flow()
-        return (yield from _finished(reply))
-
-    def _turn_flow(self, loop: Generator[Step, Any, Reply]) -> Flow:
-        with turn(self.name, self.model, self._settings.provider.name), self._naming_endpoint():
-            return (yield from loop)  # a span
-
-    def _load_flow(self, resuming: bool = False) -> Generator[StoreStep, Any, None]:
-        stored = self._stored
-        if stored is not None:
-            store = stored.store
-            self._take(stored.loaded((yield StoreStep(store, "load", (stored.id,)))))
-            if resuming:
-                stored.resumable()
-
-    def _claim_flow(self) -> Generator[StoreStep, Any, None]:
-        stored = self._stored
-        if stored is not None:
-            store = stored.store
-            claim = (stored.claim, stored.token, RESUME_TTL)
-            marker = stored.claimed((yield StoreStep(store, "claim", claim)))
-            stored.saved((yield StoreStep(store, "save", (stored.id, marker, stored.version))))
-
-    def _save_flow(self, failed: bool = False) -> Generator[StoreStep, Any, None]:
-        stored = self._stored
-        if stored is None:
-            return
-        store = stored.store
-        try:
-            args = (stored.id, stored.state(self), stored.version)
-            saved = yield StoreStep(store, "save", args)
-        except Exception:
-            if not failed:
-                raise
-            # the turn's own failure is what the caller sees; the store keeps the
-            # "resumed" marker, and the next load says that the resume did not finish
-            return
-        stored.saved(saved)
-
-    @property
-    def pending(self) -> list[PendingCall]:
-        """The calls that wait for approval (empty unless the last reply stopped for them)."""
-        round_ = self._paused.turn.paused if self._paused is not None else None
-        return [] if round_ is None else list(round_.pending.values())
-
-    def _approval(self, call: ToolCall) -> dict[str, Any] | None:
-        """`confirm="defer"`: the validated arguments of a call that needs a person's
-        approval; None for a call that runs now (dispatch answers a mistake as usual)."""
-        tool = self.registry.get(call.name) if isinstance(call.name, str) else None
-        if tool is None or not tool.needs_confirmation:
-            return None
-        try:
-            _, arguments = self.registry.dispatcher.check_call(
-                call.name, call.arguments, context=self.context, allowed=self.offered_names()
-            )
-        except ToolCallError:
-            return None
-        return arguments
-
-    def _edited(self, pending: PendingCall, arguments: Any) -> dict[str, Any]:
-        """Arguments a person edited, checked exactly like a model's."""
-        if not isinstance(arguments, Mapping):
-            raise UsageError(f"resume(): the arguments for {pending.call_id!r} must be a dict")
-        try:
-            _, checked = self.registry.dispatcher.check_call(
-                pending.tool_name,
-                dict(arguments),
-                context=self.context,
-                allowed=self.offered_names(),
-            )
-        except ToolCallError as err:
-            raise UsageError(
-                f"resume(): the edited arguments for {pending.call_id!r} are not valid: "
-                f"{err.message}"
-            ) from None
-        return checked
-
-    def _checked(self, name: str, arguments: Any) -> dict[str, Any]:
-        """A call's arguments as dispatch accepts them (`ToolCallError` if it does not)."""
-        return self.registry.dispatcher.check_call(name, arguments, context=self.context)[1]
-
-    def _tool(self, pending: PendingCall) -> Tool:
-        tool = self.registry.get(pending.tool_name)
-        if tool is None:
-            raise ConversationStateError(
-                f"the pending call {pending.call_id!r} is to the tool {pending.tool_name!r}, "
-                "which this toolset does not have"
-            )
-        return tool
-
-    def _check_schemas(self, paused: _Paused) -> None:
-        round_ = paused.turn.paused
-        for pending in round_.pending.values() if round_ is not None else ():
-            if tool_fingerprint(self._tool(pending)) != paused.schemas.get(pending.call_id):
-                raise ConversationStateError(
-                    f"the tool {pending.tool_name!r} has changed its definition (description, "
-                    f"parameters or flags) since its call {pending.call_id!r} was paused; that "
-                    "call cannot be resumed: ask the person again"
-                )
-
-    # -- state -----------------------------------------------------------------------------
-
-    def export_state(self, *, key: Any = None) -> dict[str, Any]:
-        """The conversation as plain JSON: its history, options and, when a turn waits for
-        approvals, that turn with its pending calls. `from_state` rebuilds it.
-
-        `key` (bytes or str, at least 16 bytes; or a list, newest first) signs the state
-        with HMAC-SHA256: `from_state(..., key=...)` then refuses any change to it.
-
-        Not in it: the client, the registry, `context`, `hooks`, `on_text` and a `confirm`
-        callback (give them to `from_state`). Resuming marks this dict "resumed": a state
-        resumes once (`state["id"]` and the pending call ids let an application make sure
-        of that across processes too).
-        """
-        keys = signing_keys(key)
-        settings = self._settings
-        unsaved = [k for k, v in settings.request_options.items() if not _is_json(v)]
-        if unsaved:
-            raise UsageError(
-                f"export_state(): the request option(s) {', '.join(unsaved)} are not JSON; "
-                "leave them out and give them to from_state() instead"
-            )
-        paused = self._paused
-        state = dump_state(
-            options={
-                "model": self.model,
-                **self.options.saved(),
-                "tools": self.tool_filter,
-                "request_options": settings.request_options,
-            },
-            messages=self.messages,
-            previous=self._previous,
-            turn=None if paused is None else paused.turn,
-            output=None if paused is None else paused.shape,
-            schemas={} if paused is None else paused.schemas,
-            keys=keys,
-            discovered=self.discovered,
-        )
-        if paused is not None:
-            paused.states.append(state)
-        return state
-
-    @classmethod
-    def from_state(
-        cls,
-        state: dict[str, Any],
-        client: Any,
-        *,
-        registry: Toolset | None = None,
-        context: Any = None,
-        hooks: Hooks | None = None,
-        on_text: Callable[[str], Any] | None = None,
-        key: Any = None,
-        **options: Any,
-    ) -> Self:
-        """Rebuild a conversation from `export_state()`'s JSON, in this process or another.
-
-        With `key` (the one `export_state` signed with, or a list that holds it) the
-        state's signature is verified; an unsigned state is then refused, and so is a
-        signed one given without a key.
-
-        `options` override saved ones (e.g. `stream=True`), but a saved tool filter and
-        saved limits (`max_rounds`, `max_repeats`, `output_retries`, `tool_retries`) only
-        narrow the ones given here. A state that is malformed, was resumed already, or whose
-        pending call's tool changed its definition, is refused with a
-        `ConversationStateError`."""
-        if "state_store" in options:
-            raise UsageError(
-                "from_state() rebuilds a conversation from a state you hold; one with "
-                "state_store= loads its own (construct it with state_store= and "
-                "conversation_id=)"
-            )
-        loaded = load_state(state, signing_keys(key))
-        model, saved, saved_request = saved_options(loaded.options)
-        tools = registry if registry is not None else default_registry
-        constructor, request = resumed_options(saved, saved_request, options, tools)
-        model = constructor.pop("model", model)
-        common = {"registry": registry, "context": context, "hooks": hooks, "on_text": on_text}
-        try:
-            chat = cls(client, model, **common, **constructor, **request)
-        except ConversationStateError:
-            raise
-        except UsageError:
-            try:  # whose options are wrong: the state's, or the application's?
-                cls(client, model, **common, **saved, **saved_request)
-            except UsageError as err:
-                raise ConversationStateError(
-                    f"not a usable conversation state: its options are refused: {err}"
-                ) from None
-            raise
-        unknown = _unknown_request_options(chat, saved_request)
-        if unknown:
-            raise ConversationStateError(
-                f"not a usable conversation state: its request options {', '.join(unknown)} "
-                "are not parameters of the client's create method"
-            )
-        chat._restore(loaded, state)
-        return chat
-
-    def _restore(self, loaded: Loaded, state: dict[str, Any]) -> None:
-        """Take a loaded state's history and paused turn, checked against this registry."""
-        self.messages = loaded.messages
-        self._previous = loaded.previous
-        self._paused = None
-        self.discovered = loaded.discovered
-        if loaded.turn is not None:
-            paused = _Paused(self._settings, loaded.turn, loaded.schemas, shape=loaded.output)
-            paused.states.append(state)
-            self._check_schemas(paused)
-            if loaded.turn.paused is not None:
-                check_round(
-                    loaded.turn.paused,
-                    loaded.messages,
-                    loaded.turn.calls_made,
-                    self._settings.fmt,
-                    self._checked,
-                )
-            self._paused = paused
-
-    def _take(self, found: tuple[Loaded, dict[str, Any]] | None) -> None:
-        """What a store held for this conversation (None: nothing, a new conversation)."""
-        if found is not None:
-            self._restore(*found)
-        elif self._stored is not None:
-            self.messages = copy.deepcopy(self._stored.fresh)
-            self._previous = None
-            self._paused = None
-            self.discovered = []
-
-    def offered_names(self) -> list[str]:
-        """The tools offered to the model: `tools=` entries are tool names or tags; a
-        deferred tool (`defer_loading=True`) once `search_tools` found it (with
-        `deferred_search="hosted"`, from the start: the server searches them); of a toolset
-        whose `offer` narrows what it holds, those it offered for the last model call."""
-        found = set(self.discovered)
-        hosted = self.deferred_search == "hosted"
-        step = self._step_offer
-        return [
-            t.name
-            for t in self._allowed()
-            if (hosted or not t.defer_loading or t.name in found)
-            and (step is None or t.name in step)
-        ]
-
-    def _allowed(self) -> list[Tool]:
-        """The tools `tools=` allows, deferred or not."""
-        if self.tool_filter is None:
-            return self.registry.tools()
-        wanted = set(self.tool_filter)
-        return [t for t in self.registry.tools() if t.name in wanted or t.tags & wanted]
-
-    def _tool_definitions(self, history: list[Message], round_: int = 0) -> list[dict[str, Any]]:
-        """The definitions the next model call offers: what the toolset offers for this
-        step (`Toolset.offer`), narrowed by `tools=`, deferred loading and tool search."""
-        held = self.registry.tools()
-        offer = self.registry.offer(StepContext(self.context, tuple(history), round_))
-        self._step_offer = None if len(offer) == len(held) else frozenset(t.name for t in offer)
-        allowed = self._allowed()
-        found = set(self.discovered)
-        mode = self.deferred_search
-        names = self.offered_names()
-        if mode == "client":  # those found are loaded by the history's tool_search_output
-            deferred = {t.name for t in allowed if t.defer_loading}
-            names = [name for name in names if name not in deferred]
-        if self.tool_search is not None:
-            chosen = set(select(self.registry, self.tool_search, names, history)) | found
-            names = [name for name in names if name in chosen]
-        offered = self._definitions(names)
-        if mode == "function":  # a found tool is a plain function here
-            offered = [{k: v for k, v in d.items() if k != "defer_loading"} for d in offered]
-        if any(t.defer_loading and (mode == "hosted" or t.name not in found) for t in allowed):
-            if mode == "function" and self.registry.get(SEARCH_TOOL) is not None:
-                raise UsageError(
-                    f"the registry has a tool named {SEARCH_TOOL!r}, the name of the search "
-                    "tool its deferred tools (defer_loading=True) need: rename that tool"
-                )
-            fmt, strict = self._settings.fmt.name, self.strict or None
-            searching = search_definitions(mode, fmt, strict, self.advertise_required)
-            offered = [*offered, *searching]
-        return offered
-
-    def _definitions(self, names: list[str]) -> list[dict[str, Any]]:
-        """The definitions of these tools in the provider's format (a registry's cached
-        export; another toolset's, kept while its `revision` stays)."""
-        if not names:
-            return []
-        fmt, strict = self._settings.fmt, self.strict or None
-        required = self.advertise_required
-        registry = self.registry
-        if isinstance(registry, ToolRegistry):
-            return registry.get_tools(
-                fmt.name, strict=strict, names=names, advertise_required=required
-            )
-        key = (registry.revision, tuple(names))
-        cached = self._exported
-        if cached is None or cached[0] != key:
-            wanted = set(names)
-            tools = {t.name: t for t in registry.tools() if t.name in wanted}
-            chosen = [tools[name] for name in names if name in tools]
-            defs = export_tools(chosen, fmt, strict=strict, advertise_required=required)
-            cached = self._exported = (key, defs)
-        return list(cached[1])
-
-    def _found_definitions(self, names: list[str]) -> list[dict[str, Any]]:
-        """What a client-executed tool search loads: the definitions of the tools found."""
-        return self._definitions(names)
-
-    def _eager(self, call: ToolCall) -> bool:
-        """Whether a call may start while the answer still streams: a tool offered to the
-        model that needs no confirmation, `eager=True`, or read-only or idempotent."""
-        tool = self.registry.get(call.name) if isinstance(call.name, str) else None
-        if tool is None or tool.needs_confirmation or tool.eager is False:
-            return False
-        if not (tool.eager or tool.read_only or tool.idempotent):
-            return False
-        return call.name in self.offered_names()
-
-    def _early_dispatch(self, call: ToolCall) -> dict[str, Any]:
-        """What dispatch gets for a call started early: the round's own options."""
-        return {"call_id": call.call_id, **self._dispatch_options(False)}
-
-    def _answer(self, call: ToolCall) -> ToolResult | None:
-        """The conversation's own answer to a `search_tools` call (while some allowed tool
-        is deferred), and to a call of a deferred tool not found yet; None for every other
-        call (dispatch runs it)."""
-        mode = self.deferred_search
-        searching = {"function": SEARCH_TOOL, "client": TOOL_SEARCH_CALL}.get(mode)
-        if call.name == searching and self.registry.get(call.name) is None:
-            allowed = self._allowed()
-            if any(t.defer_loading for t in allowed):
-                among = [t.name for t in allowed]
-                definitions = self._found_definitions if mode == "client" else None
-                return answer_search(self.registry, call, among, self.discovered, definitions)
-            return None
-        tool = self.registry.get(call.name) if isinstance(call.name, str) else None
-        if mode == "hosted" or tool is None:
-            return None
-        if tool.defer_loading and call.name not in self.discovered:
-            return not_loaded(call) if call.name in {t.name for t in self._allowed()} else None
-        return None
-
-    def _guardrails_of(self, name: str) -> tuple[tuple[Guardrail, ...], tuple[Guardrail, ...]]:
-        """A tool's own input and output guardrails (`register_tool(input_guardrails=...)`)."""
-        tool = self.registry.get(name)
-        return ((), ()) if tool is None else (tool.input_guardrails, tool.output_guardrails)
-
-    def _validated(self, call: ToolCall) -> dict[str, Any] | None:
-        """A call's arguments as dispatch will run them, for its input guardrails; None for
-        a call dispatch refuses (it answers that itself)."""
-        try:
-            _, arguments = self.registry.dispatcher.check_call(
-                call.name, call.arguments, context=self.context, allowed=self.offered_names()
-            )
-        except ToolCallError:
-            return None
-        return arguments
-
-    def _retries_of(self, name: str) -> int | None:
-        """A tool's own retry budget (`register_tool(retries=...)`); None: the default."""
-        tool = self.registry.get(name)
-        return None if tool is None else tool.retries
-
-    def _settings_for(self, output_type: Any) -> LoopSettings:
-        if output_type is None:
-            return self._settings
-        spec = OutputSpec.for_type(output_type, strict=self.output_strict)
-        return dataclasses.replace(self._settings, output=spec)
-
-    @contextlib.contextmanager
-    def _naming_endpoint(self) -> Generator[None]:
-        """A `ConversationError` of this turn names the endpoint's URL (redacted)."""
-        try:
-            yield
-        except ConversationError as exc:
-            if exc.endpoint is None:
-                exc.endpoint = endpoint_url(self.client)
-            raise
-
-    def _stream_kwargs(self) -> dict[str, Any]:
-        if not self.streaming:
-            return {}
-        return self._settings.provider.stream_options(self._settings.request_options)
-
-    def _dispatch_options(self, approved: bool) -> dict[str, Any]:
-        if approved:  # a person approved exactly these calls
-            confirm: Any = _approve
-        else:  # with "defer", a call that needed approval never gets here
-            confirm = None if self.confirm == "defer" else self.confirm
-        return {"context": self.context, "allowed": self.offered_names(), "confirm": confirm}
-
-
-def _unknown_request_options(chat: _Base, saved: Mapping[str, Any]) -> list[str]:
-    """Saved request options the client's create method does not take (it would raise a
-    TypeError in the middle of a resume); none are known when there is no such method."""
-    if not saved:
-        return []
-    try:
-        parameters = inspect.signature(chat._settings.provider.create(chat.client)).parameters
-    except (AttributeError, TypeError, ValueError):
-        return []
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return []
-    return sorted(k for k in saved if k not in parameters)
-
-
-def _check_sync_hooks(hooks: Hooks | None, on_text: Any) -> None:
-    """Conversation cannot await: an `async def` hook or `on_text` fails when it is given."""
-    given = [(f"hooks.{f.name}", getattr(hooks, f.name, None)) for f in dataclasses.fields(Hooks)]
-    for label, hook in [*(given if hooks is not None else []), ("on_text", on_text)]:
-        if hook is not None and inspect.iscoroutinefunction(hook):
-            raise UsageError(
-                f"{label}={_describe(hook)} is async def: Conversation cannot await it "
-                "(a veto would be lost); use AsyncConversation, or a plain def"
-            )
-
-
-def _describe(hook: Any) -> str:
-    return str(getattr(hook, "__qualname__", None) or type(hook).__name__)
 
 
 def _awaitable(value: Any) -> bool:
@@ -784,7 +96,7 @@ def _run_hook(label: str, hook: Callable[[Any], Any], event: Any) -> Any:
         if inspect.iscoroutine(answer):
             answer.close()  # never awaited: no "was never awaited" RuntimeWarning
         raise UsageError(
-            f"{label}={_describe(hook)} returned {type(answer).__name__}, which "
+            f"{label}={describe(hook)} returned {type(answer).__name__}, which "
             "Conversation cannot await (a veto would be lost); use AsyncConversation, "
             "or make the hook return its answer"
         )
@@ -795,16 +107,6 @@ async def _arun_hook(step: HookStep) -> Any:
     """The async driver's call of a hook: an awaitable answer is awaited."""
     answer = call_hook(step.hook, step.event)
     return (await answer) if _awaitable(answer) else answer
-
-
-def _guardrails_given(guards: Guardrails, registry: Toolset) -> list[tuple[str, Any]]:
-    """Every guardrail a sync conversation would call, labelled as it was given."""
-    given = [("input_guardrails", g) for g in guards.input]
-    given += [("output_guardrails", g) for g in guards.output]
-    for tool in registry.tools():
-        given += [(f"{tool.name}: input_guardrails", g) for g in tool.input_guardrails]
-        given += [(f"{tool.name}: output_guardrails", g) for g in tool.output_guardrails]
-    return given
 
 
 def _run_guardrail(step: GuardStep) -> Any:
@@ -828,54 +130,6 @@ async def _arun_guardrail(step: GuardStep) -> Any:
     return (await aguard(answer, step.label, step.stage, tool)) if _awaitable(answer) else answer
 
 
-def _approve(tool: Tool, arguments: dict[str, Any]) -> bool:
-    return True
-
-
-def _is_json(value: Any) -> bool:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-class _Paused:
-    """A turn that waits for approvals: its settings and state, the fingerprints of the
-    pending calls' tools, its output type's name and schema (`shape`), and the state
-    dicts it was exported as or rebuilt from (marked "resumed" when it resumes)."""
-
-    def __init__(
-        self,
-        settings: LoopSettings,
-        turn: TurnState,
-        schemas: dict[str, str],
-        shape: tuple[str, dict[str, Any]] | None = None,
-    ) -> None:
-        self.settings = settings
-        self.turn = turn
-        self.schemas = schemas
-        output = settings.output
-        self.shape = shape if output is None else (output.name, output.schema)
-        self.states: list[dict[str, Any]] = []
-
-    def settings_for(self, output_type: Any, base: LoopSettings, strict: bool) -> LoopSettings:
-        """The settings to resume with: the paused turn's output type, checked again when
-        it is given (it must be when the turn came from a saved state)."""
-        if output_type is None:
-            if self.shape is None or self.settings.output is not None:
-                return self.settings
-            raise UsageError(
-                f"resume(): the turn asked for output_type {self.shape[0]}; give it again"
-            )
-        spec = OutputSpec.for_type(output_type, strict=strict)
-        if self.shape is None or _canonical(self.shape) != _canonical((spec.name, spec.schema)):
-            raise ConversationStateError(
-                "resume(): output_type differs from the one the paused turn asked for"
-            )
-        return dataclasses.replace(base, output=spec)
-
-
 def _run_check_step(step: HookStep | GuardStep) -> Any:
     """A hook or a guardrail the loop asks for, on the sync driver (in a round, or in an
     eager call's prechecks)."""
@@ -891,59 +145,7 @@ async def _arun_check_step(step: HookStep | GuardStep) -> Any:
     return await _arun_hook(step)
 
 
-def _canonical(shape: tuple[str, dict[str, Any]]) -> str:
-    return json.dumps(shape, sort_keys=True)
-
-
-def _check_state_option(state: str, dialect: str, request_options: dict[str, Any]) -> None:
-    if state == "client":
-        return
-    fmt = DIALECTS.get(dialect)
-    spoken: Dialect | None = None if fmt is None else fmt.dialect
-    if spoken is None or spoken.server_state_key is None:
-        servers = [n for n, f in DIALECTS.items() if f.dialect and f.dialect.server_state_key]
-        raise UsageError(
-            f'state="server" needs a dialect whose endpoint keeps the history '
-            f"({', '.join(servers)}); the {dialect!r} dialect sends all of it every time"
-        )
-    if request_options.get("store") is False:
-        raise UsageError('state="server" keeps the history on the server: drop store=False')
-
-
-def _tool_filter(registry: Toolset, tools: str | Sequence[str]) -> list[str]:
-    """`tools=` as a list (one str is one entry); an entry that is no name and no tag fails."""
-    wanted = [tools] if isinstance(tools, str) else list(tools)
-    held = registry.tools()
-    tags = {tag for tool in held for tag in tool.tags}
-    unknown = [w for w in wanted if registry.get(w) is None and w not in tags]
-    if unknown:
-        raise UsageError(
-            f"tools={wanted!r}: {', '.join(map(repr, unknown))} is neither a registered tool "
-            f"nor a tag; registered: {', '.join(t.name for t in held) or 'none'}"
-        )
-    return wanted
-
-
-@dataclass(frozen=True, slots=True)
-class StoreStep:
-    """Call the conversation's state store: `load`, `save` or `claim` with `args`; answer
-    with what it returned (awaited on the async driver: `aload`, `asave`, `aclaim`)."""
-
-    store: Any
-    kind: Literal["load", "save", "claim"]
-    args: tuple[Any, ...]
-
-
-Flow: TypeAlias = Generator[Step | StoreStep | StreamEvent, Any, Reply]
 _NOTICES = (ToolCallReady, ToolStarted, ToolProgress, ToolFinished, ApprovalRequired, TextDelta)
-
-
-def _finished(reply: Reply) -> Generator[StreamEvent, Any, Reply]:
-    """A turn's last events."""
-    if reply.stop_reason == "approval_required":
-        yield ApprovalRequired(tuple(reply.pending))
-    yield TurnFinished(reply)
-    return reply
 
 
 def _progress_sink(put: Callable[[ToolProgress], Any]) -> ProgressSink:
@@ -974,7 +176,7 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-class Conversation(_Base):
+class Conversation(ConversationCore):
     """A conversation over a sync client (`openai.OpenAI`, `anthropic.Anthropic`; see the
     module docstring).
 
@@ -1279,7 +481,7 @@ async def _astore_call(step: StoreStep) -> Any:
     return await store.asave(*step.args)
 
 
-class AsyncConversation(_Base):
+class AsyncConversation(ConversationCore):
     """The same loop over an async client (`openai.AsyncOpenAI`, `anthropic.AsyncAnthropic`);
     tools run via `adispatch_tool`; hooks, guardrails and `on_text` that are `async def` are
     awaited.
