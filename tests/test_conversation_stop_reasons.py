@@ -1,6 +1,6 @@
-"""Every `stop_reason` and every `Reply` field is declared once in code; the README's
-tables of them agree with those declarations, in order. A repeated call has its own
-stop reason, on both drivers."""
+"""Every `stop_reason` and every `Reply` field is declared once in code; the tables of
+them in the loop guide (docs/guides/loop/index.md) agree with those declarations, in order.
+A repeated call has its own stop reason, on both drivers."""
 
 from __future__ import annotations
 
@@ -15,12 +15,13 @@ from toolreg import AsyncConversation, Conversation, Reply, ToolRegistry
 from toolreg.conversation import REPLY_FIELDS, STOP_REASONS
 from toolreg.testing import ScriptedServer, text, tool_call
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guides" / "loop" / "index.md"
+PAGE = GUIDE.read_text(encoding="utf-8")
 
 
 def table_after(header: str) -> list[str]:
-    """The first column of the README table whose first header cell is `header`."""
-    tokens = MarkdownIt("commonmark").enable("table").parse(README)
+    """The first column of the loop guide's table whose first header cell is `header`."""
+    tokens = MarkdownIt("commonmark").enable("table").parse(PAGE)
     column: list[str] | None = None
     cell = 0
     in_head = False
@@ -43,14 +44,14 @@ def table_after(header: str) -> list[str]:
                     column.append(content)
         elif token.type == "table_close" and column is not None:
             return column
-    raise AssertionError(f"the README has no table headed {header!r}")
+    raise AssertionError(f"{GUIDE.name} has no table headed {header!r}")
 
 
-def test_the_readme_lists_every_stop_reason() -> None:
+def test_the_guide_lists_every_stop_reason() -> None:
     assert table_after("`stop_reason`") == [f'`"{value}"`' for value in STOP_REASONS]
 
 
-def test_the_readme_lists_every_reply_field() -> None:
+def test_the_guide_lists_every_reply_field() -> None:
     assert table_after("Field") == [f"`{name}`" for name in REPLY_FIELDS]
 
 

@@ -153,3 +153,74 @@ def test_each_command_of_the_pages_runs(line: str, tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, f"{line}\n{done.stderr}"
+
+
+def _requirement_names(requirements: list[str]) -> set[str]:
+    return {
+        re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].lower().replace("_", "-") for r in requirements
+    }
+
+
+def _distributions_of(module: str) -> set[str]:
+    """The installed distributions that ship `module` (a namespace package such as
+    `opentelemetry` is shared by several: the one with the module's own folder or file)."""
+    import importlib.metadata as metadata
+
+    parts = module.split(".")
+    found = set()
+    for dist in metadata.packages_distributions().get(parts[0], []):
+        files = {str(f) for f in metadata.files(dist) or []}
+        folder = "/".join(parts)
+        if any(f.startswith(folder + "/") or f == folder + ".py" for f in files):
+            found.add(dist.lower().replace("_", "-"))
+    return found
+
+
+EXTRA = re.compile(r"pip install '?toolreg\[([\w,]+)\]'?")
+
+
+def test_a_pages_documented_install_gives_what_its_examples_import() -> None:
+    # `pip install 'toolreg[otel]'` on the tracing guide must be enough for its example to
+    # run: every module an included example imports comes from toolreg, the standard
+    # library, a runtime dependency or an extra the page (or its section's index) names.
+    import ast
+    import importlib.metadata as metadata
+
+    requires = metadata.requires("toolreg") or []
+    runtime = _requirement_names([r for r in requires if "extra ==" not in r])
+    checked = 0
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        index = page.parent / "index.md"
+        if index != page and index.is_file():
+            text += index.read_text(encoding="utf-8")
+        extras = [e for found in EXTRA.findall(text) for e in found.split(",")]
+        if not extras:
+            continue
+        allowed = set(runtime)
+        for extra in extras:
+            marker = re.compile(rf"extra\s*==\s*['\"]{extra}['\"]")
+            allowed |= _requirement_names([r for r in requires if marker.search(r)])
+        for info, _ in _fences(page):
+            match = INCLUDE.match(f"```{info}")
+            if not match:
+                continue
+            code = (page.parent / match.group(1)).read_text(encoding="utf-8")
+            for node in ast.walk(ast.parse(code)):
+                if isinstance(node, ast.Import):
+                    modules = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    modules = [node.module]
+                else:
+                    continue
+                for module in modules:
+                    top = module.split(".")[0]
+                    if top == "toolreg" or top in sys.stdlib_module_names:
+                        continue
+                    dists = _distributions_of(module)
+                    assert dists & allowed, (
+                        f"{page.relative_to(ROOT)}: `{module}` is not installed by "
+                        f"pip install 'toolreg[{','.join(extras)}]' (it comes from {dists})"
+                    )
+                    checked += 1
+    assert checked

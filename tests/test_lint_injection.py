@@ -95,7 +95,7 @@ def test_lint_warns_of_a_description_and_a_parameter_that_instruct_the_model() -
     )
 
 
-def test_no_sample_and_no_readme_tool_is_flagged() -> None:
+def test_no_sample_no_docs_example_and_no_readme_tool_is_flagged() -> None:
     for sample in sorted((ROOT / "samples").glob("*.py")):
         module = load_file(sample)
         for value in vars(module).values():
@@ -103,7 +103,11 @@ def test_no_sample_and_no_readme_tool_is_flagged() -> None:
                 assert not [f for f in lint_registry(value) if f.code == "instructions-to-model"], (
                     sample
                 )
-    for block in blocks("python"):  # the README's tools, docstrings and all
+    examples = sorted((ROOT / "docs" / "examples").glob("*.py"))
+    assert examples
+    for example in examples:  # the documentation's tools, docstrings and all
+        assert instructions_to_model(example.read_text(encoding="utf-8")) == [], example.name
+    for block in blocks("python"):  # and the README's
         assert instructions_to_model(block) == [], block
 
 

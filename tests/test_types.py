@@ -1,4 +1,5 @@
-"""The type table (`toolreg.types`): one record per scalar type, and the README that shows it."""
+"""The type table (`toolreg.types`): one record per scalar type, and the guide that shows it
+(docs/guides/defining-tools.md)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 from toolreg import ToolRegistry
 from toolreg.types import TYPES, TypeRecord, json_default, record_for
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guides" / "defining-tools.md"
 _NAMES = {type(None): "None", PurePath: "Path"}
 
 # An example value of each type, as a model would send it and as a tool would get it.
@@ -47,9 +48,9 @@ def _row(record: TypeRecord) -> str:
     return f"| `{name}` | `{schema}` |"
 
 
-def test_the_readme_shows_every_record_and_nothing_else() -> None:
-    text = README.read_text(encoding="utf-8")
-    table = text[text.index("### Types") : text.index("Everything else is built from those")]
+def test_the_guide_shows_every_record_and_nothing_else() -> None:
+    text = GUIDE.read_text(encoding="utf-8")
+    table = text[text.index("## Types") : text.index("Everything else is built from those")]
     shown = set(re.findall(r"^\| `[^`]+` \| `\{.*\}` \|$", table, re.MULTILINE))
     expected = {_row(r) for r in TYPES}
     assert shown == expected

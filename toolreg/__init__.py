@@ -116,6 +116,7 @@ def __dir__() -> list[str]:
 
 
 __version__ = "0.1.0"
+"""toolreg's version, as `pip show toolreg` and `toolreg --version` print it."""
 
 register_tool = default_registry.register_tool
 register_schema = default_registry.register_schema

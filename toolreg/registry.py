@@ -55,12 +55,29 @@ class ToolRegistry:
     (see `toolreg.toolsets`): it offers every tool to every step, and `revision` grows with
     each registration and unregistration.
 
-    Dispatch settings (see the README and `DispatchSettings`): `coerce` (safe coercion of
-    near-miss arguments), `errors` (what the model reads of an exception: "redact" by
-    default, "mask" or "full"),
-    `max_payload_bytes` and `max_depth` (limits on the arguments), `max_concurrency` (for
-    `dispatch_many`), `max_result_chars` (default cut for results). The registry holds a
+    `ToolRegistry()` is always fresh and independent; the module-level `register_tool`,
+    `get_tools` and `dispatch_tool` act on `toolreg.default_registry`. The registry holds a
     `Dispatcher` over its own tool map; the dispatch verbs here hand over to it.
+
+    Args:
+        coerce: safe coercion of near-miss arguments (`"42"` for an integer) at dispatch;
+            a tool's own `coerce=` wins.
+        errors: what the model reads of a tool's exception: `"redact"` (the default: type
+            and message, credentials, paths and the context's strings redacted), `"mask"`
+            (only that the tool failed) or `"full"`.
+        max_payload_bytes: the largest JSON text (or bytes) of arguments, 1 MiB by default.
+        max_depth: the deepest nesting of arguments, 64 by default.
+        max_concurrency: how many calls `dispatch_many` runs at once.
+        max_result_chars: the default cut for results (a tool's own `max_result_chars=`
+            wins); None: no cut.
+        ranker: reorders tool-search candidates with the application's own ranking (e.g.
+            embeddings): a function `(query, candidates) -> tools`, best first.
+
+    Raises:
+        UsageError: `ranker` is not callable.
+
+    Example:
+        registry = ToolRegistry(errors="mask", max_concurrency=4)
     """
 
     def __init__(
@@ -145,7 +162,30 @@ class ToolRegistry:
     ) -> Any:
         """Register `fn` as a tool; works bare, with options, or called on a function.
 
-        Returns the function itself, unchanged, so it stays callable and typed as before.
+        `@register_tool`, `@register_tool(read_only=True, ...)` and `register_tool(fn)` all
+        register; each returns the function itself, unchanged, so it stays callable and typed
+        as before. Registration reads the signature, type hints, `Annotated` metadata and
+        docstring, and builds the schema, the validator and the converters once.
+
+        Args:
+            fn: the function (sync or async); left out when options are given, as a decorator.
+            replace: replace a tool of the same name instead of raising `DuplicateToolError`.
+            options: the tool's options (`name`, `description`, `strict`, `read_only`,
+                `destructive`, `timeout`, `tags`, ...): the reference's table of tool options.
+
+        Raises:
+            ToolDefinitionError: the function cannot be a tool as written (a default that does
+                not match its annotation, `*args`, an option out of range); the message names
+                the function, the parameter and the fix. A `fn` that is not callable
+                (`@register_tool("name")`) is one too.
+            UnsupportedTypeError: a parameter's annotation has no JSON Schema.
+            DuplicateToolError: the name is taken and `replace` is false.
+
+        Example:
+            @registry.register_tool(read_only=True, timeout=5)
+            def stock(item: str) -> int:
+                # the docstring (not shown here) is the description the model reads
+                return 3
         """
 
         if fn is not None and not callable(fn):
@@ -171,7 +211,24 @@ class ToolRegistry:
         replace: bool = False,
         **options: Any,
     ) -> Tool:
-        """Register `function` under an explicit JSON Schema (checked against the metaschema)."""
+        """Register `function` under an explicit JSON Schema (checked against the metaschema).
+
+        For a tool whose schema already exists (an OpenAPI operation, another library's
+        definition): the arguments are validated against `parameters` and passed to `function`
+        as keywords. Returns the registered `Tool`.
+
+        Args:
+            name: the tool's name, as the model calls it.
+            parameters: the JSON Schema of its arguments, an `"object"` schema.
+            function: what runs, called with the validated arguments as keywords.
+            description: what the model reads to choose the tool.
+            replace: replace a tool of the same name instead of raising `DuplicateToolError`.
+            options: the other tool options, as for `register_tool`.
+
+        Raises:
+            ToolDefinitionError: the schema is not valid JSON Schema, or an option is wrong.
+            DuplicateToolError: the name is taken and `replace` is false.
+        """
         tool = Tool.from_schema(name, parameters, function, description=description, **options)
         return self.add(tool, replace=replace)
 
@@ -301,7 +358,31 @@ class ToolRegistry:
         call_id: str | None = None,
         confirm: ConfirmCallback | None = None,
     ) -> ToolResult:
-        """Run one call from a model. Never raises for the model's mistakes or the tool's."""
+        """Run one call from a model. Never raises for the model's mistakes or the tool's.
+
+        The call goes through every step: the whitelist, decoding, validation, safe coercion,
+        conversion, context injection, confirmation, the call (with its time limit) and the
+        rendering of the result as text. Anything that fails is a `ToolResult` with
+        `ok=False`, an `error_kind` and a message the model can act on.
+
+        Args:
+            name: the tool's name, as the model sent it (checked against the registry only).
+            arguments: JSON text (`""` means `{}`), bytes, a mapping or None.
+            context: the value a `ToolContext` / `Injected` parameter receives (never the model's).
+            allowed: names the model may call in this request; any other is answered like an
+                unknown tool.
+            call_id: the provider's id of the call, kept in the result.
+            confirm: asked about a tool that needs confirmation, with the tool and a copy of the
+                validated arguments; anything but True denies the call.
+
+        Raises:
+            MissingContextError: the tool needs a context and none was given (the application's
+                mistake, not the model's).
+
+        Example:
+            result = registry.dispatch_tool("get_weather", '{"city": "Paris"}')
+            print(result.ok, result.content)
+        """
         return self.dispatcher.dispatch_tool(
             name, arguments, context=context, allowed=allowed, call_id=call_id, confirm=confirm
         )
@@ -316,7 +397,19 @@ class ToolRegistry:
         call_id: str | None = None,
         confirm: ConfirmCallback | None = None,
     ) -> ToolResult:
-        """`dispatch_tool` for async code: async tools are awaited, sync ones run in a thread."""
+        """`dispatch_tool` for async code: async tools are awaited, sync ones run in a thread.
+
+        Args:
+            name: the tool's name, as the model sent it (checked against the registry only).
+            arguments: JSON text (`""` means `{}`), bytes, a mapping or None.
+            context: the value a `ToolContext` / `Injected` parameter receives.
+            allowed: names the model may call in this request.
+            call_id: the provider's id of the call, kept in the result.
+            confirm: asked about a tool that needs confirmation (it may be `async def`).
+
+        Raises:
+            MissingContextError: the tool needs a context and none was given.
+        """
         return await self.dispatcher.adispatch_tool(
             name, arguments, context=context, allowed=allowed, call_id=call_id, confirm=confirm
         )
@@ -329,7 +422,26 @@ class ToolRegistry:
         allowed: Iterable[str] | None = None,
         confirm: ConfirmCallback | None = None,
     ) -> list[ToolResult]:
-        """Run several calls concurrently (threads); results in the order of the calls."""
+        """Run several calls concurrently (threads); results in the order of the calls.
+
+        At most `max_concurrency` run at a time; each call is dispatched as `dispatch_tool`
+        would, so none raises for the model's mistakes or the tool's.
+
+        Args:
+            calls: `ToolCall`s (what the formats' `parse_calls` return), `(name, arguments)`
+                tuples (a call id third), or mappings (`{"name", "arguments", "id"}`, or an
+                OpenAI `tool_calls` entry).
+            context: the value every call's `ToolContext` parameter receives.
+            allowed: names the model may call in this request.
+            confirm: asked about each call that needs confirmation, one question at a time.
+
+        Raises:
+            MissingContextError: a tool needs a context and none was given.
+            UsageError: a call that is none of those.
+
+        Example:
+            results = registry.dispatch_many(openai.parse_calls(completion))
+        """
         return self.dispatcher.dispatch_many(
             calls, context=context, allowed=allowed, confirm=confirm
         )
@@ -342,7 +454,22 @@ class ToolRegistry:
         allowed: Iterable[str] | None = None,
         confirm: ConfirmCallback | None = None,
     ) -> list[ToolResult]:
-        """Run several calls concurrently (tasks), at most `max_concurrency` at a time."""
+        """Run several calls concurrently (tasks), at most `max_concurrency` at a time.
+
+        Results come in the order of the calls; sync tools run in threads.
+
+        Args:
+            calls: `ToolCall`s (what the formats' `parse_calls` return), `(name, arguments)`
+                tuples (a call id third), or mappings (`{"name", "arguments", "id"}`, or an
+                OpenAI `tool_calls` entry).
+            context: the value every call's `ToolContext` parameter receives.
+            allowed: names the model may call in this request.
+            confirm: asked about each call that needs confirmation (it may be `async def`).
+
+        Raises:
+            MissingContextError: a tool needs a context and none was given.
+            UsageError: a call that is none of those.
+        """
         return await self.dispatcher.adispatch_many(
             calls, context=context, allowed=allowed, confirm=confirm
         )
@@ -404,7 +531,27 @@ class ToolRegistry:
         `ChatCompletionToolParam`, `get_tools("responses")` of its Responses
         `FunctionToolParam`, the other names of their module's `ToolDefinition`, a `Format`
         of its `DefinitionT`. The returned dicts are shared with the cache: treat them as
-        read-only. An unknown format name is a `UsageError` listing the names.
+        read-only.
+
+        Args:
+            format: `"openai"` (the default), `"responses"`, `"anthropic"`, `"gemini"`, `"mcp"`,
+                `"chatglm3"`, `"functions"`, or a `Format`.
+            strict: True for strict schemas (OpenAI structured outputs), False for none, None
+                for each tool's own `strict=`.
+            names: only these tools, in this order.
+            tags: only the tools with one of these tags.
+            advertise_required: False leaves `required` out of the schemas (dispatch still
+                enforces it: the model is told what is missing instead of inventing values).
+
+        Raises:
+            UsageError: an unknown format name (the message lists the names), or
+            `advertise_required=False` with strict schemas.
+            ToolNotFoundError: a name in `names` that is not registered.
+            ToolDefinitionError: a tool's name breaks the format's provider rule, or its schema
+                cannot be strict when `strict=True`.
+
+        Example:
+            tools = registry.get_tools("anthropic", names=["get_weather"])
         """
         names = None if names is None else _name_list(names)
         wanted = _tag_set(tags)

@@ -80,9 +80,22 @@ def instrument(
 ) -> None:
     """Emit spans and metrics from now on (the global providers when none are given).
 
-    `capture_content=True` also records each tool call's validated arguments and the text
-    its result sends to the model; off by default, since either may hold personal data.
-    Calling it again replaces the previous setup.
+    Spans follow OpenTelemetry's GenAI semantic conventions: `invoke_agent` per turn,
+    `chat {model}` per model call, `execute_tool {tool}` per dispatch. Calling it again
+    replaces the previous setup; `uninstrument()` stops.
+
+    Args:
+        tracer_provider: where spans go (else OpenTelemetry's global tracer provider).
+        meter_provider: where the histograms go (else the global meter provider).
+        capture_content: also record each tool call's validated arguments and the text its
+            result sends to the model; off by default, since either may hold personal data.
+
+    Raises:
+        UsageError: OpenTelemetry is not installed (`pip install 'toolreg[otel]'`), or
+            `capture_content` is not a bool.
+
+    Example:
+        toolreg.instrument(tracer_provider=provider)
     """
     if not isinstance(capture_content, bool):
         raise UsageError("instrument(capture_content=...) must be True or False")

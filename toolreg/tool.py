@@ -61,24 +61,49 @@ class Tool:
     function: Callable[..., Any]
     plan: CallPlan = field(repr=False)
     strict: bool = False
+    """Export a strict schema (OpenAI structured outputs): every property required, optional
+    ones nullable (`null` means the default), no other keys; `get_tools(strict=)` overrides."""
     read_only: bool = False
+    """It only reads: MCP's `readOnlyHint`; a read-only call may start while the model still
+    streams, and `toolreg serve` may cache its results."""
     destructive: bool = False
+    """It changes or deletes something: dispatch asks `confirm=` first (in a conversation,
+    `confirm="defer"` pauses the turn for a person); MCP's `destructiveHint`."""
     requires_confirmation: bool = False
+    """Ask `confirm=` before every call, as for a destructive tool, without saying it is one."""
     timeout: float | None = None
+    """Seconds a call may take; past them the model reads a `timeout` error (an async tool is
+    cancelled, a sync one runs on in its thread). None: no limit."""
     return_direct: bool = False
+    """In a conversation, a round whose tools are all `return_direct` ends the turn with their
+    output as the reply's text (`stop_reason="return_direct"`), without another model call."""
     max_result_chars: int | None = None
+    """The longest result text the model reads; a longer one is cut with a visible marker
+    (else the registry's `max_result_chars`)."""
     tags: frozenset[str] = frozenset()
+    """Labels to select tools by: `get_tools(tags=...)`, `Conversation(tools=[tag])`, a tool
+    search's `always=`."""
     result_filter: ResultFilter | None = None
+    """A function of the tool's return value run before it is rendered (drop or mask fields
+    the model must not read)."""
     coerce: bool | None = None
+    """Safe coercion of near-miss arguments (`"42"` for an integer, `"true"` for a boolean, a
+    JSON-encoded string for an array or object); None: the registry's setting."""
     flatten: bool = False
+    """For a function of one record (dataclass, TypedDict, NamedTuple, pydantic model): the
+    model sees the record's fields as the tool's parameters, the function gets the record."""
     title: str | None = None
+    """A human-readable name, shown by MCP clients (`title` and the annotations' `title`)."""
     idempotent: bool = False
+    """Calling it again with the same arguments changes nothing more: MCP's `idempotentHint`;
+    such a call may start while the model streams, and `toolreg serve` may cache it."""
     defer_loading: bool = False
     """Not offered to the model until its search (`search_tools`) finds it."""
     examples: tuple[dict[str, Any], ...] = ()
     """Example arguments, each valid for `parameters` (checked at registration); exported
     as Anthropic's `input_examples`, appended to the description for other providers."""
     scopes: frozenset[str] = frozenset()
+    """The OAuth scopes a client's token must hold for `toolreg serve` to list or run it."""
     retries: int | None = None
     """Calls of this tool in one conversation turn that may ask the model to try again
     (invalid arguments, `ToolRetry`) before the turn stops; None: the conversation's

@@ -24,10 +24,12 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import docstring_parser
+import toolreg_docstrings
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.application import Sphinx
 from sphinx.pycode import ModuleAnalyzer
+from sphinx.util import inspect as sphinx_inspect
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
@@ -48,14 +50,6 @@ def _resolve(path: str) -> Any:
     raise ValueError(f"cannot import {path!r}")
 
 
-def _public_names(module_name: str) -> list[str]:
-    module = importlib.import_module(module_name)
-    names = getattr(module, "__all__", None)
-    if names is None:
-        raise ValueError(f"{module_name} has no __all__ to document")
-    return list(names)
-
-
 def _attribute_docs(module_name: str) -> dict[tuple[str, str], list[str]]:
     try:
         analyzer = ModuleAnalyzer.for_module(module_name)
@@ -65,27 +59,10 @@ def _attribute_docs(module_name: str) -> dict[tuple[str, str], list[str]]:
     return dict(analyzer.attr_docs)
 
 
-def _kind(obj: Any) -> str:
-    if inspect.isclass(obj):
-        return "exception" if issubclass(obj, BaseException) else "class"
-    if inspect.isroutine(obj):
-        return "function"
-    if inspect.ismodule(obj):
-        return "module"
-    return "data"
-
-
-def _docstring(module_name: str, name: str, obj: Any) -> str:
-    """The docstring autodoc shows for `module_name.name`."""
-    if _kind(obj) in ("class", "exception", "function", "module"):
-        own = obj.__dict__.get("__doc__") if inspect.isclass(obj) else obj.__doc__
-        return inspect.cleandoc(own or "")
-    found = _attribute_docs(module_name).get(("", name))
-    if found is None:
-        defined_in = getattr(obj, "__module__", None)
-        if isinstance(defined_in, str):
-            found = _attribute_docs(defined_in).get(("", name))
-    return "\n".join(found or [])
+# What a public name's docstring is, shared with tests/test_docstrings.py.
+_public_names = toolreg_docstrings.public_names
+_kind = toolreg_docstrings.kind
+_docstring = toolreg_docstrings.docstring
 
 
 class ApiDirective(SphinxDirective):
@@ -146,6 +123,13 @@ class ApiDirective(SphinxDirective):
     @staticmethod
     def _autodoc(module_name: str, name: str, kind: str) -> list[str]:
         full = f"{module_name}.{name}"
+        if kind == "data":
+            # autodoc finds a value's `#:` docs only in the module it documents; the shared
+            # lookup follows a re-export to the module that assigns the value
+            doc = toolreg_docstrings.data_docstring(module_name, name).splitlines()
+            body = [f"      {line}" if line else "" for line in doc]
+            head = [f".. py:data:: {name}", f"   :module: {module_name}", ""]
+            return [*head, "   .. toolreg-markdown::", "", *body, ""]
         if kind in ("class", "exception"):
             return [
                 f".. auto{kind}:: {full}",
@@ -157,7 +141,7 @@ class ApiDirective(SphinxDirective):
             return [f".. autofunction:: {full}", ""]
         if kind == "module":
             return [f".. py:data:: {full}", "", f"   The module :py:mod:`{full}`.", ""]
-        return [f".. autodata:: {full}", "   :no-value:", ""]
+        raise ValueError(f"{full}: no directive for a {kind}")
 
 
 class ErrorTreeDirective(SphinxDirective):
@@ -358,13 +342,57 @@ class MarkdownDirective(SphinxDirective):
         return list(document.children)
 
 
+_LISTED = {"Args", "Arguments", "Parameters", "Raises", "Attributes"}
+_SECTIONS = {*_LISTED, "Returns", "Yields", "Example", "Examples", "Note"}
+
+
+def _sections_as_markdown(lines: list[str]) -> list[str]:
+    """Google-style sections (`Args:`, `Raises:`, `Returns:`, `Example:`), which
+    docstring_parser also reads, as Markdown: a bold title, then a list of `name`: text
+    entries, a paragraph, or (an example) a Python block."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        title = lines[i].strip()[:-1] if lines[i].strip().endswith(":") else ""
+        if lines[i][:1].isspace() or title not in _SECTIONS:
+            out.append(lines[i])
+            i += 1
+            continue
+        body: list[str] = []
+        i += 1
+        while i < len(lines) and (not lines[i].strip() or lines[i][:1].isspace()):
+            body.append(lines[i])
+            i += 1
+        while body and not body[-1].strip():
+            body.pop()
+        indent = min((len(b) - len(b.lstrip()) for b in body if b.strip()), default=0)
+        body = [b[indent:] for b in body]
+        out += [f"**{title}**", ""]
+        if title in _LISTED:
+            for entry in body:
+                if not entry.strip():
+                    continue
+                if entry[:1].isspace():
+                    out[-1] += " " + entry.strip()
+                else:
+                    key, _, text = entry.partition(":")
+                    out.append(f"- `{key.strip()}`: {text.strip()}")
+        elif title.startswith("Example"):
+            out += ["```python", *body, "```"]
+        else:
+            out += body
+        out.append("")
+    return out
+
+
 def _docstring_as_markdown(
     app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]
 ) -> None:
     """autodoc hands docstrings over as reST; toolreg writes them in Markdown."""
     if not any(line.strip() for line in lines):
         return
-    wrapped = [".. toolreg-markdown::", "", *(f"   {line}" if line else "" for line in lines)]
+    markdown = _sections_as_markdown(lines)
+    wrapped = [".. toolreg-markdown::", "", *(f"   {line}" if line else "" for line in markdown)]
     lines[:] = [*wrapped, ""]
 
 
@@ -397,6 +425,30 @@ def _unlinked_private_names(
     return None if target in cached else contnode
 
 
+def _bound_method_signature(
+    app: Sphinx,
+    what: str,
+    name: str,
+    obj: Any,
+    options: Any,
+    signature: str | None,
+    return_annotation: str | None,
+) -> tuple[str, str | None] | None:
+    """A module-level name bound to a method (`toolreg.dispatch_tool` is
+    `default_registry.dispatch_tool`) lost its first parameter: documenting the method on
+    its class (`autodoc_preserve_defaults`) stores the signature without `self` on the
+    function, and the bound method then drops one more. Show the stored one as it is."""
+    if what != "function" or not inspect.ismethod(obj):
+        return None
+    stored = obj.__func__.__dict__.get("__signature__")
+    if stored is None:
+        return None  # nothing stored: autodoc's own signature is right
+    args = sphinx_inspect.stringify_signature(
+        stored, show_return_annotation=False, unqualified_typehints=True
+    )
+    return args, return_annotation
+
+
 def _public_bases(app: Sphinx, name: str, obj: Any, options: Any, bases: list[type]) -> None:
     """`Bases:` names public classes only (a private base is an implementation detail)."""
     bases[:] = [b for b in bases if not b.__name__.startswith("_")]
@@ -414,4 +466,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("autodoc-process-docstring", _docstring_as_markdown)
     app.connect("missing-reference", _unlinked_private_names)
     app.connect("autodoc-process-bases", _public_bases)
+    app.connect("autodoc-process-signature", _bound_method_signature)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

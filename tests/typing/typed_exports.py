@@ -51,7 +51,7 @@ def respond(client: OpenAI) -> str:
 
 
 def readme_loop(client: OpenAI, calculator: ToolRegistry) -> str:
-    """The README's loop on the Responses API ("Your own loop, typed for the SDK")."""
+    """The guide's loop on the Responses API (docs/examples/own_loop_responses.py)."""
     calculator_tools = calculator.get_tools("responses")
     response = client.responses.create(model="any-model", input="6 x 7?", tools=calculator_tools)
     while calls := responses.parse_calls(response):
@@ -65,7 +65,7 @@ def readme_loop(client: OpenAI, calculator: ToolRegistry) -> str:
 
 
 def readme_chat_loop(client: OpenAI, calculator: ToolRegistry) -> str | None:
-    """The README's loop on chat completions ("Your own loop, typed for the SDK")."""
+    """The guide's loop on chat completions (docs/examples/own_loop_chat.py)."""
     messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": "6 x 7?"}]
     completion = client.chat.completions.create(
         model="any-model", messages=messages, tools=calculator.get_tools()

@@ -48,7 +48,18 @@ def register_tool(func: F) -> F:
 def dispatch_tool(
     tool_name: str, tool_params: Mapping[str, Any] | str | bytes | None = None
 ) -> str:
-    """Run the call; the observation for the model, as text (never raises for the call)."""
+    """Run the call; the observation for the model, as text (never raises for the call).
+
+    ChatGLM3's `dispatch_tool(tool_name, tool_params)`, on the compat registry: the call is
+    validated, converted and redacted like any toolreg call.
+
+    Args:
+        tool_name: the tool's name, as the model sent it.
+        tool_params: the arguments: a mapping, JSON text or bytes, or None.
+
+    Example:
+        observation = dispatch_tool("roll_dice", {"seed": 7})
+    """
     return str(registry.dispatch_tool(tool_name, tool_params))
 
 

@@ -178,7 +178,31 @@ def _number(value: Any) -> bool:
 
 class Conversation(ConversationCore):
     """A conversation over a sync client (`openai.OpenAI`, `anthropic.Anthropic`; see the
-    module docstring)."""
+    module docstring).
+
+    `Conversation(client, model, *, registry=None, context=None, state_store=None,
+    conversation_id=None, key=None, **options)`: `client` is the SDK client and `model` the
+    model's name as the endpoint knows it; `registry` is any toolset (a `ToolRegistry`, a
+    `Mount`, a `combined`, `prefixed` or `filtered` view; else `toolreg.default_registry`);
+    `context` is what every tool's `ToolContext` parameter receives; `state_store`,
+    `conversation_id` and `key` keep the conversation in a store, its state signed with the
+    key. Every other option (`system`, `max_rounds`, `confirm`, `stream`, ...) is a field of
+    `ConversationOptions`, checked when the conversation is built; any other keyword is a
+    request option sent with every model call (`temperature=...`).
+
+    `send` runs a turn, `stream` runs one as typed events, `resume` carries on one paused
+    for approval, `export_state` / `from_state` move it between processes.
+
+    Raises:
+        UsageError: an option is wrong (an unknown dialect, a `tools` entry that is neither a
+            tool name nor a tag, an `async def` hook given to a sync conversation, ...),
+            before anything is sent.
+
+    Example:
+        chat = Conversation(OpenAI(), "gpt-4o-mini", registry=registry, system="Be brief.")
+        reply = chat.send("What's the weather in Paris?")
+        print(reply.text, reply.stop_reason)
+    """
 
     client: Any
 
@@ -460,7 +484,19 @@ async def _astore_call(step: StoreStep) -> Any:
 class AsyncConversation(ConversationCore):
     """The same loop over an async client (`openai.AsyncOpenAI`, `anthropic.AsyncAnthropic`);
     tools run via `adispatch_tool`; hooks, guardrails and `on_text` that are `async def` are
-    awaited."""
+    awaited.
+
+    It takes what `Conversation` takes: `client`, `model`, `registry`, `context`,
+    `state_store`, `conversation_id`, `key` and the fields of `ConversationOptions`; `send`,
+    `resume` and `run` are awaited, `stream` is iterated with `async for`.
+
+    Raises:
+        UsageError: an option is wrong, before anything is sent.
+
+    Example:
+        chat = AsyncConversation(AsyncOpenAI(), "gpt-4o-mini", registry=registry)
+        reply = await chat.send("What's the weather in Paris?")
+    """
 
     _awaits_hooks = True
     client: Any
@@ -763,6 +799,22 @@ def run_conversation(
     """One-shot: a `Conversation` with `options`, run on a prompt or a message list.
 
     `system=` goes first in either case (give it only when the list has no system message).
+
+    Args:
+        client: an `openai.OpenAI` client (or an `anthropic.Anthropic` one).
+        model: the model's name, as the endpoint knows it.
+        prompt: the user's text, or a whole list of messages to run on.
+        options: `Conversation`'s options (`registry=`, `system=`, `max_rounds=`, ...), and
+            `output_type=` for structured output.
+
+    Returns the turn's `Reply`.
+
+    Raises:
+        ConversationError: the endpoint failed or answered something unusable.
+        UsageError: an option is wrong (checked before anything is sent).
+
+    Example:
+        reply = run_conversation(client, "gpt-4o-mini", "Weather in Paris?", registry=registry)
     """
     output_type = options.pop("output_type", None)
     conversation = Conversation(client, model, **options)

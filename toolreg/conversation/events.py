@@ -119,4 +119,6 @@ StreamEvent: TypeAlias = Union[
     ApprovalRequired,
     TurnFinished,
 ]
-"""Any event `stream()` yields."""
+"""Any event `stream()` yields: `TextDelta`, `ToolCallReady`, `ToolStarted`,
+`ToolProgress`, `ToolFinished`, `ApprovalRequired`, and last `TurnFinished` (with the
+`Reply`). Tell them apart with `isinstance` or a `match` on the class."""

@@ -26,8 +26,8 @@ __all__ = [
     "Usage",
 ]
 
-# Why a turn ended: every value `Reply.stop_reason` takes, declared here only (the README's
-# table of them is checked against this).
+# Why a turn ended: every value `Reply.stop_reason` takes, declared here only (the loop
+# guide's table of them, docs/guides/loop/index.md, is checked against this).
 StopReason = Literal[
     "answer",  # the model answered (finish reason "stop", or none given)
     "return_direct",  # every tool of the last round is return_direct: their output is the text
@@ -39,7 +39,14 @@ StopReason = Literal[
     "content_filter",  # the endpoint filtered the answer
     "approval_required",  # confirm="defer": the calls in Reply.pending wait for a person
 ]
+"""Why a conversation turn ended: the type of `Reply.stop_reason`, one of the strings in
+`STOP_REASONS`. Compare a reply's against them: `if reply.stop_reason == "approval_required":`.
+"""
 STOP_REASONS: tuple[StopReason, ...] = get_args(StopReason)
+"""Every value `Reply.stop_reason` takes, in order: `"answer"`, `"return_direct"`,
+`"max_rounds"`, `"repeated_calls"`, `"retry_limit"`, `"call_limit"`, `"length"`,
+`"content_filter"`, `"approval_required"`. The loop guide's table explains each.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +153,11 @@ class Reply(Generic[OutputT]):
     over_history_limit: bool = False
 
 
-REPLY_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Reply))  # for docs and tests
+REPLY_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Reply))
+"""The names of every field of a `Reply`, in declaration order (`text`, `messages`,
+`tool_results`, `rounds`, `usage`, `stop_reason`, `output`, `pending`,
+`over_history_limit`); the loop guide's table of them is checked against it.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +187,10 @@ class ToolCallEvent:
 
 @dataclass(frozen=True, slots=True)
 class ToolResultEvent:
-    """After a tool ran (or was refused)."""
+    """After a tool ran (or was refused): `result` is its `ToolResult`, as the model reads it.
+
+    The `after_tool_call` hook receives it; `round` counts the model calls of the turn so far.
+    """
 
     round: int
     result: ToolResult

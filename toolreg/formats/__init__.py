@@ -55,7 +55,21 @@ def export_tools(
     advertise_required: bool = True,
 ) -> list[Any]:
     """Tool definitions in format `fmt` (a name or a `Format`); `strict=None` uses each
-    tool's own `strict` flag."""
+    tool's own `strict` flag.
+
+    Args:
+        tools: the tools to export, in order.
+        fmt: a format's name (`FORMATS`) or a `Format` object.
+        strict: True or False for every tool; None for each tool's own.
+        advertise_required: False leaves `required` out of the schemas.
+
+    Raises:
+        UsageError: an unknown format name, or `advertise_required=False` with strict.
+        ToolDefinitionError: a tool's name breaks the format's provider rule.
+
+    `ToolRegistry.get_tools` calls it and caches the result; call that instead when you
+    have a registry.
+    """
     form = format_named(fmt) if isinstance(fmt, str) else fmt
     out = []
     for tool in tools:

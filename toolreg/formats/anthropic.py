@@ -97,6 +97,19 @@ SEARCH_TOOLS: dict[str, ToolSearchTool] = {
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
+    """One entry of the Messages API's `tools=[...]`: `{"name", "description",
+    "input_schema"}`, with the tool's examples as `input_examples` and `defer_loading`.
+
+    Args:
+        tool: the registered tool: its name, description (with its examples where this
+            format has no field for them) and flags.
+        parameters: the JSON Schema of its arguments, already prepared for this export
+            (made strict or not, `required` advertised or not).
+        strict: whether the export asked for strict mode; here it adds `"strict": true`.
+
+    `get_tools("anthropic")` calls it, through `FORMAT`, for every tool it exports (and
+    checks the name against the provider's rule first); call that rather than this.
+    """
     out: ToolDefinition
     if tool.description:
         out = {"name": tool.name, "description": tool.description, "input_schema": parameters}
@@ -113,7 +126,14 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefi
 
 def tool_search_tool(kind: Literal["bm25", "regex"] = "bm25") -> ToolSearchTool:
     """The server tool that searches the deferred tools: natural-language queries ("bm25")
-    or regular expressions the model writes ("regex")."""
+    or regular expressions the model writes ("regex").
+
+    Args:
+        kind: `"bm25"` or `"regex"`.
+
+    Raises:
+        UsageError: another `kind`.
+    """
     found = SEARCH_TOOLS.get(kind) if isinstance(kind, str) else None
     if found is None:
         raise UsageError(f"tool_search_tool({kind!r}): choose 'bm25' or 'regex'")
@@ -123,7 +143,12 @@ def tool_search_tool(kind: Literal["bm25", "regex"] = "bm25") -> ToolSearchTool:
 def tool_references(tool_use_id: str, names: Iterable[str]) -> ToolReferences:
     """The `tool_result` answering an application's own search tool with the tools it
     found, as `tool_reference` blocks (each must be a deferred tool sent with the request);
-    none found is a short text, never an empty result."""
+    none found is a short text, never an empty result.
+
+    Args:
+        tool_use_id: the id of the search tool's `tool_use` block it answers.
+        names: the names of the tools found, best first.
+    """
     content: list[ToolReference | Text] = [
         {"type": "tool_reference", "tool_name": name} for name in names
     ]
@@ -133,7 +158,15 @@ def tool_references(tool_use_id: str, names: Iterable[str]) -> ToolReferences:
 
 
 def observation(result: ToolResult) -> Observation:
-    """The `tool_result` content block answering one `tool_use` block."""
+    """The `tool_result` content block answering one `tool_use` block.
+
+    Args:
+        result: the dispatched call's `ToolResult`; its `call_id` is the `tool_use` id, and a
+            failure sets `is_error`.
+
+    All of a round's results go back in one user message: `{"role": "user", "content":
+    [observation(r) for r in results]}`.
+    """
     return {
         "type": "tool_result",
         "tool_use_id": result.call_id or "",
@@ -158,3 +191,9 @@ FORMAT = Format(
     parse_calls=parse_calls,
     observation=observation,
 )
+"""The `anthropic` format: it writes Anthropic's Messages API tool definitions
+(`get_tools("anthropic")`), reads `tool_use` blocks from a message, and answers them with
+`tool_result` blocks; the `anthropic` dialect of `Conversation`.
+
+`get_tools(FORMAT)` is typed by what it writes; `FORMAT.name` is the name
+`get_tools("anthropic")` takes."""

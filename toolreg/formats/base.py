@@ -57,7 +57,13 @@ OutputFormat = Callable[[str, dict[str, Any], bool], dict[str, Any]]
 
 
 def response_format(name: str, schema: dict[str, Any], strict: bool) -> dict[str, Any]:
-    """Structured output in chat completions: `response_format` with a `json_schema`."""
+    """Structured output in chat completions: `response_format` with a `json_schema`.
+
+    Args:
+        name: the schema's name (the output type's name).
+        schema: the JSON Schema of the output.
+        strict: whether the endpoint is asked to enforce it.
+    """
     json_schema: dict[str, Any] = {"name": name, "schema": schema}
     if strict:
         json_schema["strict"] = True
@@ -113,26 +119,48 @@ class Format(Generic[DefinitionT, ObservationT]):
 
 
 def arguments_text(arguments: Any) -> str | dict[str, Any] | None:
-    """Arguments as a model sent them: JSON text is kept as is, an object stays an object."""
+    """Arguments as a model sent them: JSON text is kept as is, an object stays an object.
+
+    Args:
+        arguments: the arguments of a call as a provider's message holds them: JSON text, a
+            dict, or something else (kept for dispatch to refuse).
+    """
     if arguments is None or isinstance(arguments, (str, dict)):
         return arguments
     return json.dumps(arguments, ensure_ascii=False)
 
 
 def function_call_of(call: Any) -> ToolCall:
-    """`{"name": ..., "arguments": ...}` as a model sent it -> a `ToolCall` (no id)."""
+    """`{"name": ..., "arguments": ...}` as a model sent it -> a `ToolCall` (no id).
+
+    Args:
+        call: the `function_call` object of a legacy answer (dict or SDK object).
+
+    Raises:
+        ConversationError: the endpoint sent a function call that is not an object.
+    """
     if not isinstance(call, dict):
         raise ConversationError("the endpoint sent a function call that is not an object")
     return make_call(call.get("name"), call.get("arguments"))
 
 
 def make_call(name: Any, arguments: Any, call_id: Any = None) -> ToolCall:
-    """A `ToolCall` from what a provider sent: a name that is not text becomes "" (unknown)."""
+    """A `ToolCall` from what a provider sent: a name that is not text becomes "" (unknown).
+
+    Args:
+        name: the tool name the provider sent.
+        arguments: the arguments as sent (JSON text or an object).
+        call_id: the provider's id of the call, if it has one.
+    """
     return ToolCall(name if isinstance(name, str) else "", arguments_text(arguments), call_id)
 
 
 def as_data(value: Any) -> Any:
-    """An SDK object (pydantic, as the openai and anthropic SDKs return) as plain data."""
+    """An SDK object (pydantic, as the openai and anthropic SDKs return) as plain data.
+
+    Args:
+        value: an SDK object (it has `model_dump`), or data already, returned as it is.
+    """
     dump = getattr(value, "model_dump", None)
     return dump() if callable(dump) else value
 
@@ -140,7 +168,11 @@ def as_data(value: Any) -> Any:
 def assistant_message(value: Any) -> dict[str, Any]:
     """The assistant message in what a chat-completions caller holds: a message (dict or the
     SDK's `ChatCompletionMessage`), a whole completion (its first choice's message), or a
-    streamed chunk (its first choice's delta); {} for anything else."""
+    streamed chunk (its first choice's delta); {} for anything else.
+
+    Args:
+        value: a message, a completion or a chunk, as a dict or an SDK object.
+    """
     data = as_data(value)
     if not isinstance(data, dict):
         return {}

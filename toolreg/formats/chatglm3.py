@@ -32,6 +32,19 @@ class Observation(TypedDict):
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
+    """One tool of ChatGLM3's chat template: `{"name", "description", "parameters"}`.
+
+    Args:
+        tool: the registered tool: its name, description (with its examples where this
+            format has no field for them) and flags.
+        parameters: the JSON Schema of its arguments, already prepared for this export
+            (made strict or not, `required` advertised or not).
+        strict: whether the export asked for strict mode; ChatGLM3 has no strict mode, so it
+            is ignored.
+
+    `get_tools("chatglm3")` calls it, through `FORMAT`, for every tool it exports (and
+    checks the name against the provider's rule first); call that rather than this.
+    """
     return {
         "name": tool.name,
         "description": tool.described_with_examples,
@@ -40,7 +53,11 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefi
 
 
 def observation(result: ToolResult) -> Observation:
-    """ChatGLM3 answers a call with an `observation` message (no call id)."""
+    """ChatGLM3 answers a call with an `observation` message (no call id).
+
+    Args:
+        result: the dispatched call's `ToolResult`; its text is the observation's content.
+    """
     return {"role": "observation", "content": result.content}
 
 
@@ -87,3 +104,8 @@ FORMAT = Format(
         call_keys=("function_call", "tool_calls"),
     ),
 )
+"""The `chatglm3` format: it writes ChatGLM3's tool definitions (`get_tools("chatglm3")`) and
+answers calls with its `observation` messages; the `chatglm3` dialect of `Conversation`.
+
+`get_tools(FORMAT)` is typed by what it writes; `FORMAT.name` is the name
+`get_tools("chatglm3")` takes."""

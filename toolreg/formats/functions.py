@@ -27,6 +27,20 @@ Observation: TypeAlias = "ChatCompletionFunctionMessageParam"
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
+    """One entry of OpenAI's legacy `functions=[...]`: `{"name", "description",
+    "parameters"}`.
+
+    Args:
+        tool: the registered tool: its name, description (with its examples where this
+            format has no field for them) and flags.
+        parameters: the JSON Schema of its arguments, already prepared for this export
+            (made strict or not, `required` advertised or not).
+        strict: whether the export asked for strict mode; the legacy API has no strict mode,
+            so it is ignored.
+
+    `get_tools("functions")` calls it, through `FORMAT`, for every tool it exports (and
+    checks the name against the provider's rule first); call that rather than this.
+    """
     out: ToolDefinition = {"name": tool.name}
     if tool.described_with_examples:
         out["description"] = tool.described_with_examples
@@ -35,6 +49,8 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefi
 
 
 def observation(result: ToolResult) -> Observation:
+    """The `function` message answering a legacy `function_call` (role `function`, the
+    tool's name, the result's text)."""
     return {"role": "function", "name": result.tool_name, "content": result.content}
 
 
@@ -67,3 +83,9 @@ FORMAT = Format(
         call_keys=("function_call",),
     ),
 )
+"""The `functions` format: it writes OpenAI's legacy `functions=[...]` (`get_tools("functions")`),
+reads a `function_call`, and answers it with a `function` message; the `functions` dialect of
+`Conversation`.
+
+`get_tools(FORMAT)` is typed by what it writes; `FORMAT.name` is the name
+`get_tools("functions")` takes."""

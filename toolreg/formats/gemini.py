@@ -81,6 +81,21 @@ _FORMATS = {
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
+    """One Gemini function declaration: `{"name", "description", "parameters"}`, the
+    schema translated by `to_gemini_schema` into Gemini's OpenAPI subset (no
+    `parameters` when the tool takes none).
+
+    Args:
+        tool: the registered tool: its name, description (with its examples where this
+            format has no field for them) and flags.
+        parameters: the JSON Schema of its arguments, already prepared for this export
+            (made strict or not, `required` advertised or not).
+        strict: whether the export asked for strict mode; Gemini has no strict mode, so it
+            is ignored.
+
+    `get_tools("gemini")` calls it, through `FORMAT`, for every tool it exports (and
+    checks the name against the provider's rule first); call that rather than this.
+    """
     out: ToolDefinition = {"name": tool.name, "description": tool.described_with_examples}
     if parameters.get("properties"):
         out["parameters"] = to_gemini_schema(parameters, tool=tool.name)
@@ -88,7 +103,16 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefi
 
 
 def to_gemini_schema(schema: dict[str, Any], *, tool: str = "") -> dict[str, Any]:
-    """Translate a toolreg JSON Schema into Gemini's OpenAPI subset."""
+    """Translate a toolreg JSON Schema into Gemini's OpenAPI subset.
+
+    Args:
+        schema: the JSON Schema of a tool's parameters, as toolreg builds it.
+        tool: the tool's name, for the message of an error.
+
+    Raises:
+        ToolDefinitionError: a recursive type (or a `$ref` to nothing), which Gemini's
+            subset cannot express.
+    """
     return _node(schema, schema.get("$defs", {}), (), tool)
 
 
@@ -209,7 +233,9 @@ def _union(
 
 
 def observation(result: ToolResult) -> Observation:
-    """A Gemini `functionResponse` part."""
+    """A Gemini `functionResponse` part answering one call, by the tool's name:
+    `{"functionResponse": {"name", "response": {"result": ...}}}` (`"error"` instead of
+    `"result"` when the call failed), the text being `result.content`."""
     key = "result" if result.ok else "error"
     return {"functionResponse": {"name": result.tool_name, "response": {key: result.content}}}
 
@@ -237,3 +263,8 @@ FORMAT = Format(
     parse_calls=parse_calls,
     observation=observation,
 )
+"""The `gemini` format: it writes Gemini function declarations (`get_tools("gemini")`), reads
+`functionCall` parts from a response, and answers them with `functionResponse` parts.
+
+`get_tools(FORMAT)` is typed by what it writes; `FORMAT.name` is the name
+`get_tools("gemini")` takes."""

@@ -28,7 +28,10 @@ __all__ = [
 
 
 class ToolAnnotations(TypedDict):
-    """A tool's behaviour hints."""
+    """A tool's behaviour hints, from its flags: `readOnlyHint` (`read_only=`), and for a
+    tool that writes `destructiveHint` (`destructive=`) and `idempotentHint`
+    (`idempotent=`); `title` (`title=`). A client may show them; toolreg trusts a remote
+    server's only when told to (`mount(..., trust_annotations=...)`)."""
 
     readOnlyHint: bool
     destructiveHint: NotRequired[bool]
@@ -37,7 +40,8 @@ class ToolAnnotations(TypedDict):
 
 
 class ToolDefinition(TypedDict):
-    """One entry of a `tools/list` result."""
+    """One entry of a `tools/list` result, as `definition` writes it: the tool's `name`,
+    `title`, `description`, `inputSchema` and `annotations`."""
 
     name: str
     title: NotRequired[str]
@@ -47,7 +51,8 @@ class ToolDefinition(TypedDict):
 
 
 class TextContent(TypedDict):
-    """A text content block."""
+    """A text content block of a `CallToolResult`: `{"type": "text", "text": ...}`, the
+    text being what the model reads of the call's result."""
 
     type: Literal["text"]
     text: str
@@ -66,6 +71,21 @@ class _Named(TypedDict, total=False):
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
+    """One entry of an MCP `tools/list` result: `{"name", "title", "description",
+    "inputSchema", "annotations"}`, the annotations saying `readOnlyHint` always, and
+    `destructiveHint` / `idempotentHint` for a tool that writes.
+
+    Args:
+        tool: the registered tool: its name, description (with its examples where this
+            format has no field for them) and flags.
+        parameters: the JSON Schema of its arguments, already prepared for this export
+            (made strict or not, `required` advertised or not).
+        strict: whether the export asked for strict mode; MCP has no strict mode, so it is
+            ignored.
+
+    `get_tools("mcp")` calls it, through `FORMAT`, for every tool it exports (and
+    checks the name against the provider's rule first); call that rather than this.
+    """
     named: _Named = {}
     if tool.title:
         named["title"] = tool.title
@@ -85,7 +105,11 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefi
 
 
 def observation(result: ToolResult) -> Observation:
-    """An MCP `CallToolResult`: text content, `isError` for failures."""
+    """An MCP `CallToolResult`: text content, `isError` for failures.
+
+    Args:
+        result: the dispatched call's `ToolResult`; a failure sets `isError`.
+    """
     return {"content": [{"type": "text", "text": result.content}], "isError": not result.ok}
 
 
@@ -104,3 +128,8 @@ FORMAT = Format(
     parse_calls=parse_calls,
     observation=observation,
 )
+"""The `mcp` format: it writes MCP `tools/list` entries (`get_tools("mcp")`), reads a `tools/call`
+request's params, and answers it with a `CallToolResult`; what `toolreg serve` lists.
+
+`get_tools(FORMAT)` is typed by what it writes; `FORMAT.name` is the name
+`get_tools("mcp")` takes."""

@@ -47,6 +47,19 @@ AssistantMessage: TypeAlias = "ChatCompletionAssistantMessageParam"
 
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
+    """One entry of chat completions' `tools=[...]`:
+    `{"type": "function", "function": {"name", "description", "parameters"}}`.
+
+    Args:
+        tool: the registered tool: its name, description (with its examples where this
+            format has no field for them) and flags.
+        parameters: the JSON Schema of its arguments, already prepared for this export
+            (made strict or not, `required` advertised or not).
+        strict: whether the export asked for strict mode; here it adds `"strict": true`.
+
+    `get_tools("openai")` calls it, through `FORMAT`, for every tool it exports (and
+    checks the name against the provider's rule first); call that rather than this.
+    """
     function: FunctionDefinition = {"name": tool.name}
     if tool.described_with_examples:
         function["description"] = tool.described_with_examples
@@ -57,7 +70,12 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefi
 
 
 def observation(result: ToolResult) -> Observation:
-    """The `tool` message answering one call."""
+    """The `tool` message answering one call: `{"role": "tool", "tool_call_id", "content"}`,
+    the content being `result.content`, the text the model reads (an error's message too).
+
+    `messages.extend(observation(r) for r in dispatch_many(parse_calls(completion)))`, after
+    `messages.append(echo(completion))`.
+    """
     return {"role": "tool", "tool_call_id": result.call_id or "", "content": result.content}
 
 
@@ -65,7 +83,19 @@ def echo(message: Any) -> AssistantMessage:
     """The assistant message to append to `messages` before its calls' observations, from
     the SDK's message, a whole `ChatCompletion` or a dict: only what a request takes (role,
     content, refusal, tool_calls), and a call whose arguments are not a JSON object sent back
-    with `{}` (see `formats.base.is_json_object`; the observation tells the model why)."""
+    with `{}` (see `formats.base.is_json_object`; the observation tells the model why).
+
+    Args:
+        message: the assistant message, the whole `ChatCompletion`, or a dict of either.
+
+    Raises:
+        ConversationError: the endpoint sent content that is not text, or `tool_calls` that
+            are not a list of objects.
+
+    Example:
+        messages.append(echo(completion))
+        messages.extend(observation(r) for r in registry.dispatch_many(parse_calls(completion)))
+    """
     data = assistant_message(message)
     content = data.get("content")
     out: AssistantMessage = {"role": "assistant", "content": content}
@@ -106,7 +136,17 @@ def _echo_call(call: Any) -> ChatCompletionMessageToolCallUnionParam:
 
 def parse_calls(message: Any) -> list[ToolCall]:
     """The calls in an assistant message (`tool_calls`), in order: a dict, the SDK's
-    message, a whole `ChatCompletion` or a streamed chunk (see `assistant_message`)."""
+    message, a whole `ChatCompletion` or a streamed chunk (see `assistant_message`).
+
+    Args:
+        message: a message, a `ChatCompletion` or a streamed chunk, as a dict or an SDK object.
+
+    Raises:
+        ConversationError: `tool_calls` is not a list of objects.
+
+    Example:
+        results = registry.dispatch_many(parse_calls(completion))
+    """
     message = assistant_message(message)
     items = message.get("tool_calls") or []
     if not isinstance(items, list):
@@ -141,3 +181,9 @@ FORMAT = Format(
         call_keys=("tool_calls",),
     ),
 )
+"""The `openai` format: it writes chat completions' `tools=[...]` (`get_tools()`), reads calls from
+a `ChatCompletion`, a message or a streamed chunk, and answers them with `tool` messages; the
+`tools` dialect of `Conversation`.
+
+`get_tools(FORMAT)` is typed by what it writes; `FORMAT.name` is the name
+`get_tools("openai")` takes."""

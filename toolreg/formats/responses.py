@@ -79,6 +79,21 @@ ToolSearchOutput: TypeAlias = "ResponseToolSearchOutputItemParamParam"
 
 def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefinition:
     # `strict` is always sent: the Responses API defaults to strict when it is left out.
+    """One function tool of the Responses API:
+    `{"type": "function", "name", "description", "parameters", "strict"}`, with
+    `"defer_loading": true` for a tool registered `defer_loading=True`.
+
+    Args:
+        tool: the registered tool: its name, description (with its examples where this
+            format has no field for them) and flags.
+        parameters: the JSON Schema of its arguments, already prepared for this export
+            (made strict or not, `required` advertised or not).
+        strict: whether the export asked for strict mode; `"strict"` is always sent (the API
+            takes strict as the default when it is left out).
+
+    `get_tools("responses")` calls it, through `FORMAT`, for every tool it exports (and
+    checks the name against the provider's rule first); call that rather than this.
+    """
     out: ToolDefinition
     if tool.described_with_examples:
         out = {
@@ -104,7 +119,15 @@ def tool_search_tool(
 ) -> ToolSearchToolParam:
     """The `tool_search` tool: hosted (no arguments: the server searches the tools sent with
     `defer_loading`), or client-executed with the `parameters` schema its calls fill (the
-    application answers each `tool_search_call` with `tool_search_output`)."""
+    application answers each `tool_search_call` with `tool_search_output`).
+
+    Args:
+        description: what the model reads of the client search tool (client search only).
+        parameters: the JSON Schema of a client search's arguments; None for the hosted one.
+
+    Raises:
+        UsageError: a `description` without `parameters`.
+    """
     if parameters is None:
         if description is not None:
             raise UsageError("tool_search_tool(description=...) needs parameters= (client search)")
@@ -121,7 +144,17 @@ def namespace_tool(
 ) -> NamespaceToolParam:
     """The function `definitions` (this format's, e.g. from `get_tools("responses")`) as one
     `namespace` tool: each is offered under its name without the `name_` prefix, which every
-    one must have (a call in the namespace is read back as the flat name, see `call_name`)."""
+    one must have (a call in the namespace is read back as the flat name, see `call_name`).
+
+    Args:
+        name: the namespace, and the prefix (`name_`) every definition's name starts with.
+        description: what the model reads of the namespace as a whole.
+        definitions: the function definitions it holds.
+
+    Raises:
+        UsageError: a name the Responses API rejects, an empty description, or a
+            definition whose name lacks the `name_` prefix.
+    """
     prefix = name + NAMESPACE_SEPARATOR
     if not NAME_RULES["responses"][0].fullmatch(name) or not description.strip():
         raise UsageError(
@@ -143,7 +176,12 @@ def namespace_tool(
 
 def tool_search_output(call_id: str, tools: list[Any]) -> ToolSearchOutput:
     """The `tool_search_output` item answering a client-executed `tool_search_call`: the
-    definitions it loads (none: nothing was found)."""
+    definitions it loads (none: nothing was found).
+
+    Args:
+        call_id: the `call_id` of the `tool_search_call` it answers.
+        tools: the definitions the search found (this format's).
+    """
     return {
         "type": "tool_search_output",
         "call_id": call_id,
@@ -190,14 +228,24 @@ def parse_calls(response: Any) -> list[ToolCall]:
 
 
 def choice(choice: str) -> Any:
-    """`tool_choice` for "auto", "none", "required" or a tool's name."""
+    """`tool_choice` for "auto", "none", "required" or a tool's name.
+
+    Args:
+        choice: `"auto"`, `"none"`, `"required"`, or the name of the tool to force.
+    """
     if choice in ("auto", "none", "required"):
         return choice
     return {"type": "function", "name": choice}
 
 
 def text_format(name: str, schema: dict[str, Any], strict: bool) -> dict[str, Any]:
-    """Structured output in the Responses API: `text.format` with a `json_schema`."""
+    """Structured output in the Responses API: `text.format` with a `json_schema`.
+
+    Args:
+        name: the schema's name (the output type's name).
+        schema: the JSON Schema of the output.
+        strict: whether the endpoint is asked to enforce it.
+    """
     schema_format: dict[str, Any] = {"type": "json_schema", "name": name, "schema": schema}
     if strict:
         schema_format["strict"] = True
@@ -223,3 +271,9 @@ FORMAT = Format(
         server_state_key="previous_response_id",
     ),
 )
+"""The `responses` format: it writes the Responses API's function tools (`get_tools("responses")`),
+reads `function_call` items from a `Response`, and answers them with `function_call_output`
+items; the `responses` dialect of `Conversation`.
+
+`get_tools(FORMAT)` is typed by what it writes; `FORMAT.name` is the name
+`get_tools("responses")` takes."""

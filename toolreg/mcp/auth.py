@@ -281,6 +281,20 @@ class JwtVerifier:
     JWK Set as a dict, or the path of a JSON file holding one. Scopes come from the
     `scope` claim (space-separated) or `scp` (a list). Follows the SDK's `TokenVerifier`
     shape: `await verifier.verify_token(token)` -> `AccessToken` or None.
+
+    Args:
+        jwks: the JWK Set: a URL, a dict, or a JSON file's path.
+        issuer: the issuer URL the tokens carry in `iss`.
+        audience: this server's identifier (its URL), or a list of them.
+        algorithms: the asymmetric algorithms accepted.
+        leeway: clock skew allowed, in seconds.
+        timeout: how long fetching the JWKS may take, in seconds.
+        cache_seconds: how long fetched keys are kept.
+
+    Raises:
+        UsageError: PyJWT is missing (`pip install 'toolreg[auth]'`), or an argument is not
+            what it should be (a `jwks` that is not a JWK Set, an `http://` URL off loopback,
+            an empty `issuer` or `audience`).
     """
 
     def __init__(

@@ -119,6 +119,17 @@ def asgi_app(
     tool calls (HTTP 429 with `Retry-After`; buckets per process, see `limits`).
     `cache=ResultCache(ttl=60)` keeps read-only and idempotent tools' results per caller.
     `tasks=TaskOptions(...)` bounds the tools registered `task=` run as MCP tasks.
+
+    `instructions` is the text the server sends clients at initialization, about how to use
+    its tools; `name` is the server's name they see.
+
+    Raises:
+        UsageError: an option is wrong: a `path` without a leading `/`, an empty `token`,
+            both `token=` and `auth=`, tools registered with `scopes=` but no `auth=`, an
+            empty allowed host.
+
+    Example:
+        app = asgi_app(registry, context=lambda request: {"user": request.headers["x-user"]})
     """
     if rate_limit is not None and not isinstance(rate_limit, RateLimit):
         raise UsageError("rate_limit= takes RateLimit('60/min', tools={'search': '10/min'})")
@@ -168,7 +179,12 @@ def _strings(values: Iterable[str]) -> list[str]:
 class McpApp:
     """The ASGI app `asgi_app` returns. Run it under any ASGI server; mounted inside another
     Starlette/FastAPI app, give that app `lifespan=mcp_app.lifespan` (it runs the SDK's
-    session manager, which everything but the fast path needs)."""
+    session manager, which everything but the fast path needs).
+
+    Build it with `asgi_app`, which checks the options; the arguments here (`service`,
+    `path`, `stateless`, `token`, `auth`, `buckets`, `allowed_hosts`, `allowed_origins`,
+    `name`, `instructions`) are the checked values `asgi_app` passes on.
+    """
 
     def __init__(
         self,

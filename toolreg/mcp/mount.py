@@ -128,6 +128,19 @@ class Mount(BaseToolset):
     sends the application's OpenTelemetry baggage (off by default: the server is not yours).
     `pin` is a pin file (see `pinning`): a tool new or changed since it was pinned is held
     back (`pending`) until `approve`d; a pin file that does not exist yet pins every tool.
+
+    `trust_annotations` says whose `readOnlyHint` / `destructiveHint` to believe: False (the
+    default: every remote tool needs `confirm=`), True (this server's), or a list of remote
+    tool names.
+
+    Raises:
+        UsageError: an option is wrong (a `prefix` a provider would reject, `include` naming
+            tools the server lacks, a `trust_annotations` that is not a bool or names), or
+            the mount was already opened.
+        McpConnectionError: the server cannot be started, reached or listed (credentials in
+            its URL are redacted from the message).
+        PinFileError: the pin file cannot be read, or was not written by toolreg, or was
+            edited.
     """
 
     def __init__(

@@ -427,6 +427,9 @@ def build_server(
     `resource_server(auth).sdk_settings()`. Without `auth=`, a stdio client (the person
     who started the server) sees every tool. `tasks=` bounds the tools registered `task=`
     run as MCP tasks (`TaskOptions`).
+
+    `name` is the server's name clients see; `instructions` the text sent at
+    initialization, about how to use its tools.
     """
     if auth is not None:
         from .auth import resource_server

@@ -70,6 +70,17 @@ def serve(
     stderr). At most `max_threads` sync tool calls run at once; more wait for a slot.
     HTTP only: `auth=` (an OAuth resource server, see `asgi_app`), `rate_limit=`, `cache=`.
     `tasks=TaskOptions(...)` bounds the tools registered `task=` run as MCP tasks.
+
+    `transport` is `"stdio"` (what desktop clients start) or `"http"` (streamable HTTP).
+    `context=` builds each call's `ToolContext.deps` from the `McpRequest`, as for
+    `asgi_app`; `stateless=False` keeps SDK sessions between requests.
+
+    Raises:
+        UsageError: an unknown `transport`, a port out of range, a `host` that listens on
+            every interface without `allowed_hosts=`, or what `asgi_app` refuses.
+
+    Example:
+        serve(registry, "http", port=8000, token=os.environ["TOOLREG_MCP_TOKEN"])
     """
     if transport == "stdio":
         server = build_server(
@@ -201,6 +212,11 @@ class HttpServer:
     with HttpServer(asgi_app(registry)) as server:
         server.url  # http://127.0.0.1:<free port>/mcp
     ```
+
+    Args:
+        app: the ASGI app (what `asgi_app` returns, or any other).
+        host: the address to bind, loopback by default.
+        port: the port; 0 picks a free one (`url` says which).
     """
 
     def __init__(self, app: Any, *, host: str = "127.0.0.1", port: int = 0) -> None:

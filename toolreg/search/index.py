@@ -79,6 +79,11 @@ class SearchIndex:
 
     `weights` maps each field of `tool_fields` to its weight (see `WEIGHTS`). Not
     thread-safe by itself: the registry holds its lock around every call.
+
+    Args:
+        weights: each field's weight (`WEIGHTS` by default).
+        k1: BM25's term-frequency saturation.
+        b: BM25's length normalisation (0: none, 1: full).
     """
 
     def __init__(

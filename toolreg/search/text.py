@@ -51,7 +51,11 @@ STOPWORDS = frozenset(_FUNCTION_WORDS.split())
 
 
 def normalize(text: str) -> str:
-    """NFKC, then casefold: the form every term is made from."""
+    """NFKC, then casefold: the form every term is made from.
+
+    Args:
+        text: any text (a query, a description, a name).
+    """
     return unicodedata.normalize("NFKC", text[:MAX_TEXT]).casefold()
 
 
@@ -88,7 +92,11 @@ def terms(text: str) -> list[str]:
 
 def identifier_terms(name: str) -> list[str]:
     """The terms of an identifier: split on `_ . - / :` and camelCase, then as `terms`;
-    two neighbours split by case are a term together too (`GitHub` -> `git hub github`)."""
+    two neighbours split by case are a term together too (`GitHub` -> `git hub github`).
+
+    Args:
+        name: a tool or parameter name, e.g. `getGitHubIssue` or `train_tickets`.
+    """
     out: list[str] = []
     for segment in _SEPARATORS.split(unicodedata.normalize("NFKC", name[:MAX_TEXT])):
         parts = _CAMEL.split(segment)

@@ -41,6 +41,7 @@ __all__ = [
 ]
 
 MAX_ID_LENGTH = 256
+"""The longest conversation id (or claim name) a store accepts, in characters."""
 ID_PATTERN = re.compile(rf"[A-Za-z0-9_.:@-]{{1,{MAX_ID_LENGTH}}}")
 """An id or a claim's name: 1 to 256 of ASCII letters, digits and `_ . : @ -`."""
 DEFAULT_MAX_BYTES = 32 << 20

@@ -27,7 +27,17 @@ __all__ = ["MemoryStore"]
 
 
 class MemoryStore:
-    """A `StateStore` (and `AsyncStateStore`) in a dict, safe across threads."""
+    """A `StateStore` (and `AsyncStateStore`) in a dict, safe across threads.
+
+    For one process (tests, a single worker): the states go when the process does.
+
+    Args:
+        max_bytes: the largest state's JSON text it keeps (32 MB by default); a larger one is
+            refused on `save`.
+
+    Example:
+        chat = Conversation(client, model, state_store=MemoryStore(), conversation_id="c1")
+    """
 
     def __init__(self, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.max_bytes = check_max_bytes(max_bytes)

@@ -52,7 +52,21 @@ return {version, redis.call('HGET', KEYS[1], 's')}
 
 
 class RedisStore:
-    """A `StateStore` (and `AsyncStateStore`) in Redis at `url`; keys start with `prefix`."""
+    """A `StateStore` (and `AsyncStateStore`) in Redis at `url`; keys start with `prefix`.
+
+    For many app servers: saves are compare-and-set and claims are atomic in Redis
+    (`pip install 'toolreg[redis]'`).
+
+    Args:
+        url: the Redis server's URL.
+        prefix: what every key starts with, at most 100 characters.
+        max_bytes: the largest state's JSON text it keeps (32 MB by default).
+        client: a `redis.Redis` to use instead of one made from `url`.
+        async_client: a `redis.asyncio.Redis` for `AsyncConversation` (else one is made).
+
+    Raises:
+        UsageError: the `redis` package is missing, or `prefix` is not short text.
+    """
 
     def __init__(
         self,

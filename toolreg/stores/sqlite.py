@@ -46,7 +46,23 @@ _SCHEMA = (
 
 
 class SQLiteStore:
-    """A `StateStore` (and `AsyncStateStore`) in the SQLite database at `path`."""
+    """A `StateStore` (and `AsyncStateStore`) in the SQLite database at `path`.
+
+    The default store: the standard library's `sqlite3` in WAL mode, safe for the processes
+    of one machine (not on a network file system).
+
+    Args:
+        path: the database file (created when missing); not `":memory:"`, which is one
+            connection's own database (use `MemoryStore`).
+        max_bytes: the largest state's JSON text it keeps (32 MB by default).
+        busy_timeout: how long a writer waits for another's lock, in seconds.
+
+    Raises:
+        UsageError: `path` is `":memory:"`, or `busy_timeout` is not a number of seconds.
+
+    Example:
+        store = SQLiteStore("conversations.db")
+    """
 
     def __init__(
         self,

@@ -74,7 +74,19 @@ def call_tool(
     """Dispatch `name` the way a model's call is dispatched.
 
     A mapping is sent as JSON text, like a model would send it, so decoding, validation,
-    coercion and conversion all run.
+    coercion and conversion all run; the call id is `"test"`.
+
+    Args:
+        name: the tool's name.
+        arguments: a mapping (sent as JSON text), JSON text, or None.
+        registry: the registry to dispatch on (else `toolreg.default_registry`).
+        context: the value a `ToolContext` parameter receives.
+        confirm: the confirmation callback, for a tool that needs one.
+
+    Returns the `ToolResult`; like `dispatch_tool`, it never raises for the call's problems.
+
+    Example:
+        assert call_tool("add", {"a": 2, "b": "3"}, registry=tools).content == "5"
     """
     reg = registry if registry is not None else default_registry
     payload = (
@@ -96,7 +108,17 @@ def assert_schema(
     registry: ToolRegistry | None = None,
     format: str | None = None,
 ) -> None:
-    """Assert the parameters schema of tool `name` (or its whole export in `format`)."""
+    """Assert the parameters schema of tool `name` (or its whole export in `format`).
+
+    Args:
+        name: the tool's name.
+        expected: the JSON Schema of its parameters, or with `format` the whole definition.
+        registry: the registry (else `toolreg.default_registry`).
+        format: compare the tool's export in this format instead (`"anthropic"`, ...).
+
+    Raises:
+        AssertionError: no such tool, or the schema differs; the message shows a unified diff.
+    """
     reg = registry if registry is not None else default_registry
     if name not in reg:
         raise AssertionError(f"no tool named {name!r}; registered: {', '.join(reg.names())}")
@@ -118,6 +140,17 @@ def assert_schema(
 
 
 def schema_snapshot(registry: ToolRegistry | None = None, format: str = "openai") -> str:
-    """Every tool definition of a registry as stable, pretty JSON: commit it, diff it."""
+    """Every tool definition of a registry as stable, pretty JSON: commit it, diff it.
+
+    Keys are sorted and the text ends with a newline, so a snapshot file changes only when
+    a definition does.
+
+    Args:
+        registry: the registry (else `toolreg.default_registry`).
+        format: the export format, `"openai"` by default.
+
+    Example:
+        assert schema_snapshot(tools) == Path("tools.snapshot.json").read_text()
+    """
     reg = registry if registry is not None else default_registry
     return _pretty(reg.get_tools(format)) + "\n"

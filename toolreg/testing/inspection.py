@@ -53,12 +53,22 @@ def tool_results(body: Json) -> list[tuple[str, str]]:
 
 def history_problems(entries: list[Json]) -> list[str]:
     """What OpenAI refuses in a history: a call left unanswered, an answer to no call, a call
-    answered twice. Chat: an assistant's `tool_calls` are answered by the `tool` messages
-    right after it; Responses API: every `function_call` has one `function_call_output`, every
+    answered twice.
+
+    Chat: an assistant's `tool_calls` are answered by the `tool` messages right after it;
+    Responses API: every `function_call` has one `function_call_output`, every
     client-executed `tool_search_call` one `tool_search_output` (a hosted search's are the
-    server's).
-    Legacy `function` and ChatGLM3 `observation` messages carry no id: they answer the calls
-    before them in order."""
+    server's). Legacy `function` and ChatGLM3 `observation` messages carry no id: they answer
+    the calls before them in order.
+
+    Args:
+        entries: the history: chat messages or Responses input items.
+
+    Returns one sentence per problem; an empty list when the history is valid.
+
+    Example:
+        assert history_problems(reply.messages) == []
+    """
     problems: list[str] = []
     answers: dict[str, int] = {}  # call id -> times answered
     waiting: list[str] = []  # chat: the ids the next tool messages must answer

@@ -67,8 +67,30 @@ _UNSET: Any = object()
 class ScriptedServer:
     """An OpenAI-compatible endpoint that answers scripted turns, in order.
 
-    ``requests`` and ``paths`` record every model request (valid JSON sent to one of the
-    two endpoints) in arrival order; ``errors`` records what the server could not answer.
+    A real HTTP server on 127.0.0.1 (an ephemeral port) that answers
+    `/v1/chat/completions`, `/v1/responses` and Anthropic's `/v1/messages`, streamed or not,
+    from the script: each request takes the next turn. Use it as a context manager;
+    `client()`, `async_client()` and `anthropic_client()` give SDK clients pointed at it,
+    `base_url` its OpenAI base URL (`http://127.0.0.1:PORT/v1`).
+
+    `requests` and `paths` record every model request (valid JSON sent to one of the
+    endpoints) in arrival order; `errors` records what the server could not answer.
+    `assert_all_consumed()` and `assert_request(...)` check them in a test.
+
+    Args:
+        turns: the script: `Turn`s built with `text`, `tool_call`, `tool_calls`, `error`,
+            ..., or functions of the request that return one (`DynamicTurn`).
+        model: the model name the answers carry.
+        before_send: called with the index and the JSON of each streamed chunk before it is
+            sent (to pause or cut off a stream in a test).
+
+    Raises:
+        UsageError: `before_send` is not callable.
+
+    Example:
+        with ScriptedServer([tool_call("add", a=2, b=3), text("5")]) as server:
+            reply = Conversation(server.client(), "m", registry=tools).send("2 + 3?")
+            server.assert_all_consumed()
     """
 
     def __init__(

@@ -66,6 +66,8 @@ DynamicTurn = Callable[[dict[str, Any]], Turn]
 """A function of the request body that returns the turn to answer, e.g. an echo."""
 
 TurnLike = Union[Turn, DynamicTurn]
+"""One entry of a `ScriptedServer` script: a `Turn` (built with `text`, `tool_call`, ...)
+or a `DynamicTurn`, a function of the request that returns one."""
 
 
 def _arguments(arguments: Mapping[str, Any] | str | None, kwargs: dict[str, Any]) -> str:
@@ -90,12 +92,28 @@ def _usage(usage: Usage) -> tuple[int, int] | str | None:
 def call(
     name: str, arguments: Mapping[str, Any] | str | None = None, *, id: str | None = None, **kw: Any
 ) -> Call:
-    """One call for :func:`tool_calls`; keywords are arguments, a str is sent verbatim."""
+    """One call for `tool_calls`; keywords are arguments, a str is sent verbatim.
+
+    Args:
+        name: the tool the model calls.
+        arguments: the arguments as a mapping, or a str sent as it is (to script malformed
+            JSON); keywords add to them.
+        id: the call's id; None lets the server number it (`call_1`, `call_2`, ...).
+    """
     return Call(name, _arguments(arguments, kw), id)
 
 
 def text(content: str, *, finish_reason: str = "stop", usage: Usage = None) -> Turn:
-    """The assistant answers ``content`` (a str: for JSON, ``text(json.dumps(value))``)."""
+    """The assistant answers `content` (a str: for JSON, `text(json.dumps(value))`).
+
+    Args:
+        content: the answer's text.
+        finish_reason: the finish reason the answer carries (`"length"` to script a cut-off).
+        usage: the token usage reported, `(prompt, completion)`.
+
+    Raises:
+        UsageError: `content` or `finish_reason` is not a str.
+    """
     given: object = content  # checked: callers may not be type-checked
     if not isinstance(given, str):
         hint = (
@@ -116,21 +134,45 @@ def text(content: str, *, finish_reason: str = "stop", usage: Usage = None) -> T
 
 
 def empty(content: Literal["", None] = "", *, usage: Usage = None) -> Turn:
-    """An answer with no text and no tool calls (content ``""`` or ``None``)."""
+    """An answer with no text and no tool calls (content `""` or `None`).
+
+    Args:
+        content: `""` or None, as the endpoint would send it.
+        usage: the token usage reported, `(prompt, completion)`.
+    """
     return Turn("message", content, (), None, "stop", _usage(usage), label=f"empty({content!r})")
 
 
 def tool_call(
     name: str, arguments: Mapping[str, Any] | str | None = None, *, id: str | None = None, **kw: Any
 ) -> Turn:
-    """The assistant calls one tool. ``tool_call("get_weather", city="Paris")``."""
+    """The assistant calls one tool. `tool_call("get_weather", city="Paris")`.
+
+    Args:
+        name: the tool the model calls.
+        arguments: the arguments as a mapping, or a str sent as it is; keywords add to them.
+        id: the call's id; None lets the server number it (`call_1`, `call_2`, ...).
+    """
     return tool_calls(call(name, arguments, id=id, **kw))
 
 
 def tool_calls(
     *calls: Call, content: str | None = None, finish_reason: str = "tool_calls", usage: Usage = None
 ) -> Turn:
-    """Several tool calls in one assistant message (parallel calls), built with :func:`call`."""
+    """Several tool calls in one assistant message (parallel calls), built with `call`.
+
+    Args:
+        calls: the calls, `call(name, ...)` each.
+        content: text the assistant sends beside its calls.
+        finish_reason: `"tool_calls"` by default.
+        usage: the token usage reported, `(prompt, completion)`.
+
+    Raises:
+        UsageError: no calls, or one that is not a `call(...)`.
+
+    Example:
+        tool_calls(call("stock", item="mug"), call("stock", item="cup"))
+    """
     if not calls or not all(isinstance(c, Call) for c in calls):
         raise UsageError("tool_calls() takes one or more call(name, arguments) values")
     label = "tool_calls(" + ", ".join(map(repr, calls)) + ")"
@@ -140,7 +182,13 @@ def tool_calls(
 def function_call(
     name: str, arguments: Mapping[str, Any] | str | None = None, *, usage: Usage = None, **kw: Any
 ) -> Turn:
-    """A legacy ``function_call`` answer (finish_reason ``"function_call"``)."""
+    """A legacy `function_call` answer (finish_reason `"function_call"`).
+
+    Args:
+        name: the function the model calls.
+        arguments: the arguments as a mapping, or a str sent as it is; keywords add to them.
+        usage: the token usage reported, `(prompt, completion)`.
+    """
     one = Call(name, _arguments(arguments, kw))
     label = f"function_call({name!r}, {one.arguments!r})"
     return Turn("function_call", None, (one,), None, "function_call", _usage(usage), label=label)
@@ -155,9 +203,14 @@ def raw(
     """Any assistant message dict, sent verbatim on /v1/chat/completions.
 
     On /v1/responses a chat-shaped message is converted to output items, a dict with a
-    ``"type"`` key is sent as the single output item, and a list of such dicts is sent as
-    the output items (e.g. a ``reasoning`` item, then a ``function_call``): a list answers
+    `"type"` key is sent as the single output item, and a list of such dicts is sent as
+    the output items (e.g. a `reasoning` item, then a `function_call`): a list answers
     /v1/responses only.
+
+    Args:
+        message: the message dict, or a list of output items.
+        finish_reason: the finish reason the answer carries.
+        usage: the token usage reported, `(prompt, completion)`.
     """
     if isinstance(message, Mapping):
         encoded = json.dumps(dict(message), ensure_ascii=False)
@@ -169,8 +222,13 @@ def raw(
 def tool_search_call(
     arguments: Mapping[str, Any] | None = None, *, id: str = "search_1", **kw: Any
 ) -> Turn:
-    """(/v1/responses) The model asks the client to search its tools: a ``tool_search_call``
-    item with ``"execution": "client"``. ``tool_search_call(query="calendar")``."""
+    """(/v1/responses) The model asks the client to search its tools: a `tool_search_call`
+    item with `"execution": "client"`. `tool_search_call(query="calendar")`.
+
+    Args:
+        arguments: the search's arguments; keywords add to them.
+        id: the call's id (`call_id`), `"search_1"` by default.
+    """
     item = {
         "type": "tool_search_call",
         "id": f"ts_{id}",
@@ -189,7 +247,18 @@ def error(
     error_type: str | None = None,
     code: str | None = None,
 ) -> Turn:
-    """Answer HTTP ``status`` with an OpenAI-style ``{"error": {...}}`` body."""
+    """Answer HTTP `status` with an OpenAI-style `{"error": {...}}` body.
+
+    Args:
+        status: the HTTP status, 400 to 599.
+        message: the error's message.
+        error_type: its `type`; by default `"server_error"` for 5xx, else
+            `"invalid_request_error"`.
+        code: its `code`.
+
+    Raises:
+        UsageError: `status` is not an HTTP error status.
+    """
     if not 400 <= status <= 599:
         raise UsageError(f"error() needs an HTTP error status (400-599), got {status}")
     kind = error_type or ("server_error" if status >= 500 else "invalid_request_error")

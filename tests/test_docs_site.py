@@ -1,0 +1,188 @@
+"""The documentation site builds, as CI builds it, and every internal link and anchor in it
+resolves.
+
+`sphinx-build -W --keep-going -n -b html docs OUT`: every warning is an error, and `-n`
+(nitpicky) makes every cross-reference into toolreg resolve. MyST reports a Markdown link
+to a page or a heading anchor that does not exist (`[..](page.md#anchor)`, `[..](#anchor)`)
+as a warning, so those fail the build too; then the built HTML is read back and every
+`href`/`src` inside the site is checked to name a file that exists and, with a `#fragment`,
+an element id in it. Sphinx 9 needs Python 3.11+, so the `dev` extra installs the `docs`
+requirements from 3.11 on; on 3.10 this module is skipped, anywhere else a missing Sphinx
+is a failure.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+from markdown_it import MarkdownIt
+
+if sys.version_info < (3, 11):  # pragma: no cover - Sphinx 9 is not installable there
+    pytest.skip("the docs toolchain (Sphinx 9) needs Python 3.11+", allow_module_level=True)
+
+import tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+BUILD = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-n", "-b", "html"]
+SERVE = "python -m sphinx_autobuild docs docs/_build/html"
+
+
+class _Links(HTMLParser):
+    """The ids a page defines and the links it makes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.links: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for key, value in attrs:
+            if value is None:
+                continue
+            if key in ("id", "name"):
+                self.ids.add(value)
+            elif key == "href" or (key == "src" and tag in ("img", "script")):
+                self.links.append(value)
+
+
+def _parse(page: Path) -> _Links:
+    parser = _Links()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser
+
+
+def broken_links(site: Path) -> list[str]:
+    """Every link from a page of `site` to a file or an anchor of `site` that is not there."""
+    pages = {p.resolve(): _parse(p) for p in site.rglob("*.html")}
+    broken = []
+    for page, parsed in pages.items():
+        for link in parsed.links:
+            parts = urlsplit(link)
+            if parts.scheme or parts.netloc or link.startswith("mailto:"):
+                continue  # outside the site
+            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            name = f"{page.relative_to(site.resolve())}: {link}"
+            if not target.exists():
+                broken.append(f"{name} (no such file)")
+            elif parts.fragment and target.suffix == ".html" and target not in pages:
+                broken.append(f"{name} (outside the site)")
+            elif parts.fragment and unquote(parts.fragment) not in pages.get(target, _Links()).ids:
+                broken.append(f"{name} (no such anchor)")
+    return broken
+
+
+@pytest.mark.slow
+def test_the_site_builds_with_warnings_as_errors_and_every_link_resolves(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*BUILD, str(DOCS), str(tmp_path / "html")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, f"sphinx-build failed:\n{done.stderr[-6000:]}"
+    site = tmp_path / "html"
+    assert (site / "index.html").is_file()
+    pages = sorted(p.relative_to(DOCS).with_suffix(".html") for p in DOCS.rglob("*.md"))
+    missing = [str(p) for p in pages if "_build" not in p.parts and not (site / p).is_file()]
+    assert not missing, f"pages that were not built: {missing}"
+    assert broken_links(site) == []
+    assert _signatures_missing_parameters(site / "reference" / "toolreg.html") == []
+
+
+def _signatures_missing_parameters(page: Path) -> list[str]:
+    """`toolreg.dispatch_tool` and the other verbs are methods of the default registry:
+    the reference once showed them without their first parameter."""
+    import inspect
+
+    import toolreg
+
+    text = page.read_text(encoding="utf-8")
+    missing = []
+    for name in toolreg.__all__:
+        obj = getattr(toolreg, name)
+        if not inspect.isroutine(obj):
+            continue
+        start = text.find(f'id="toolreg.{name}"')
+        if start < 0:
+            missing.append(f"toolreg.{name}: not on the page")
+            continue
+        shown = re.sub(r"<[^>]*>", "", text[start : text.find("</dt>", start)])
+        for parameter in inspect.signature(obj).parameters:
+            if not re.search(rf"\b{parameter}\b", shown):
+                missing.append(f"toolreg.{name}: {parameter}")
+    return missing
+
+
+def test_the_link_check_finds_a_broken_link_and_a_broken_anchor(tmp_path: Path) -> None:
+    (tmp_path / "a.html").write_text(
+        '<h1 id="top">A</h1><a href="b.html#there">ok</a><a href="#top">ok</a>'
+        '<a href="b.html#nowhere">x</a><a href="c.html">x</a><a href="#gone">x</a>'
+        '<a href="https://example.com/c.html">outside</a>',
+        encoding="utf-8",
+    )
+    (tmp_path / "b.html").write_text('<p id="there">B</p>', encoding="utf-8")
+    assert broken_links(tmp_path) == [
+        "a.html: b.html#nowhere (no such anchor)",
+        "a.html: c.html (no such file)",
+        "a.html: #gone (no such anchor)",
+    ]
+
+
+def _bash_lines(page: Path) -> list[str]:
+    tokens = MarkdownIt("commonmark").parse(page.read_text(encoding="utf-8"))
+    return [
+        line.strip()
+        for t in tokens
+        if t.type == "fence" and t.info.strip() == "bash"
+        for line in t.content.splitlines()
+    ]
+
+
+def test_ci_builds_the_site_the_way_contributing_documents_it() -> None:
+    # the one-off build command of docs/contributing.md is the one this module runs
+    text = (DOCS / "contributing.md").read_text(encoding="utf-8")
+    assert "python -m sphinx -W --keep-going -n -b html docs docs/_build/html" in text
+    assert BUILD[1:] == ["-m", "sphinx", "-W", "--keep-going", "-n", "-b", "html"]
+
+
+def test_the_documented_command_builds_and_serves_the_site_locally() -> None:
+    # docs/contributing.md: `pip install -e '.[docs]'`, then one command
+    lines = _bash_lines(DOCS / "contributing.md")
+    assert "pip install -e '.[docs]'" in lines
+    assert SERVE in lines
+    # the docs extra installs what the command runs, and the command exists
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    docs_extra = " ".join(project["optional-dependencies"]["docs"])
+    for distribution in ("sphinx", "myst-parser", "furo", "sphinx-autobuild"):
+        assert re.search(rf"(^|\s){re.escape(distribution)}\b", docs_extra), distribution
+    module = SERVE.split()[2]
+    done = subprocess.run(
+        [sys.executable, "-m", module, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--port" in done.stdout  # it serves
+
+
+def test_the_dev_extra_brings_the_docs_toolchain_on_python_3_11_and_later() -> None:
+    # `.ci/run` installs `.[dev]` only: the site's build above must have what it needs
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = project["optional-dependencies"]
+    dev = {re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0]: r for r in extras["dev"]}
+    for requirement in extras["docs"]:
+        name = re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0]
+        assert name in dev, f"the dev extra lacks {name}"
+        assert "python_version >= '3.11'" in dev[name], dev[name]
