@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import dataclasses
 import inspect
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import mcp_types as types
@@ -507,9 +508,15 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
         service.tasks.cancel(task_of(ctx, params))
         return {}
 
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        async with service.tasks.serving():  # stopping: running tasks are cancelled
+            yield {}
+
     server: Server[Any] = Server(
         name,
         instructions=instructions,
+        lifespan=lifespan,
         on_list_tools=list_tools,
         get_tool_input_schema=service.input_schema,
     )

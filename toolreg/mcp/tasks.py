@@ -34,6 +34,9 @@ the 2026-07-28 protocol; on the 2025 ones nothing here applies and calls run inl
   `taskIds`) is optional; toolreg does not send it: clients poll.
 - **HTTP.** `tasks/*` requests carry `Mcp-Name: <taskId>` (so a load balancer can route
   them to the process that holds the task; a mismatch with the body is refused).
+- **Shutdown.** When the server stops (the end of a stdio connection, of an HTTP app's
+  lifespan, or of a host app's `lifespan=mcp_app.lifespan`), the tasks still running are
+  cancelled and end as `cancelled` ("Cancelled: the server is stopping.") before it is done.
 - **Security.** Every `tasks/*` request is checked against the identity that created the
   task (the verified token's subject, else the client's address; and the HTTP session,
   when there is one): another caller's id is as unknown as a made-up one.
@@ -47,11 +50,12 @@ extension claim `resultType: "task"` results (`ResultClaim`). This module builds
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
@@ -86,6 +90,7 @@ BUSY = -32000
 """The JSON-RPC error of a `tools/call` refused because `max_running` tasks are running."""
 _MAX_ID = 128  # characters of a task id worth looking up (toolreg's are 43)
 _NOT_FOUND = "Task not found."
+_CLOSE_WAIT = 5.0  # seconds a stopping server waits for its cancelled tasks to end
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,6 +294,8 @@ class TaskStore:
             raise UsageError("tasks= takes TaskOptions(max_running=32, ttl=600), or None")
         self.options = options or TaskOptions()
         self._tasks: dict[str, Task] = {}
+        self._serving = 0
+        self._stopping = False
         self.running = 0
 
     def start(self, owner: str, run: Run) -> dict[str, Any]:
@@ -315,7 +322,8 @@ class TaskStore:
         try:
             result = await run(task)
         except asyncio.CancelledError:
-            task.end("cancelled", message="Cancelled by the client.")
+            why = ": the server is stopping" if self._stopping else " by the client"
+            task.end("cancelled", message=f"Cancelled{why}.")
         except MCPError as exc:
             error = exc.error.model_dump(mode="json", exclude_none=True)
             task.end("failed", error=error, message=exc.error.message)
@@ -342,11 +350,31 @@ class TaskStore:
         if task.job is not None and not task.job.done():
             task.job.cancel()
 
-    def close(self) -> None:
-        """Cancel every running task (the server is stopping)."""
-        for task in self._tasks.values():
-            if task.job is not None and not task.job.done():
-                task.job.cancel()
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[None]:
+        """The server's lifetime: when the last of its runs ends (stdio's one connection,
+        an HTTP app's lifespan), the tasks still running are cancelled (`aclose`)."""
+        self._serving += 1
+        try:
+            yield
+        finally:
+            self._serving -= 1
+            if self._serving == 0:
+                await self.aclose()
+
+    async def aclose(self) -> None:
+        """Cancel every running task and wait (at most `_CLOSE_WAIT` seconds) until each has
+        ended as `cancelled`: an async tool is cancelled, a sync tool's thread runs on and
+        its result is discarded. Finished tasks are kept; new ones may start again."""
+        jobs = [t.job for t in self._tasks.values() if t.job is not None and not t.job.done()]
+        self._stopping = True
+        try:
+            for job in jobs:
+                job.cancel()
+            if jobs:
+                await asyncio.wait(jobs, timeout=_CLOSE_WAIT)
+        finally:
+            self._stopping = False
 
     def _forget_expired(self) -> None:
         now, ttl = time.monotonic(), self.options.ttl
