@@ -59,13 +59,16 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from ..definition.injection import instructions_to_model, schema_descriptions
 from ..definition.names import NAME_RULES, check_name
 from ..dispatch import DispatchSettings
 from ..errors import ToolDefinitionError, ToolError, ToolregError, UsageError, exception_text
+from ..params import ToolContext
 from ..registry import ToolRegistry, default_registry
 from ..telemetry import inject, without_baggage
 from ..tool import Tool
@@ -74,6 +77,7 @@ from .errors import McpConnectionError
 from .pinning import PendingTool, PinFile, Pinning
 from .results import remote_failure, result_problem
 from .server import asked_about
+from .tasks import CURRENT_CALL, RemoteTaskError, TaskCall, TasksClient, offers_tasks, shown_text
 
 __all__ = ["Mount", "RemoteResult", "mount"]
 
@@ -188,6 +192,7 @@ class Mount(BaseToolset):
         self._stop: asyncio.Event | None = None
         self._refreshing: asyncio.Lock | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._cancels: set[asyncio.Task[None]] = set()  # tasks/cancel of abandoned tasks
         self._approved: dict[str, int] = {}  # remote name -> calls approved here, in flight
         self._state = "new"
         if pin is not None and not isinstance(pin, (str, os.PathLike)):
@@ -243,6 +248,13 @@ class Mount(BaseToolset):
     @property
     def connected(self) -> bool:
         return self._client is not None
+
+    @property
+    def tasks(self) -> bool:
+        """Whether the server offers MCP tasks (the tasks extension, 2026-07-28): a call it
+        answers with a task is polled to its end (see the module)."""
+        client = self._client
+        return client is not None and offers_tasks(client.session)
 
     @property
     def pending(self) -> dict[str, PendingTool]:
@@ -397,6 +409,7 @@ class Mount(BaseToolset):
                         read_timeout_seconds=max(self.timeout, self.connect_timeout) + _GRACE,
                         message_handler=self._on_message,
                         elicitation_callback=self._answer_elicitation,
+                        extensions=[TasksClient()],
                     )
                 )
                 self._client = client
@@ -418,6 +431,8 @@ class Mount(BaseToolset):
     async def _finish(self) -> None:
         """Stop the owner task (the client closes, a stdio server ends) and unmount."""
         self._state = "closed"
+        if self._cancels:  # the abandoned tasks' tasks/cancel go out before the connection ends
+            await asyncio.wait(set(self._cancels), timeout=self.connect_timeout)
         if self._stop is not None:
             self._stop.set()
         owner = self._owner
@@ -562,10 +577,16 @@ class Mount(BaseToolset):
         idempotent = bool(not read_only and hints is not None and hints.idempotent_hint)
         title = remote.title or (hints.title if hints is not None else None)
         local = self.prefix + remote.name
+        schema = dict(remote.input_schema)
+        properties = schema.get("properties")
+        context = _CONTEXT
+        while isinstance(properties, Mapping) and context in properties:
+            context += "_"  # a name the server's schema does not use
         return Tool.from_schema(
             local,
-            dict(remote.input_schema),
-            self._caller(remote.name, local),
+            schema,
+            self._caller(remote.name, local, context),
+            context_parameter=context,
             description=remote.description or "",
             read_only=read_only,
             destructive=destructive,
@@ -579,21 +600,30 @@ class Mount(BaseToolset):
             untrusted=True,  # the server's schema: bounded in size before it is compiled
         )
 
-    def _caller(self, remote: str, local: str) -> Callable[..., Awaitable[RemoteResult]]:
+    def _caller(
+        self, remote: str, local: str, context: str
+    ) -> Callable[..., Awaitable[RemoteResult]]:
         async def call_remote(**arguments: Any) -> RemoteResult:
-            return await self._call(remote, local, arguments)
+            ctx: ToolContext[Any] = arguments.pop(context)
+            return await self._call(remote, local, arguments, ctx.report_progress)
 
         call_remote.__name__ = call_remote.__qualname__ = f"mcp:{remote}"
         return call_remote
 
-    async def _call(self, remote: str, local: str, arguments: dict[str, Any]) -> RemoteResult:
+    async def _call(
+        self,
+        remote: str,
+        local: str,
+        arguments: dict[str, Any],
+        progress: Callable[[float, float | None, str | None], None],
+    ) -> RemoteResult:
         """Run on the mount's loop, from whichever loop dispatch runs the tool on."""
         loop = self._loop
         if self._client is None or loop is None or loop.is_closed():
             raise ToolError(f"Tool '{local}' failed: its MCP server is not connected.")
         meta: dict[str, Any] = {}
         inject(meta, baggage=self.baggage)  # the calling span, for the server to continue
-        call = self._remote_call(remote, local, arguments, meta or None)
+        call = self._remote_call(remote, local, arguments, meta or None, progress)
         coro = without_baggage(call, baggage=self.baggage)  # the SDK would inject it too
         if asyncio.get_running_loop() is loop:
             return await coro
@@ -610,6 +640,7 @@ class Mount(BaseToolset):
         local: str,
         arguments: dict[str, Any],
         meta: dict[str, Any] | None = None,
+        progress: Callable[[float, float | None, str | None], None] | None = None,
     ) -> RemoteResult:
         client = self._client
         if client is None:
@@ -618,8 +649,25 @@ class Mount(BaseToolset):
         approved = mounted is not None and mounted.needs_confirmation  # by confirm=, here
         if approved:
             self._approved[remote] = self._approved.get(remote, 0) + 1
+        call = TaskCall(progress or _no_progress, self._answer_question, self._send_cancel)
+        current = CURRENT_CALL.set(call)  # for a task the server answers instead (`tasks`)
         try:
-            result = await client.call_tool(remote, arguments, meta=meta)  # type: ignore[arg-type]
+            result = await client.call_tool(
+                remote,
+                arguments,
+                progress_callback=_progress_to(call),
+                meta=meta,  # type: ignore[arg-type]
+            )
+        except RemoteTaskError as exc:
+            if exc.remote:  # the server's words, like its isError texts
+                raise remote_failure(local, f"Tool '{local}' failed: {exc.message}") from None
+            raise ToolError(f"Tool '{local}' failed: {exc.message}") from None
+        except ValidationError as exc:  # a result of no shape the protocol knows: this call
+            where = _where(exc)
+            _log.warning("the MCP server %s answered %r malformed%s", self._label(), remote, where)
+            raise ToolError(
+                f"Tool '{local}' failed: its MCP server answered with a malformed result{where}."
+            ) from None
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 self._client = None  # later calls fail at once, and `connected` says so
@@ -641,6 +689,7 @@ class Mount(BaseToolset):
                 f"Tool '{local}' failed: the MCP server could not be reached ({reason})."
             ) from exc
         finally:
+            CURRENT_CALL.reset(current)
             if approved:
                 self._approved[remote] -= 1
         text = remote_text(result)
@@ -651,6 +700,17 @@ class Mount(BaseToolset):
             for block in result.content
         )
         return RemoteResult(text, result.structured_content, blocks)
+
+    def _send_cancel(self, cancel: Awaitable[None]) -> None:
+        """Run a `tasks/cancel` on the mount's loop, past the call that abandoned the task
+        (the mount waits for it before it disconnects)."""
+        task = asyncio.ensure_future(cancel)
+        self._cancels.add(task)
+        task.add_done_callback(self._cancels.discard)
+
+    async def _answer_question(self, params: Any) -> types.ElicitResult:
+        """A task's `elicitation/create` input request: answered as a direct one is."""
+        return await self._answer_elicitation(None, params)
 
     async def _answer_elicitation(self, context: Any, params: Any) -> types.ElicitResult:
         """Yes to toolreg's confirmation question about a tool whose calls were approved here
@@ -695,6 +755,38 @@ class Mount(BaseToolset):
 
 mount = Mount
 """`mount(registry, server, ...)`: the older verb, `Mount` itself (see the module)."""
+
+_CONTEXT = "toolreg_context"  # the keyword a mounted tool's function gets its ToolContext by
+
+
+def _no_progress(progress: float, total: float | None = None, message: str | None = None) -> None:
+    pass
+
+
+def _progress_to(call: TaskCall) -> ProgressFnT:
+    """The SDK's `progress_callback` of an inline call: the server's progress notifications,
+    checked (finite numbers, a printable bounded message), to the call's reporter."""
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        if not _finite(progress) or (total is not None and not _finite(total)):
+            return
+        shown = shown_text(message) if isinstance(message, str) and message else None
+        call.report(float(progress), None if total is None else float(total), shown)
+
+    return report
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _where(exc: ValidationError) -> str:
+    """Where a malformed answer broke its shape (the path only, never the server's value)."""
+    errors = exc.errors(include_url=False, include_input=False)
+    if not errors:
+        return ""
+    path = ".".join(str(part) for part in errors[0].get("loc", ()))[:80]
+    return f" (at {_shown(path)})" if path else ""
 
 
 def _safe_url(url: str) -> str:
