@@ -7,8 +7,10 @@ lies in its task answers (the SDK's low-level `Server`), and one without tasks."
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -333,3 +335,80 @@ def test_a_task_from_a_server_that_does_not_offer_tasks_is_refused() -> None:
         "Tool 'long_status' failed: its MCP server answered with a task, but does not offer "
         "the tasks extension."
     )
+
+
+# -- FastMCP's task server (fastmcp[tasks]), over stdio ----------------------------------------
+@pytest.fixture(scope="module")
+def fastmcp_place(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Mount, Path]]:
+    pytest.importorskip("fastmcp_tasks")
+    place = tmp_path_factory.mktemp("fastmcp")
+    server = [sys.executable, str(Path(__file__).parent / "_fastmcp_tasks_server.py"), str(place)]
+    with Mount(server, trust_annotations=True, timeout=20, connect_timeout=60) as remote:
+        yield remote, place
+
+
+@pytest.mark.slow  # FastMCP takes seconds to import and start
+def test_fastmcps_task_tools_through_a_mount(fastmcp_place: tuple[Mount, Path]) -> None:
+    remote, place = fastmcp_place
+    assert remote.tasks
+    lines: list[tuple[float, float | None, str | None]] = []
+
+    def release() -> None:
+        until(lambda: lines)  # the task's status message came back as progress
+        (place / "release").write_text("go")
+
+    releaser = threading.Thread(target=release)
+    releaser.start()
+    crunched = remote.dispatcher.dispatch_tool("crunch", {"n": 3}, context=progress_into(lines))
+    releaser.join()
+    (place / "release").unlink()
+    assert (crunched.ok, crunched.content) == (True, "crunched 3")
+    assert lines[0] == (1.0, None, "warming up")
+    exported = remote.dispatcher.dispatch_tool("export_all", {})  # mode="required"
+    assert (exported.ok, exported.content) == (True, "exported")
+    refused = remote.dispatcher.dispatch_tool("refuse", {"reason": "not today"})
+    assert (refused.ok, refused.error_kind) == (False, "execution_error")
+    assert refused.content == "Refused: not today"
+    assert remote.dispatcher.dispatch_tool("double", {"x": 21}).content == "42"  # inline
+
+
+@pytest.mark.slow
+def test_a_cancelled_caller_cancels_the_fastmcp_task_there(
+    fastmcp_place: tuple[Mount, Path],
+) -> None:
+    remote, place = fastmcp_place
+    lines: list[tuple[float, float | None, str | None]] = []
+
+    def report(progress: float, total: float | None = None, message: str | None = None) -> None:
+        lines.append((progress, total, message))
+
+    async def main() -> Any:
+        call = asyncio.ensure_future(
+            remote.dispatcher.adispatch_tool(
+                "crunch", {"n": 1}, context=ToolContext(None, report_progress=report)
+            )
+        )
+        for _ in range(POLLS):
+            if lines:
+                break
+            await asyncio.sleep(0.005)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+
+    asyncio.run(main())
+    until(lambda: (place / "cancelled").exists())  # tasks/cancel reached the tool
+
+
+@pytest.mark.slow
+def test_a_fastmcp_task_past_the_tools_timeout_is_cancelled_there(tmp_path: Path) -> None:
+    pytest.importorskip("fastmcp_tasks")
+    server = [
+        sys.executable,
+        str(Path(__file__).parent / "_fastmcp_tasks_server.py"),
+        str(tmp_path),
+    ]
+    with Mount(server, trust_annotations=True, timeout=1, connect_timeout=60) as remote:
+        result = remote.dispatcher.dispatch_tool("crunch", {"n": 1})
+        assert (result.ok, result.content) == (False, "Tool 'crunch' timed out after 1 s.")
+        until(lambda: (tmp_path / "cancelled").exists())
