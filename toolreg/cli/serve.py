@@ -151,7 +151,7 @@ def _serve(args: argparse.Namespace, context: Any) -> None:
     with contextlib.ExitStack() as resources:
         if args.transport == "stdio":
             with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's
-                registry = load_target(args.target, resources)
+                registry = load_target(args.target, resources, toolset=True)
             _check_context(registry, context)
             server = serving.build_server(registry, context=context)  # checked before serving
             with contextlib.suppress(KeyboardInterrupt):
@@ -159,7 +159,7 @@ def _serve(args: argparse.Namespace, context: Any) -> None:
             return
         token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
         hosts = args.allowed_host or _allowed_hosts(args.host)
-        registry = load_target(args.target, resources)
+        registry = load_target(args.target, resources, toolset=True)
         _check_context(registry, context)
         limits = args.rate_limit
         app = _app(registry, args.path, not args.stateful, token, hosts, context, limits)
@@ -249,7 +249,7 @@ def _app(
 def worker_app() -> Any:
     """The ASGI app of one `--workers` process (uvicorn calls this factory in each)."""
     settings = json.loads(os.environ[_WORKER_ENV])
-    registry = load_target(settings["target"])
+    registry = load_target(settings["target"], toolset=True)
     token = os.environ.get(TOKEN_ENV) or None
     context = _context(settings["context"])
     stateless, hosts = settings["stateless"], settings["allowed_hosts"]

@@ -26,6 +26,10 @@ text, which the model reads under the registry's `errors=` like a local exceptio
 the call is bounded by `timeout`; a server that dies mid-call gives an error result at once.
 `readOnlyHint` and `destructiveHint` become `read_only` and `destructive` (MCP's default: a
 tool that says nothing may destroy, so it needs `confirm=` like any local one).
+A call that the server answers with an MCP task (the tasks extension, see `tasks`) is
+polled to its end within the same `timeout`: the task's status messages are the call's
+`ToolContext.report_progress` (so are an inline call's progress notifications), and a call
+that times out or whose caller is cancelled sends `tasks/cancel`; it is never sent twice.
 When a server asks to confirm a call of a tool that needs confirmation here (so the local
 `confirm=` already approved every call of it that was sent), with toolreg's own question,
 while such a call is on its way, the mount answers yes; any other elicitation it declines.
@@ -603,7 +607,9 @@ class Mount(BaseToolset):
     def _caller(
         self, remote: str, local: str, context: str
     ) -> Callable[..., Awaitable[RemoteResult]]:
-        async def call_remote(**arguments: Any) -> RemoteResult:
+        # No return annotation a server would read as an output schema: served again
+        # (`toolreg serve` of a toolset with this mount), the tool answers text.
+        async def call_remote(**arguments: Any) -> Any:
             ctx: ToolContext[Any] = arguments.pop(context)
             return await self._call(remote, local, arguments, ctx.report_progress)
 

@@ -499,7 +499,7 @@ class TaskCall:
             return
         self._shown = message
         self._count += 1
-        self.report(self._count, None, shown_text(message))
+        self.report(float(self._count), None, shown_text(message))
 
     def report(self, progress: float, total: float | None, message: str | None) -> None:
         try:
