@@ -244,6 +244,8 @@ POLLED: dict[str, dict[str, Any]] = {
         result={"content": [{"type": "text", "text": "done"}]},
     ),
 }
+POLLED["held"] = task("held", "working")  # `held`'s answer waits for `release`
+creating, release = threading.Event(), threading.Event()
 CREATED: dict[str, dict[str, Any]] = {  # tools/call answers: a task, or a malformed one
     **{name: {"resultType": "task", **task(name, "working")} for name in POLLED},
     "bad_id": {"resultType": "task", **task("x" * 1000, "working")},
@@ -278,6 +280,12 @@ def liar(advertise: bool = True) -> tuple[Server[Any], list[str]]:
     async def call_tool(
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> dict[str, Any]:
+        if params.name == "held":
+            creating.set()
+            for _ in range(POLLS):
+                if release.is_set():
+                    break
+                await asyncio.sleep(0.005)
         return CREATED[params.name]
 
     async def get_task(ctx: ServerRequestContext[Any], params: TaskId) -> dict[str, Any]:
@@ -304,6 +312,7 @@ def test_hostile_task_answers_fail_their_call_alone_and_the_task_is_cancelled() 
         outcomes = {
             name: remote.dispatcher.dispatch_tool(name, {}, context=progress_into(lines))
             for name in CREATED
+            if name != "held"
         }
         assert remote.connected
     for name, expected in EXPECTED.items():
@@ -412,3 +421,30 @@ def test_a_fastmcp_task_past_the_tools_timeout_is_cancelled_there(tmp_path: Path
         result = remote.dispatcher.dispatch_tool("crunch", {"n": 1})
         assert (result.ok, result.content) == (False, "Tool 'crunch' timed out after 1 s.")
         until(lambda: (tmp_path / "cancelled").exists())
+
+
+def test_a_caller_cancelled_before_the_task_is_created_still_cancels_it() -> None:
+    """The caller gives up while the server is still creating the task: the mount waits
+    for the answer in the background, and cancels the task it turns out to be."""
+    server, cancelled = liar()
+    app = server.streamable_http_app(stateless_http=True)
+
+    async def main(url: str) -> None:
+        async with Mount(url, trust_annotations=True) as remote:
+            call = asyncio.ensure_future(remote.dispatcher.adispatch_tool("held", {}))
+            for _ in range(POLLS):
+                if creating.is_set():
+                    break
+                await asyncio.sleep(0.005)
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            release.set()  # now the server answers: with a task
+            for _ in range(POLLS):
+                if cancelled:
+                    break
+                await asyncio.sleep(0.005)
+
+    with HttpServer(app) as http:
+        asyncio.run(main(http.url + "/mcp"))
+    assert cancelled == ["held"]

@@ -658,12 +658,15 @@ class Mount(BaseToolset):
         call = TaskCall(progress or _no_progress, self._answer_question, self._send_cancel)
         current = CURRENT_CALL.set(call)  # for a task the server answers instead (`tasks`)
         try:
-            result = await client.call_tool(
-                remote,
-                arguments,
-                progress_callback=_progress_to(call),
-                meta=meta,  # type: ignore[arg-type]
+            sent = asyncio.ensure_future(
+                client.call_tool(
+                    remote,
+                    arguments,
+                    progress_callback=_progress_to(call),
+                    meta=meta,  # type: ignore[arg-type]
+                )
             )
+            result = await self._answer_of(sent, call)
         except RemoteTaskError as exc:
             if exc.remote:  # the server's words, like its isError texts
                 raise remote_failure(local, f"Tool '{local}' failed: {exc.message}") from None
@@ -707,9 +710,28 @@ class Mount(BaseToolset):
         )
         return RemoteResult(text, result.structured_content, blocks)
 
+    async def _answer_of(
+        self, sent: asyncio.Future[types.CallToolResult], call: TaskCall
+    ) -> types.CallToolResult:
+        """The answer to the call `sent`. When its caller is cancelled (or times out): a
+        task being polled is cancelled there (`tasks`); a call whose answer has not come
+        yet, to a server that offers tasks, gets `_CREATING` more seconds for it in the
+        background, so that a task it turns out to be is cancelled too; any other call is
+        cancelled (the SDK tells the server)."""
+        try:
+            return await asyncio.shield(sent)
+        except asyncio.CancelledError:
+            call.abandoned = True
+            if call.task_id is None and not sent.done() and self.tasks:
+                self._send_cancel(_reaped(sent, _CREATING))
+            else:
+                sent.cancel()
+                sent.add_done_callback(_retrieved)
+            raise
+
     def _send_cancel(self, cancel: Awaitable[None]) -> None:
-        """Run a `tasks/cancel` on the mount's loop, past the call that abandoned the task
-        (the mount waits for it before it disconnects)."""
+        """Run a `tasks/cancel` (or the wait for an abandoned call's answer) on the mount's
+        loop, past the call that gave up (the mount waits for it before it disconnects)."""
         task = asyncio.ensure_future(cancel)
         self._cancels.add(task)
         task.add_done_callback(self._cancels.discard)
@@ -763,6 +785,23 @@ mount = Mount
 """`mount(registry, server, ...)`: the older verb, `Mount` itself (see the module)."""
 
 _CONTEXT = "toolreg_context"  # the keyword a mounted tool's function gets its ToolContext by
+_CREATING = 5.0  # seconds an abandoned call may still take to answer (a task, to cancel)
+
+
+async def _reaped(sent: asyncio.Future[Any], grace: float) -> None:
+    """Wait at most `grace` seconds for an abandoned call's answer (a task it created is
+    cancelled by `tasks.drive`, which sees the call abandoned), then cancel the call."""
+    done, _ = await asyncio.wait({sent}, timeout=grace)
+    if not done:
+        sent.cancel()
+    with contextlib.suppress(BaseException):
+        await sent
+
+
+def _retrieved(sent: asyncio.Future[Any]) -> None:
+    """Read the outcome of a call nobody waits for any more."""
+    if not sent.cancelled():
+        sent.exception()
 
 
 def _no_progress(progress: float, total: float | None = None, message: str | None = None) -> None:

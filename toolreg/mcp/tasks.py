@@ -489,6 +489,8 @@ class TaskCall:
     answer: Callable[[Any], Awaitable[types.ElicitResult]]
     spawn: Callable[[Awaitable[None]], None]
     task_id: str | None = None
+    abandoned: bool = False
+    """The caller gave up before the server's answer came: a task it is, is cancelled."""
     _shown: str | None = None
     _count: int = 0
 
@@ -571,6 +573,8 @@ async def drive(session: Any, created: CreatedTask, call: TaskCall) -> types.Cal
         delay = 0.0 if created.status in TERMINAL else _FIRST_POLL  # ended already: get it
         answered: set[str] = set()
         while True:
+            if call.abandoned:
+                raise RemoteTaskError("the call was abandoned before its task was created.")
             call.status(state.status_message)
             if isinstance(state, PolledTask):
                 if state.status in TERMINAL:
