@@ -245,6 +245,9 @@ POLLED: dict[str, dict[str, Any]] = {
     ),
 }
 POLLED["held"] = task("held", "working")  # `held`'s answer waits for `release`
+POLLED["huge"] = task(
+    "huge", "completed", result={"content": [{"type": "text", "text": "y" * 300_000}]}
+)
 creating, release = threading.Event(), threading.Event()
 CREATED: dict[str, dict[str, Any]] = {  # tools/call answers: a task, or a malformed one
     **{name: {"resultType": "task", **task(name, "working")} for name in POLLED},
@@ -327,6 +330,8 @@ def test_hostile_task_answers_fail_their_call_alone_and_the_task_is_cancelled() 
     assert "hunter2" not in failed.content
     assert "sk-live" not in failed.content
     assert (outcomes["long_status"].ok, outcomes["long_status"].content) == (True, "done")
+    huge = outcomes["huge"]  # a task's result is cut like an inline one
+    assert huge.content == "y" * 100_000 + "\n[truncated: 200000 of 300000 characters cut]"
     ((_, _, message),) = [line for line in lines if line[2] and line[2].startswith("working")]
     assert message == "working [2J" + "x" * 489 + "…"  # printable, cut at 500 characters
     # every task left unfinished was cancelled (not those that ended, however badly);

@@ -79,7 +79,7 @@ from ..tool import Tool
 from ..toolsets import BaseToolset
 from .errors import McpConnectionError
 from .pinning import PendingTool, PinFile, Pinning
-from .results import remote_failure, result_problem
+from .results import remote_failure, remote_result, result_problem
 from .server import asked_about
 from .tasks import CURRENT_CALL, RemoteTaskError, TaskCall, TasksClient, offers_tasks, shown_text
 
@@ -704,6 +704,7 @@ class Mount(BaseToolset):
         text = remote_text(result)
         if result.is_error:  # the server's words: under the registry's errors= policy
             raise remote_failure(local, text)
+        text = remote_result(text)  # however much the server sent
         blocks = tuple(
             block.model_dump(mode="json", by_alias=True, exclude_none=True)
             for block in result.content
