@@ -6,6 +6,9 @@ toolreg serve samples/weather.py --transport http --port 8000      # http://127.
 TOOLREG_MCP_TOKEN=... toolreg serve app:registry --transport http --workers 4
 ```
 
+TARGET may name a toolset as `module:attribute` (a view such as `combined(registry,
+prefixed(mount, "remote"))`), not only a registry.
+
 Stdio: stdout carries the protocol, so whatever the target prints while it loads goes to
 stderr. HTTP: stateless unless `--stateful`; several `--workers` share one listening socket
 (each worker loads TARGET again; see `toolreg.mcp.serving` for why the socket is made here).
