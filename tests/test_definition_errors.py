@@ -680,3 +680,26 @@ def test_an_open_schema_cannot_be_strict_and_the_error_names_the_schema() -> Non
     with pytest.raises(ToolDefinitionError, match="additionalProperties: false") as exported:
         reg.get_tools(strict=True)
     assert "**kwargs" not in str(exported.value)
+
+
+def test_from_schema_context_parameter_gets_the_calls_tool_context() -> None:
+    from toolreg import ToolContext
+
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+
+    def handler(**arguments: Any) -> str:
+        ctx = arguments.pop("ctx")
+        assert isinstance(ctx, ToolContext)
+        return f"{ctx.tool_name} {ctx.deps} {arguments}"
+
+    registry = ToolRegistry()
+    registry.add(Tool.from_schema("lookup", schema, handler, context_parameter="ctx"))
+    assert "ctx" not in registry.get("lookup").parameters["properties"]  # type: ignore[union-attr]
+    done = registry.dispatch_tool("lookup", {"q": "x"}, context="deps")
+    assert done.content == "lookup deps {'q': 'x'}"
+    sent = registry.dispatch_tool("lookup", {"q": "x", "ctx": "mine"})  # the model cannot set it
+    assert not sent.ok
+    with pytest.raises(ToolDefinitionError, match="also a property of the parameters schema"):
+        Tool.from_schema("lookup", schema, handler, context_parameter="q")
+    with pytest.raises(ToolDefinitionError, match="is not a parameter name"):
+        Tool.from_schema("lookup", schema, handler, context_parameter="not a name")

@@ -31,7 +31,14 @@ DOCS = ROOT / "docs"
 EXAMPLES = DOCS / "examples"
 PAGES = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
 # examples that start MCP servers (HTTP or stdio subprocesses): a few seconds each
-SLOW = {"mcp_auth.py", "mcp_mount_stdio.py", "mcp_pin.py", "mcp_serve_mount.py"}
+SLOW = {
+    "mcp_auth.py",
+    "mcp_mount_stdio.py",
+    "mcp_pin.py",
+    "mcp_serve_mount.py",
+    "mcp_serve_toolset.py",
+    "mcp_tasks.py",
+}
 INCLUDE = re.compile(r"^```\{literalinclude\}\s+(\S+)", re.MULTILINE)
 
 

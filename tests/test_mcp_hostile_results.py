@@ -37,6 +37,7 @@ def liar() -> Server[Any]:
         types.Tool(name="crash", input_schema=ARGS),
         types.Tool(name="reject", input_schema=ARGS),
         types.Tool(name="ramble", input_schema=ARGS),
+        types.Tool(name="flood", input_schema=ARGS),
     ]
 
     async def list_tools(
@@ -53,6 +54,10 @@ def liar() -> Server[Any]:
             )
         if params.name == "reject":  # a JSON-RPC error whose message leaks the same
             raise MCPError(code=types.INTERNAL_ERROR, message=LEAK.replace("\n", " "))
+        if params.name == "flood":  # a result far longer than any model should read
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text="z" * 300_000)]
+            )
         if params.name == "ramble":
             text = [types.TextContent(type="text", text="no " * 5000)]
             return types.CallToolResult(content=text, is_error=True)
@@ -147,3 +152,13 @@ def test_a_long_remote_failure_text_is_cut(liar_url: str) -> None:
     with mount(registry, liar_url):
         ramble = registry.dispatch_tool("ramble", {}, confirm=yes)
     assert ramble.content == "no " * 666 + "no [cut: 13000 characters]"
+
+
+def test_a_long_remote_result_is_cut(liar_url: str) -> None:
+    registry = ToolRegistry()
+    with mount(registry, liar_url):
+        flood = registry.dispatch_tool("flood", {}, confirm=yes)
+    assert flood.ok
+    assert flood.content == "z" * 100_000 + "\n[truncated: 200000 of 300000 characters cut]"
+    with mount(ToolRegistry(max_result_chars=50), liar_url) as shorter:  # a lower cut wins
+        assert len(shorter.dispatcher.dispatch_tool("flood", {}, confirm=yes).content) < 200

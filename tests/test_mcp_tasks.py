@@ -422,3 +422,50 @@ def test_task_is_checked_at_registration() -> None:
         TaskOptions(max_running=2, max_kept=1)
     with pytest.raises(UsageError, match="tasks= takes TaskOptions"):
         asgi_app(registry, tasks={"ttl": 5})  # type: ignore[arg-type]
+
+
+def test_running_tasks_are_cancelled_when_the_servers_lifespan_ends() -> None:
+    """Mounted in a host app (its `lifespan=`), and as the ASGI app itself: by the time the
+    lifespan has ended, a running task's tool was cancelled (not left to the event loop's
+    own teardown, nor running on in a loop that goes on)."""
+    from contextlib import asynccontextmanager
+
+    from starlette.applications import Starlette
+    from starlette.routing import Mount as Route
+
+    at_shutdown: list[list[str]] = []
+    inner = asgi_app(registry)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> Any:
+        async with inner.lifespan(app):
+            yield
+        at_shutdown.append(list(seen))
+
+    host = Starlette(routes=[Route("/", app=inner)], lifespan=lifespan)
+
+    async def bare(scope: Any, receive: Any, send: Any) -> None:
+        """The app itself under the ASGI server: what it had done when it said it was done."""
+
+        async def sent(message: dict[str, Any]) -> None:
+            if message["type"] == "lifespan.shutdown.complete":
+                at_shutdown.append(list(seen))
+            await send(message)
+
+        await plain(scope, receive, sent)
+
+    plain = asgi_app(registry)
+    for app in (host, bare):
+        seen.clear()
+        at_shutdown.clear()
+        running = HttpServer(app).start()
+        try:
+            rpc = Rpc(running.url + "/mcp")
+            task_id = started(rpc, "crunch", {"n": 7})
+            for _ in range(POLLS):  # the tool is running: its progress is in the task
+                if rpc.get(task_id)["result"].get("statusMessage"):
+                    break
+            rpc.http.close()
+        finally:
+            running.close()
+        assert at_shutdown == [["crunch cancelled"]]

@@ -194,6 +194,7 @@ class Tool:
         *,
         description: str = "",
         untrusted: bool = False,
+        context_parameter: str | None = None,
         **options: Any,
     ) -> Tool:
         """A tool from an existing JSON Schema (checked against the metaschema) and a callable.
@@ -203,6 +204,9 @@ class Tool:
         keep the bounds of `toolreg.validation.untrusted` (size, depth) before anything
         compiles it, and its patterns run bounded (RE2, or `re` on patterns that cannot
         backtrack badly; limited input per string and per call).
+        `context_parameter="ctx"`: the callable also receives the call's `ToolContext` as
+        that keyword argument (never in the schema: a name the schema's properties must not
+        use, and that the model may not send).
         """
         owner = qualified_name(function)
         _check_option_names(owner, options)
@@ -210,7 +214,12 @@ class Tool:
         if untrusted:
             _check_untrusted(parameters, owner, name)
         schema = _checked_schema(parameters, owner, name)
+        injected: tuple[tuple[str, InjectKind], ...] = ()
+        if context_parameter is not None:
+            _check_context_parameter(context_parameter, schema, owner)
+            injected = ((context_parameter, "context"),)
         return cls._checked(
+            injected=injected,
             name=_check_name(name, owner),
             description=description,
             parameters=schema,
@@ -234,6 +243,7 @@ class Tool:
         examples: Any = (),
         input_guardrails: Any = (),
         output_guardrails: Any = (),
+        injected: tuple[tuple[str, InjectKind], ...] = (),
         **fields: Any,
     ) -> Tool:
         _check_options(owner, fields)
@@ -252,6 +262,7 @@ class Tool:
             bool(fields.get("flatten")),
             nodes,
             untrusted,
+            injected,
         )
         fields["examples"] = _check_examples(owner, examples, fields["plan"].validator)
         fields["allowed_callers"] = _check_callers(owner, fields.get("allowed_callers", ()))
@@ -323,6 +334,21 @@ def _check_option_names(owner: str, options: Mapping[str, Any]) -> None:
             f"unknown option {', '.join(map(repr, sorted(unknown)))}",
             function=owner,
             fix=f"use only name, description, {', '.join(sorted(OPTIONS))}",
+        )
+
+
+def _check_context_parameter(name: object, schema: JsonSchema, owner: str) -> None:
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ToolDefinitionError(
+            f"context_parameter={name!r} is not a parameter name",
+            function=owner,
+            fix="pass the name of the keyword argument that gets the ToolContext, e.g. 'ctx'",
+        )
+    if name in schema.get("properties", {}):
+        raise ToolDefinitionError(
+            f"context_parameter={name!r} is also a property of the parameters schema",
+            function=owner,
+            fix="choose a name the schema does not use",
         )
 
 
@@ -764,6 +790,7 @@ def _build_plan(
     flatten: bool = False,
     nodes: Mapping[int, Node] | None = None,
     untrusted: bool = False,
+    injected: tuple[tuple[str, InjectKind], ...] = (),
 ) -> CallPlan:
     try:
         # The tool's own copy of the schema (read-only from now on) is compiled in place, so
@@ -780,7 +807,7 @@ def _build_plan(
     converters: list[tuple[str, Converter]] = []
     null_default: set[str] = set()
     absent: list[str] = []
-    context: list[tuple[str, InjectKind]] = []
+    context: list[tuple[str, InjectKind]] = list(injected)  # from_schema's context_parameter
     positional: list[tuple[str, Any]] = []
     record: tuple[str, Converter] | None = None
     for p in params:

@@ -6,6 +6,9 @@ toolreg serve samples/weather.py --transport http --port 8000      # http://127.
 TOOLREG_MCP_TOKEN=... toolreg serve app:registry --transport http --workers 4
 ```
 
+TARGET may name a toolset as `module:attribute` (a view such as `combined(registry,
+prefixed(mount, "remote"))`), not only a registry.
+
 Stdio: stdout carries the protocol, so whatever the target prints while it loads goes to
 stderr. HTTP: stateless unless `--stateful`; several `--workers` share one listening socket
 (each worker loads TARGET again; see `toolreg.mcp.serving` for why the socket is made here).
@@ -151,7 +154,7 @@ def _serve(args: argparse.Namespace, context: Any) -> None:
     with contextlib.ExitStack() as resources:
         if args.transport == "stdio":
             with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's
-                registry = load_target(args.target, resources)
+                registry = load_target(args.target, resources, toolset=True)
             _check_context(registry, context)
             server = serving.build_server(registry, context=context)  # checked before serving
             with contextlib.suppress(KeyboardInterrupt):
@@ -159,7 +162,7 @@ def _serve(args: argparse.Namespace, context: Any) -> None:
             return
         token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
         hosts = args.allowed_host or _allowed_hosts(args.host)
-        registry = load_target(args.target, resources)
+        registry = load_target(args.target, resources, toolset=True)
         _check_context(registry, context)
         limits = args.rate_limit
         app = _app(registry, args.path, not args.stateful, token, hosts, context, limits)
@@ -249,7 +252,7 @@ def _app(
 def worker_app() -> Any:
     """The ASGI app of one `--workers` process (uvicorn calls this factory in each)."""
     settings = json.loads(os.environ[_WORKER_ENV])
-    registry = load_target(settings["target"])
+    registry = load_target(settings["target"], toolset=True)
     token = os.environ.get(TOKEN_ENV) or None
     context = _context(settings["context"])
     stateless, hosts = settings["stateless"], settings["allowed_hosts"]

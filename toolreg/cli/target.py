@@ -12,9 +12,10 @@ import shlex
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import TextIO
+from typing import Any, TextIO
 
 from ..registry import ToolRegistry, default_registry
+from ..toolsets import Toolset
 
 __all__ = [
     "TargetError",
@@ -208,9 +209,10 @@ def _registry_in(module: ModuleType, target: str) -> ToolRegistry:
 
 
 def _named_registry(
-    module: ModuleType, target: str, module_part: str, attribute: str
-) -> ToolRegistry:
-    """`module:attribute`; a missing attribute or one that is no registry says what is there."""
+    module: ModuleType, target: str, module_part: str, attribute: str, toolset: bool = False
+) -> Any:
+    """`module:attribute`; a missing attribute or one that is no registry says what is there
+    (`toolset=True`: any `Toolset` will do, e.g. `combined(registry, prefixed(mount, "a_"))`)."""
     named = ", ".join(f"{module_part}:{name}" for name in _named_registries(module))
     there = (
         f"its registries: {named}"
@@ -220,8 +222,11 @@ def _named_registry(
     if attribute not in vars(module):
         raise TargetError(f"{module_part} has no attribute '{attribute}' ({there})")
     value = vars(module)[attribute]
+    if toolset and isinstance(value, Toolset):
+        return value
     if not isinstance(value, ToolRegistry):
-        raise TargetError(f"{target} is {_kind(value)}, not a ToolRegistry ({there})")
+        wanted = "a ToolRegistry or a Toolset" if toolset else "a ToolRegistry"
+        raise TargetError(f"{target} is {_kind(value)}, not {wanted} ({there})")
     return value
 
 
@@ -242,8 +247,10 @@ def load_target(
     resources: contextlib.ExitStack | None = None,
     *,
     server_errlog: TextIO | None = None,
-) -> ToolRegistry:
-    """The registry a target names; raises `TargetError` with the fix.
+    toolset: bool = False,
+) -> Any:
+    """The registry a target names; raises `TargetError` with the fix. With `toolset=True`
+    (`toolreg serve`), `module:attribute` may name any `Toolset` (a view, a `Mount`).
 
     An `mcp:` target's connection stays open until `resources` closes; a stdio server's
     stderr goes to `server_errlog` (default: ours), and its last line, if the server cannot
@@ -254,10 +261,10 @@ def load_target(
     module_part, _, attribute = target.partition(":")
     module = load_module(target)
     if attribute:
-        registry = _named_registry(module, target, module_part, attribute)
+        registry = _named_registry(module, target, module_part, attribute, toolset)
     else:
         registry = _registry_in(module, target)
-    if len(registry) == 0:
+    if not registry.tools():
         raise TargetError(
             f"no tools found in {target}; decorate functions with @register_tool "
             "(or name the registry as module:attribute)"

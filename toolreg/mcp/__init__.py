@@ -1,10 +1,11 @@
-"""MCP both ways: serve a registry to any MCP client, mount any MCP server's tools.
+"""MCP both ways: serve a registry (any toolset) to any MCP client, mount any MCP server.
 
 Needs the `mcp` extra (`pip install 'toolreg[mcp]'`); `import toolreg` never loads it.
 
-- `serve(registry, "stdio" | "http", ...)`, `asgi_app(registry, ...)` (stateless streamable
-  HTTP, for uvicorn, Starlette or FastAPI), `build_server(registry)` (the SDK's `Server`),
-  `HttpServer(app)` (an app on a free port, in a background thread);
+- `serve(toolset, "stdio" | "http", ...)`, `asgi_app(toolset, ...)` (stateless streamable
+  HTTP, for uvicorn, Starlette or FastAPI), `build_server(toolset)` (the SDK's `Server`),
+  `HttpServer(app)` (an app on a free port, in a background thread); the toolset is a
+  `ToolRegistry`, a `Mount` or a view (`combined(registry, prefixed(Mount(url), "a"))`);
 - `ResourceServer(JwtVerifier(...), resource=...)` for `auth=`: an OAuth 2.1 resource
   server (verified bearer tokens, per-tool `scopes=`; the `auth` extra for JWTs);
 - `TaskOptions(...)` for `tasks=`: tools registered `task="optional" | "required"` run as

@@ -1,8 +1,8 @@
-"""What an MCP client sees of a registry: `tools/list` entries and `tools/call` results.
+"""What an MCP client sees of a toolset: `tools/list` entries and `tools/call` results.
 
 Plain functions, no I/O: the SDK's handlers and the HTTP fast path both answer from here.
 
-- A `tools/list` entry is the registry's `mcp` export (name, description, `inputSchema`,
+- A `tools/list` entry is the toolset's `mcp` export (name, description, `inputSchema`,
   annotations) plus an `outputSchema` when the function's return annotation describes a
   JSON object (a TypedDict, dataclass, NamedTuple, pydantic model or `dict`).
 - A `tools/call` result is the dispatch result's text, `isError` for any failure, and
@@ -16,10 +16,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..definition.returns import return_object_schema
+from ..formats import export_tools
 from ..jsonvalues import copy_json
-from ..registry import ToolRegistry
 from ..result import ToolResult
 from ..tool import Tool
+from ..toolsets import Toolset
 
 __all__ = ["Catalog", "call_result", "output_schema"]
 
@@ -60,13 +61,14 @@ def call_result(result: ToolResult, structured: bool) -> dict[str, Any]:
 
 
 class Catalog:
-    """A registry's `tools/list` entries, rebuilt only when the registry's export changes."""
+    """A toolset's `tools/list` entries, rebuilt only when its tools change (a registration,
+    a mount's refresh: `tools()` then answers other `Tool` objects)."""
 
-    __slots__ = ("_entries", "_key", "_outputs", "_scopes", "registry")
+    __slots__ = ("_entries", "_outputs", "_scopes", "_tools", "toolset")
 
-    def __init__(self, registry: ToolRegistry) -> None:
-        self.registry = registry
-        self._key: tuple[int, ...] = ()
+    def __init__(self, toolset: Toolset) -> None:
+        self.toolset = toolset
+        self._tools: list[Tool] = []  # what the entries were made of
         self._entries: list[dict[str, Any]] = []
         self._scopes: list[frozenset[str]] = []
         self._outputs: dict[str, tuple[Tool, dict[str, Any] | None]] = {}
@@ -76,27 +78,23 @@ class Catalog:
     ) -> list[dict[str, Any]]:
         """The `tools` of a `tools/list` result (shared: treat as read-only); with
         `permits`, only the tools whose scopes it allows."""
-        export = self.registry.get_tools("mcp")
-        key = tuple(map(id, export))  # the export is cached: same dicts until a change
-        if key != self._key:
-            self._entries = [self._entry(definition) for definition in export]
-            self._scopes = [self._scopes_of(definition["name"]) for definition in export]
-            self._key = key
+        tools = self.toolset.tools()
+        known = self._tools
+        if len(tools) != len(known) or any(a is not b for a, b in zip(tools, known)):
+            export = export_tools(tools, "mcp")
+            self._entries = [self._entry(t, d) for t, d in zip(tools, export)]
+            self._scopes = [tool.scopes for tool in tools]
+            self._tools = tools
         if permits is None or not any(self._scopes):
             return self._entries
         return [e for e, s in zip(self._entries, self._scopes) if permits(s)]
 
     def scopes(self) -> set[str]:
-        """Every scope a tool of the registry asks for."""
-        return {scope for tool in self.registry.tools() for scope in tool.scopes}
+        """Every scope a tool of the toolset asks for."""
+        return {scope for tool in self.toolset.tools() for scope in tool.scopes}
 
-    def _scopes_of(self, name: str) -> frozenset[str]:
-        tool = self.registry.get(name)
-        return frozenset() if tool is None else tool.scopes
-
-    def _entry(self, definition: Mapping[str, Any]) -> dict[str, Any]:
-        tool = self.registry.get(definition["name"])
-        schema = None if tool is None else self.output_schema(tool)
+    def _entry(self, tool: Tool, definition: Mapping[str, Any]) -> dict[str, Any]:
+        schema = self.output_schema(tool)
         return dict(definition) if schema is None else {**definition, "outputSchema": schema}
 
     def output_schema(self, tool: Tool) -> dict[str, Any] | None:

@@ -1,4 +1,4 @@
-"""A registry over streamable HTTP: an ASGI app, stateless by default, secure by default.
+"""A toolset over streamable HTTP: an ASGI app, stateless by default, secure by default.
 
 Every request passes the same gate first: the Host and Origin headers (DNS-rebinding
 protection, on by default: loopback names only unless `allowed_hosts=` says otherwise) and,
@@ -44,8 +44,8 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSI
 from starlette.authentication import AuthCredentials
 
 from ..errors import ToolregError, UsageError
-from ..registry import ToolRegistry
 from ..tool import Tool
+from ..toolsets import Toolset
 from .auth import (
     Caller,
     ResourceServer,
@@ -57,7 +57,14 @@ from .auth import (
 from .cache import ResultCache
 from .context import McpRequest
 from .limits import RATE_LIMIT_CODE, Buckets, RateLimit
-from .server import CALLER_KEY, DEFAULT_MAX_THREADS, ContextFactory, ToolService, sdk_server
+from .server import (
+    CALLER_KEY,
+    DEFAULT_MAX_THREADS,
+    ContextFactory,
+    ToolService,
+    sdk_server,
+    served,
+)
 from .tasks import TaskOptions
 
 __all__ = [
@@ -86,7 +93,7 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def asgi_app(
-    registry: ToolRegistry,
+    toolset: Toolset,
     *,
     path: str = "/mcp",
     stateless: bool = True,
@@ -102,7 +109,8 @@ def asgi_app(
     cache: ResultCache | None = None,
     tasks: TaskOptions | None = None,
 ) -> McpApp:
-    """The registry as an ASGI app serving MCP (streamable HTTP) at `path`.
+    """The toolset (a `ToolRegistry`, a `Mount`, a view such as `combined(registry,
+    prefixed(Mount(url), "remote_"))`) as an ASGI app serving MCP (streamable HTTP) at `path`.
 
     `stateless=True` (the default) keeps no state between requests, so any number of
     processes behind any load balancer can serve it (`uvicorn app:app --workers 4`).
@@ -140,7 +148,8 @@ def asgi_app(
     if token is not None and auth is not None:
         raise UsageError("pass token= (one shared secret) or auth= (verified tokens), not both")
     protected = None if auth is None else resource_server(auth)
-    scoped = [t.name for t in registry.tools() if t.scopes]
+    toolset = served(toolset)
+    scoped = [t.name for t in toolset.tools() if t.scopes]
     if scoped and protected is None:
         raise UsageError(
             f"{', '.join(map(repr, scoped))} {'declares' if len(scoped) == 1 else 'declare'} "
@@ -149,7 +158,7 @@ def asgi_app(
             "(or register without scopes=)"
         )
     service = ToolService(
-        registry, context, max_threads=max_threads, restricted=True, cache=cache, tasks=tasks
+        toolset, context, max_threads=max_threads, restricted=True, cache=cache, tasks=tasks
     )
     return McpApp(
         service,

@@ -26,6 +26,10 @@ text, which the model reads under the registry's `errors=` like a local exceptio
 the call is bounded by `timeout`; a server that dies mid-call gives an error result at once.
 `readOnlyHint` and `destructiveHint` become `read_only` and `destructive` (MCP's default: a
 tool that says nothing may destroy, so it needs `confirm=` like any local one).
+A call that the server answers with an MCP task (the tasks extension, see `tasks`) is
+polled to its end within the same `timeout`: the task's status messages are the call's
+`ToolContext.report_progress` (so are an inline call's progress notifications), and a call
+that times out or whose caller is cancelled sends `tasks/cancel`; it is never sent twice.
 When a server asks to confirm a call of a tool that needs confirmation here (so the local
 `confirm=` already approved every call of it that was sent), with toolreg's own question,
 while such a call is on its way, the mount answers yes; any other elicitation it declines.
@@ -59,21 +63,25 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.dispatcher import ProgressFnT
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from ..definition.injection import instructions_to_model, schema_descriptions
 from ..definition.names import NAME_RULES, check_name
 from ..dispatch import DispatchSettings
 from ..errors import ToolDefinitionError, ToolError, ToolregError, UsageError, exception_text
+from ..params import ToolContext
 from ..registry import ToolRegistry, default_registry
 from ..telemetry import inject, without_baggage
 from ..tool import Tool
 from ..toolsets import BaseToolset
 from .errors import McpConnectionError
 from .pinning import PendingTool, PinFile, Pinning
-from .results import remote_failure, result_problem
+from .results import remote_failure, remote_result, result_problem
 from .server import asked_about
+from .tasks import CURRENT_CALL, RemoteTaskError, TaskCall, TasksClient, offers_tasks, shown_text
 
 __all__ = ["Mount", "RemoteResult", "mount"]
 
@@ -201,6 +209,7 @@ class Mount(BaseToolset):
         self._stop: asyncio.Event | None = None
         self._refreshing: asyncio.Lock | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._cancels: set[asyncio.Task[None]] = set()  # tasks/cancel of abandoned tasks
         self._approved: dict[str, int] = {}  # remote name -> calls approved here, in flight
         self._state = "new"
         if pin is not None and not isinstance(pin, (str, os.PathLike)):
@@ -256,6 +265,13 @@ class Mount(BaseToolset):
     @property
     def connected(self) -> bool:
         return self._client is not None
+
+    @property
+    def tasks(self) -> bool:
+        """Whether the server offers MCP tasks (the tasks extension, 2026-07-28): a call it
+        answers with a task is polled to its end (see the module)."""
+        client = self._client
+        return client is not None and offers_tasks(client.session)
 
     @property
     def pending(self) -> dict[str, PendingTool]:
@@ -410,6 +426,7 @@ class Mount(BaseToolset):
                         read_timeout_seconds=max(self.timeout, self.connect_timeout) + _GRACE,
                         message_handler=self._on_message,
                         elicitation_callback=self._answer_elicitation,
+                        extensions=[TasksClient()],
                     )
                 )
                 self._client = client
@@ -431,6 +448,8 @@ class Mount(BaseToolset):
     async def _finish(self) -> None:
         """Stop the owner task (the client closes, a stdio server ends) and unmount."""
         self._state = "closed"
+        if self._cancels:  # the abandoned tasks' tasks/cancel go out before the connection ends
+            await asyncio.wait(set(self._cancels), timeout=self.connect_timeout)
         if self._stop is not None:
             self._stop.set()
         owner = self._owner
@@ -575,10 +594,16 @@ class Mount(BaseToolset):
         idempotent = bool(not read_only and hints is not None and hints.idempotent_hint)
         title = remote.title or (hints.title if hints is not None else None)
         local = self.prefix + remote.name
+        schema = dict(remote.input_schema)
+        properties = schema.get("properties")
+        context = _CONTEXT
+        while isinstance(properties, Mapping) and context in properties:
+            context += "_"  # a name the server's schema does not use
         return Tool.from_schema(
             local,
-            dict(remote.input_schema),
-            self._caller(remote.name, local),
+            schema,
+            self._caller(remote.name, local, context),
+            context_parameter=context,
             description=remote.description or "",
             read_only=read_only,
             destructive=destructive,
@@ -592,21 +617,32 @@ class Mount(BaseToolset):
             untrusted=True,  # the server's schema: bounded in size before it is compiled
         )
 
-    def _caller(self, remote: str, local: str) -> Callable[..., Awaitable[RemoteResult]]:
-        async def call_remote(**arguments: Any) -> RemoteResult:
-            return await self._call(remote, local, arguments)
+    def _caller(
+        self, remote: str, local: str, context: str
+    ) -> Callable[..., Awaitable[RemoteResult]]:
+        # No return annotation a server would read as an output schema: served again
+        # (`toolreg serve` of a toolset with this mount), the tool answers text.
+        async def call_remote(**arguments: Any) -> Any:
+            ctx: ToolContext[Any] = arguments.pop(context)
+            return await self._call(remote, local, arguments, ctx.report_progress)
 
         call_remote.__name__ = call_remote.__qualname__ = f"mcp:{remote}"
         return call_remote
 
-    async def _call(self, remote: str, local: str, arguments: dict[str, Any]) -> RemoteResult:
+    async def _call(
+        self,
+        remote: str,
+        local: str,
+        arguments: dict[str, Any],
+        progress: Callable[[float, float | None, str | None], None],
+    ) -> RemoteResult:
         """Run on the mount's loop, from whichever loop dispatch runs the tool on."""
         loop = self._loop
         if self._client is None or loop is None or loop.is_closed():
             raise ToolError(f"Tool '{local}' failed: its MCP server is not connected.")
         meta: dict[str, Any] = {}
         inject(meta, baggage=self.baggage)  # the calling span, for the server to continue
-        call = self._remote_call(remote, local, arguments, meta or None)
+        call = self._remote_call(remote, local, arguments, meta or None, progress)
         coro = without_baggage(call, baggage=self.baggage)  # the SDK would inject it too
         if asyncio.get_running_loop() is loop:
             return await coro
@@ -623,6 +659,7 @@ class Mount(BaseToolset):
         local: str,
         arguments: dict[str, Any],
         meta: dict[str, Any] | None = None,
+        progress: Callable[[float, float | None, str | None], None] | None = None,
     ) -> RemoteResult:
         client = self._client
         if client is None:
@@ -631,8 +668,28 @@ class Mount(BaseToolset):
         approved = mounted is not None and mounted.needs_confirmation  # by confirm=, here
         if approved:
             self._approved[remote] = self._approved.get(remote, 0) + 1
+        call = TaskCall(progress or _no_progress, self._answer_question, self._send_cancel)
+        current = CURRENT_CALL.set(call)  # for a task the server answers instead (`tasks`)
         try:
-            result = await client.call_tool(remote, arguments, meta=meta)  # type: ignore[arg-type]
+            sent = asyncio.ensure_future(
+                client.call_tool(
+                    remote,
+                    arguments,
+                    progress_callback=_progress_to(call),
+                    meta=meta,  # type: ignore[arg-type]
+                )
+            )
+            result = await self._answer_of(sent, call)
+        except RemoteTaskError as exc:
+            if exc.remote:  # the server's words, like its isError texts
+                raise remote_failure(local, f"Tool '{local}' failed: {exc.message}") from None
+            raise ToolError(f"Tool '{local}' failed: {exc.message}") from None
+        except ValidationError as exc:  # a result of no shape the protocol knows: this call
+            where = _where(exc)
+            _log.warning("the MCP server %s answered %r malformed%s", self._label(), remote, where)
+            raise ToolError(
+                f"Tool '{local}' failed: its MCP server answered with a malformed result{where}."
+            ) from None
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 self._client = None  # later calls fail at once, and `connected` says so
@@ -654,16 +711,48 @@ class Mount(BaseToolset):
                 f"Tool '{local}' failed: the MCP server could not be reached ({reason})."
             ) from exc
         finally:
+            CURRENT_CALL.reset(current)
             if approved:
                 self._approved[remote] -= 1
         text = remote_text(result)
         if result.is_error:  # the server's words: under the registry's errors= policy
             raise remote_failure(local, text)
+        text = remote_result(text)  # however much the server sent
         blocks = tuple(
             block.model_dump(mode="json", by_alias=True, exclude_none=True)
             for block in result.content
         )
         return RemoteResult(text, result.structured_content, blocks)
+
+    async def _answer_of(
+        self, sent: asyncio.Future[types.CallToolResult], call: TaskCall
+    ) -> types.CallToolResult:
+        """The answer to the call `sent`. When its caller is cancelled (or times out): a
+        task being polled is cancelled there (`tasks`); a call whose answer has not come
+        yet, to a server that offers tasks, gets `_CREATING` more seconds for it in the
+        background, so that a task it turns out to be is cancelled too; any other call is
+        cancelled (the SDK tells the server)."""
+        try:
+            return await asyncio.shield(sent)
+        except asyncio.CancelledError:
+            call.abandoned = True
+            if call.task_id is None and not sent.done() and self.tasks:
+                self._send_cancel(_reaped(sent, _CREATING))
+            else:
+                sent.cancel()
+                sent.add_done_callback(_retrieved)
+            raise
+
+    def _send_cancel(self, cancel: Awaitable[None]) -> None:
+        """Run a `tasks/cancel` (or the wait for an abandoned call's answer) on the mount's
+        loop, past the call that gave up (the mount waits for it before it disconnects)."""
+        task = asyncio.ensure_future(cancel)
+        self._cancels.add(task)
+        task.add_done_callback(self._cancels.discard)
+
+    async def _answer_question(self, params: Any) -> types.ElicitResult:
+        """A task's `elicitation/create` input request: answered as a direct one is."""
+        return await self._answer_elicitation(None, params)
 
     async def _answer_elicitation(self, context: Any, params: Any) -> types.ElicitResult:
         """Yes to toolreg's confirmation question about a tool whose calls were approved here
@@ -708,6 +797,55 @@ class Mount(BaseToolset):
 
 mount = Mount
 """`mount(registry, server, ...)`: the older verb, `Mount` itself (see the module)."""
+
+_CONTEXT = "toolreg_context"  # the keyword a mounted tool's function gets its ToolContext by
+_CREATING = 5.0  # seconds an abandoned call may still take to answer (a task, to cancel)
+
+
+async def _reaped(sent: asyncio.Future[Any], grace: float) -> None:
+    """Wait at most `grace` seconds for an abandoned call's answer (a task it created is
+    cancelled by `tasks.drive`, which sees the call abandoned), then cancel the call."""
+    done, _ = await asyncio.wait({sent}, timeout=grace)
+    if not done:
+        sent.cancel()
+    with contextlib.suppress(BaseException):
+        await sent
+
+
+def _retrieved(sent: asyncio.Future[Any]) -> None:
+    """Read the outcome of a call nobody waits for any more."""
+    if not sent.cancelled():
+        sent.exception()
+
+
+def _no_progress(progress: float, total: float | None = None, message: str | None = None) -> None:
+    pass
+
+
+def _progress_to(call: TaskCall) -> ProgressFnT:
+    """The SDK's `progress_callback` of an inline call: the server's progress notifications,
+    checked (finite numbers, a printable bounded message), to the call's reporter."""
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        if not _finite(progress) or (total is not None and not _finite(total)):
+            return
+        shown = shown_text(message) if isinstance(message, str) and message else None
+        call.report(float(progress), None if total is None else float(total), shown)
+
+    return report
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _where(exc: ValidationError) -> str:
+    """Where a malformed answer broke its shape (the path only, never the server's value)."""
+    errors = exc.errors(include_url=False, include_input=False)
+    if not errors:
+        return ""
+    path = ".".join(str(part) for part in errors[0].get("loc", ()))[:80]
+    return f" (at {_shown(path)})" if path else ""
 
 
 def _safe_url(url: str) -> str:

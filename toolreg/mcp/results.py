@@ -1,6 +1,7 @@
-"""What a mounted tool's call can bring back that is not a plain result: a result the
-server did send but that breaks its own tool's `outputSchema` (that call fails alone; the
-connection is fine), and the server's failure text (passed on under the registry's
+"""What a mounted tool's call can bring back that is not a plain result: a result too long
+(cut at `MAX_RESULT_CHARS`), a result the server did send but that breaks its own tool's
+`outputSchema` (that call fails alone; the connection is fine), and the server's failure
+text (passed on under the registry's
 `errors=` policy, like a local exception's message: see `dispatch.redaction.RemoteFailure`).
 """
 
@@ -9,11 +10,30 @@ from __future__ import annotations
 from typing import Any
 
 from ..dispatch.redaction import RemoteFailure
+from ..dispatch.render import truncate
 
-__all__ = ["MAX_FAILURE_CHARS", "remote_failure", "result_problem"]
+__all__ = [
+    "MAX_FAILURE_CHARS",
+    "MAX_RESULT_CHARS",
+    "remote_failure",
+    "remote_result",
+    "result_problem",
+]
 
 MAX_FAILURE_CHARS = 2000
 """A remote failure text is cut here (the model reads it as the call's error message)."""
+
+MAX_RESULT_CHARS = 100_000
+"""A remote result's text is cut here, whatever the server sent (inline or as a task's
+result); a registry's own `max_result_chars` may cut it shorter."""
+
+
+def remote_result(text: str) -> str:
+    """A remote result's text, at most `MAX_RESULT_CHARS` characters (with a marker)."""
+    if len(text) <= MAX_RESULT_CHARS:
+        return text
+    return truncate(text, MAX_RESULT_CHARS)
+
 
 _MAX_SHOWN = 60  # characters of a schema value quoted in a result problem
 

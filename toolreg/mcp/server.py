@@ -1,9 +1,15 @@
-"""A registry as an MCP server: the SDK's low-level `Server` with toolreg's two handlers.
+"""A toolset as an MCP server: the SDK's low-level `Server` with toolreg's two handlers.
 
-`tools/list` answers the registry's `mcp` export (see `catalog`). `tools/call` goes through
-`adispatch_tool` with every step of local dispatch; a failure is a result with
-`isError: true` and the text a model gets locally. An unknown tool name is a protocol error
-(JSON-RPC -32602, as the MCP specification asks), with dispatch's text as its message.
+What is served is any `Toolset` (`toolreg.toolsets`): a `ToolRegistry`, or a composition
+such as `combined(registry, prefixed(Mount(a), "a_"), prefixed(Mount(b), "b_"))`, so one
+server re-exports several mounted servers beside local tools (a name clash is an error when
+the view is composed). It is read on every request: a mount's refresh shows through.
+
+`tools/list` answers the toolset's `mcp` export (see `catalog`). `tools/call` goes through
+the toolset's dispatcher (`adispatch_tool`) with every step of local dispatch; a failure
+is a result with `isError: true` and the text a model gets locally. An unknown tool name
+is a protocol error (JSON-RPC -32602, as the MCP specification asks), with dispatch's text
+as its message.
 
 A tool that needs confirmation (`destructive=True` or `requires_confirmation=True`) is
 confirmed by the person behind the client with MCP elicitation: a server-to-client
@@ -27,11 +33,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import dataclasses
 import inspect
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import mcp_types as types
@@ -48,10 +55,10 @@ from ..dispatch import ConfirmCallback
 from ..dispatch.calling import make_context
 from ..errors import ToolDeniedError, UsageError
 from ..params import ToolContext
-from ..registry import ToolRegistry
 from ..result import ToolResult
 from ..telemetry import extracted, sanitize_meta
 from ..tool import Tool
+from ..toolsets import Toolset
 from .auth import UNRESTRICTED, Caller, address_caller, token_caller
 from .cache import ResultCache
 from .catalog import Catalog, call_result
@@ -173,13 +180,13 @@ class _Slot:
 
 
 class ToolService:
-    """Runs MCP tool calls against a registry: context, dispatch and the wire result."""
+    """Runs MCP tool calls against a toolset: context, dispatch and the wire result."""
 
-    __slots__ = ("cache", "catalog", "context", "registry", "restricted", "tasks", "threads")
+    __slots__ = ("cache", "catalog", "context", "restricted", "tasks", "threads", "toolset")
 
     def __init__(
         self,
-        registry: ToolRegistry,
+        toolset: Toolset,
         context: ContextFactory | None = None,
         *,
         max_threads: int = DEFAULT_MAX_THREADS,
@@ -191,8 +198,9 @@ class ToolService:
             raise UsageError("cache= takes ResultCache(ttl=60, max_entries=1024), or None")
         if context is not None and not callable(context):
             raise UsageError("context= must be a function of the MCP request, or None")
+        toolset = served(toolset)
         if context is None:
-            needy = [t.name for t in registry.tools() if t.plan.needs_context]
+            needy = [t.name for t in toolset.tools() if t.plan.needs_context]
             if needy:
                 raise UsageError(
                     f"{', '.join(map(repr, needy))} {'needs' if len(needy) == 1 else 'need'} "
@@ -201,8 +209,8 @@ class ToolService:
                     "toolreg serve: --context JSON)"
                 )
         self.threads = ThreadSlots(max_threads)
-        self.registry = registry
-        self.catalog = Catalog(registry)
+        self.toolset = toolset
+        self.catalog = Catalog(toolset)
         self.context = context
         self.restricted = restricted
         self.cache = cache
@@ -214,7 +222,7 @@ class ToolService:
 
     def tool_for(self, name: str, caller: Caller = UNRESTRICTED) -> Tool | None:
         """The tool `name`, if `caller`'s scopes allow it (else None, as for no tool)."""
-        tool = self.registry.get(name)
+        tool = self.toolset.get(name)
         return tool if tool is not None and caller.permits(tool.scopes) else None
 
     def caller_of(self, ctx: ServerRequestContext[Any]) -> Caller:
@@ -232,7 +240,7 @@ class ToolService:
         return Caller("local") if self.restricted else UNRESTRICTED
 
     def input_schema(self, name: str) -> dict[str, Any] | None:
-        tool = self.registry.get(name)
+        tool = self.toolset.get(name)
         return None if tool is None else tool.parameters
 
     async def call(
@@ -281,15 +289,16 @@ class ToolService:
                 return ToolResult(tool.name, call_id, False, err.message, error=err)
         context = _tool_context(tool, deps, reporter)
         with extracted(meta):  # the caller's trace, when it sent one and toolreg is traced
+            dispatcher = self.toolset.dispatcher
             if tool.is_async:  # cancelled with its caller (e.g. a client gone)
-                return await self.registry.adispatch_tool(
+                return await dispatcher.adispatch_tool(
                     tool.name, arguments, context=context, call_id=call_id, confirm=confirm
                 )
             slot = _Slot(self.threads)
             await slot.take()
             try:
                 task = asyncio.ensure_future(
-                    self.registry.adispatch_tool(
+                    dispatcher.adispatch_tool(
                         tool.name,
                         arguments,
                         context=context,
@@ -344,14 +353,14 @@ class ToolService:
         return call_result(result, self.catalog.output_schema(tool) is not None)
 
     async def unknown(self, name: str, caller: Caller = UNRESTRICTED) -> MCPError:
-        """The protocol error for a tool name the registry does not hold, or that `caller`
+        """The protocol error for a tool name the toolset does not hold, or that `caller`
         may not see (the same words: only the tools it may see are named)."""
         visible = None
         if caller.scopes is not None:
-            visible = [t.name for t in self.registry.tools() if caller.permits(t.scopes)]
+            visible = [t.name for t in self.toolset.tools() if caller.permits(t.scopes)]
         if visible is not None and name in visible:  # never: a visible tool is not unknown
             visible.remove(name)
-        answer = await self.registry.adispatch_tool(name, {}, allowed=visible)
+        answer = await self.toolset.dispatcher.adispatch_tool(name, {}, allowed=visible)
         return MCPError(code=types.INVALID_PARAMS, message=answer.content)
 
 
@@ -408,8 +417,18 @@ def _tool_context(tool: Tool, deps: Any, reporter: Reporter | None) -> Any:
     return ToolContext(deps, report_progress=reporter.progress, log=reporter.log)
 
 
+def served(toolset: object) -> Toolset:
+    """`toolset` if it is one (a `ToolRegistry`, a `Mount`, a view), else a `UsageError`."""
+    if isinstance(toolset, Toolset):
+        return toolset
+    raise UsageError(
+        f"the tools to serve must be a Toolset (a ToolRegistry, a Mount, or a view such as "
+        f"combined(registry, prefixed(Mount(url), 'remote_'))), not {type(toolset).__name__}"
+    )
+
+
 def build_server(
-    registry: ToolRegistry,
+    toolset: Toolset,
     *,
     name: str = "toolreg",
     context: ContextFactory | None = None,
@@ -418,7 +437,8 @@ def build_server(
     auth: Any = None,
     tasks: TaskOptions | None = None,
 ) -> Server[Any]:
-    """The registry as the `mcp` SDK's low-level `Server` (run it on any SDK transport).
+    """The toolset (a `ToolRegistry`, a `Mount`, a view) as the `mcp` SDK's low-level
+    `Server` (run it on any SDK transport).
 
     `context=` builds each call's `ToolContext.deps` from the `McpRequest`; `max_threads`
     bounds the sync tool calls run at once (more wait for a free slot). `auth=` (what
@@ -436,7 +456,7 @@ def build_server(
 
         resource_server(auth)  # checked now, not at the first request
     service = ToolService(
-        registry, context, max_threads=max_threads, restricted=auth is not None, tasks=tasks
+        toolset, context, max_threads=max_threads, restricted=auth is not None, tasks=tasks
     )
     return sdk_server(service, name=name, instructions=instructions)
 
@@ -510,9 +530,15 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
         service.tasks.cancel(task_of(ctx, params))
         return {}
 
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+        async with service.tasks.serving():  # stopping: running tasks are cancelled
+            yield {}
+
     server: Server[Any] = Server(
         name,
         instructions=instructions,
+        lifespan=lifespan,
         on_list_tools=list_tools,
         get_tool_input_schema=service.input_schema,
     )

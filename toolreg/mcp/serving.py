@@ -1,4 +1,4 @@
-"""Running a registry's MCP server: stdio, HTTP in the foreground, HTTP in a thread.
+"""Running a toolset's MCP server: stdio, HTTP in the foreground, HTTP in a thread.
 
 HTTP servers listen on a socket made here, with `TCP_NODELAY` set on it (Linux hands the
 option down to every accepted connection) and created for the TCP protocol explicitly, so
@@ -22,7 +22,7 @@ from typing import Any, Literal
 from mcp.server.stdio import stdio_server
 
 from ..errors import UsageError
-from ..registry import ToolRegistry
+from ..toolsets import Toolset
 from .cache import ResultCache
 from .errors import McpConnectionError
 from .http import LOOPBACK_HOSTS, McpApp, asgi_app
@@ -45,7 +45,7 @@ _BACKLOG = 2048  # uvicorn's default
 
 
 def serve(
-    registry: ToolRegistry,
+    toolset: Toolset,
     transport: Literal["stdio", "http"] = "stdio",
     *,
     host: str = "127.0.0.1",
@@ -62,7 +62,11 @@ def serve(
     cache: ResultCache | None = None,
     tasks: TaskOptions | None = None,
 ) -> None:
-    """Serve the registry over MCP until interrupted (stdio: until the client closes it).
+    """Serve the toolset over MCP until interrupted (stdio: until the client closes it).
+
+    The toolset is a `ToolRegistry`, a `Mount`, or a view: `serve(combined(registry,
+    prefixed(Mount(a), "a_"), prefixed(Mount(b), "b_")))` re-exports two mounted servers
+    beside local tools (open the mounts first; a name clash fails at `combined`).
 
     HTTP binds `host` (127.0.0.1 unless told otherwise) and serves at `path`; `token=`
     requires `Authorization: Bearer <token>`; the Host header must name this server
@@ -84,12 +88,12 @@ def serve(
     """
     if transport == "stdio":
         server = build_server(
-            registry, name=name, context=context, max_threads=max_threads, tasks=tasks
+            toolset, name=name, context=context, max_threads=max_threads, tasks=tasks
         )
         serve_stdio(server)
     elif transport == "http":
         app = asgi_app(
-            registry,
+            toolset,
             path=path,
             stateless=stateless,
             context=context,

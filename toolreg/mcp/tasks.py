@@ -34,6 +34,9 @@ the 2026-07-28 protocol; on the 2025 ones nothing here applies and calls run inl
   `taskIds`) is optional; toolreg does not send it: clients poll.
 - **HTTP.** `tasks/*` requests carry `Mcp-Name: <taskId>` (so a load balancer can route
   them to the process that holds the task; a mismatch with the body is refused).
+- **Shutdown.** When the server stops (the end of a stdio connection, of an HTTP app's
+  lifespan, or of a host app's `lifespan=mcp_app.lifespan`), the tasks still running are
+  cancelled and end as `cancelled` ("Cancelled: the server is stopping.") before it is done.
 - **Security.** Every `tasks/*` request is checked against the identity that created the
   task (the verified token's subject, else the client's address; and the HTTP session,
   when there is one): another caller's id is as unknown as a made-up one.
@@ -47,21 +50,24 @@ extension claim `resultType: "task"` results (`ResultClaim`). This module builds
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Literal
 
 import mcp_types as types
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.shared.exceptions import MCPError
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
 from mcp_types.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import UsageError
 from .context import Note
@@ -86,6 +92,7 @@ BUSY = -32000
 """The JSON-RPC error of a `tools/call` refused because `max_running` tasks are running."""
 _MAX_ID = 128  # characters of a task id worth looking up (toolreg's are 43)
 _NOT_FOUND = "Task not found."
+_CLOSE_WAIT = 5.0  # seconds a stopping server waits for its cancelled tasks to end
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,6 +296,8 @@ class TaskStore:
             raise UsageError("tasks= takes TaskOptions(max_running=32, ttl=600), or None")
         self.options = options or TaskOptions()
         self._tasks: dict[str, Task] = {}
+        self._serving = 0
+        self._stopping = False
         self.running = 0
 
     def start(self, owner: str, run: Run) -> dict[str, Any]:
@@ -315,7 +324,8 @@ class TaskStore:
         try:
             result = await run(task)
         except asyncio.CancelledError:
-            task.end("cancelled", message="Cancelled by the client.")
+            why = ": the server is stopping" if self._stopping else " by the client"
+            task.end("cancelled", message=f"Cancelled{why}.")
         except MCPError as exc:
             error = exc.error.model_dump(mode="json", exclude_none=True)
             task.end("failed", error=error, message=exc.error.message)
@@ -342,11 +352,31 @@ class TaskStore:
         if task.job is not None and not task.job.done():
             task.job.cancel()
 
-    def close(self) -> None:
-        """Cancel every running task (the server is stopping)."""
-        for task in self._tasks.values():
-            if task.job is not None and not task.job.done():
-                task.job.cancel()
+    @contextlib.asynccontextmanager
+    async def serving(self) -> AsyncIterator[None]:
+        """The server's lifetime: when the last of its runs ends (stdio's one connection,
+        an HTTP app's lifespan), the tasks still running are cancelled (`aclose`)."""
+        self._serving += 1
+        try:
+            yield
+        finally:
+            self._serving -= 1
+            if self._serving == 0:
+                await self.aclose()
+
+    async def aclose(self) -> None:
+        """Cancel every running task and wait (at most `_CLOSE_WAIT` seconds) until each has
+        ended as `cancelled`: an async tool is cancelled, a sync tool's thread runs on and
+        its result is discarded. Finished tasks are kept; new ones may start again."""
+        jobs = [t.job for t in self._tasks.values() if t.job is not None and not t.job.done()]
+        self._stopping = True
+        try:
+            for job in jobs:
+                job.cancel()
+            if jobs:
+                await asyncio.wait(jobs, timeout=_CLOSE_WAIT)
+        finally:
+            self._stopping = False
 
     def _forget_expired(self) -> None:
         now, ttl = time.monotonic(), self.options.ttl
@@ -355,3 +385,267 @@ class TaskStore:
         ]
         for key in expired:
             del self._tasks[key]
+
+
+# -- the client half: a mounted server's tasks --------------------------------------------
+#
+# A `Mount`'s client declares the extension on every request of the 2026-07-28 protocol
+# (the SDK's client extensions are fixed when the client is built, before it knows the
+# server), so a server that offers tasks may answer any call with one; on the 2025
+# protocols nothing is declared and calls run inline. The server alone decides which calls
+# become tasks: on the 2026-07-28 protocol no tool listing says which tools may (FastMCP
+# drops the 2025 `execution.taskSupport` there), so a tool's "mode" is what its server
+# does with the call. A task is accepted only from a server that lists the extension in
+# its capabilities; everything in it is the server's word: checked, bounded, never echoed.
+
+_FIRST_POLL = 0.05  # seconds before the first poll; doubled up to the server's interval
+_MAX_POLL = 30.0  # seconds between polls at most, whatever the server suggests
+_DEFAULT_POLL = 1.0  # seconds between polls at most when the server suggests nothing
+_MAX_REMOTE_ID = 256  # characters of a remote task id
+_MAX_STATUS = 500  # characters of a remote status message passed on as progress
+_MAX_INPUTS = 16  # input requests of one poll
+_MAX_ANSWERS = 64  # input requests answered in one task
+_CANCEL_WAIT = 5.0  # seconds a tasks/cancel may take
+
+
+def _remote_id(value: str) -> str:
+    if not 0 < len(value) <= _MAX_REMOTE_ID or not value.isprintable() or value != value.strip():
+        raise ValueError(f"a task id is 1 to {_MAX_REMOTE_ID} printable characters")
+    return value
+
+
+class _RemoteTask(types.Result):
+    """The task fields toolreg reads from a server (`CreateTaskResult`, `tasks/get`)."""
+
+    task_id: str = Field(alias="taskId")
+    status: Status
+    status_message: str | None = Field(default=None, alias="statusMessage")
+    poll_interval_ms: float | None = Field(default=None, alias="pollIntervalMs")
+
+    @field_validator("task_id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return _remote_id(value)
+
+    @field_validator("poll_interval_ms")
+    @classmethod
+    def _interval(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("pollIntervalMs is not a finite number")
+        return value
+
+
+class CreatedTask(_RemoteTask):
+    """A `tools/call` answered with a task (`resultType: "task"`)."""
+
+    result_type: Literal["task"] = Field(alias="resultType")
+
+
+class PolledTask(_RemoteTask):
+    """A `tasks/get` answer: the task and, by status, its result, error or input requests."""
+
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    input_requests: dict[str, Any] | None = Field(default=None, alias="inputRequests")
+
+
+class _GetTask(types.Request[TaskParams, Literal["tasks/get"]]):
+    method: Literal["tasks/get"] = "tasks/get"
+    params: TaskParams
+    name_param = "taskId"  # the Mcp-Name header (SEP-2663)
+
+
+class _CancelTask(types.Request[TaskParams, Literal["tasks/cancel"]]):
+    method: Literal["tasks/cancel"] = "tasks/cancel"
+    params: TaskParams
+    name_param = "taskId"
+
+
+class _UpdateTask(types.Request[UpdateParams, Literal["tasks/update"]]):
+    method: Literal["tasks/update"] = "tasks/update"
+    params: UpdateParams
+    name_param = "taskId"
+
+
+class RemoteTaskError(Exception):
+    """A mounted server's task went wrong in a way the model may read (`Mount` turns it
+    into the call's failure): its words, to be passed on under the `errors=` policy, or
+    toolreg's own (`remote=False`)."""
+
+    def __init__(self, message: str, *, remote: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.remote = remote
+
+
+@dataclass(slots=True)
+class TaskCall:
+    """One mounted call on its way, for the task it may become: where its progress goes
+    (`progress`: the call's `ToolContext.report_progress`), how the mount answers a
+    question (`answer`: an `elicitation/create`'s params -> `ElicitResult`), and where the
+    `tasks/cancel` of an abandoned task runs (`spawn`, so that it outlives the call)."""
+
+    progress: Callable[[float, float | None, str | None], None]
+    answer: Callable[[Any], Awaitable[types.ElicitResult]]
+    spawn: Callable[[Awaitable[None]], None]
+    task_id: str | None = None
+    abandoned: bool = False
+    """The caller gave up before the server's answer came: a task it is, is cancelled."""
+    _shown: str | None = None
+    _count: int = 0
+
+    def status(self, message: str | None) -> None:
+        """A status message not seen before is the call's next progress line: counted
+        (progress only grows), cut to `_MAX_STATUS` characters, unprintables replaced."""
+        if not message or message == self._shown:
+            return
+        self._shown = message
+        self._count += 1
+        self.report(float(self._count), None, shown_text(message))
+
+    def report(self, progress: float, total: float | None, message: str | None) -> None:
+        try:
+            self.progress(progress, total, message)
+        except Exception:  # the caller's reporter: its failure is not the call's
+            _log.debug("a mounted call's progress could not be reported", exc_info=True)
+
+
+def shown_text(text: str) -> str:
+    """A remote status text as progress: printable, at most `_MAX_STATUS` characters."""
+    text = "".join(c if c.isprintable() else " " for c in text[: _MAX_STATUS + 1])
+    return text if len(text) <= _MAX_STATUS else text[:_MAX_STATUS] + "…"
+
+
+CURRENT_CALL: ContextVar[TaskCall | None] = ContextVar("toolreg_mcp_task_call", default=None)
+"""The mounted call the SDK's client is making in this context (set by `Mount`)."""
+
+
+class TasksClient(ClientExtension):
+    """The client half of the extension, for a `Mount`'s SDK client: declares it, and
+    claims `resultType: "task"` answers to `tools/call`, which `drive` finishes."""
+
+    identifier = EXTENSION
+
+    def claims(self) -> Sequence[ResultClaim[Any]]:
+        return (
+            ResultClaim(
+                result_type="task",
+                model=CreatedTask,
+                resolve=_resolve,
+                protocol_versions=frozenset(MODERN_PROTOCOL_VERSIONS),
+            ),
+        )
+
+
+async def _resolve(created: CreatedTask, context: ClaimContext) -> types.CallToolResult:
+    call = CURRENT_CALL.get()
+    if call is None:  # never: every call of the mount's client is made by the mount
+        raise RemoteTaskError("its MCP server answered with a task nobody waits for.")
+    return await drive(context.session, created, call)
+
+
+def offers_tasks(session: Any) -> bool:
+    """Whether the server lists the extension in its capabilities (2026-07-28)."""
+    capabilities = getattr(session, "server_capabilities", None)
+    extensions = getattr(capabilities, "extensions", None)
+    return isinstance(extensions, Mapping) and EXTENSION in extensions
+
+
+async def drive(session: Any, created: CreatedTask, call: TaskCall) -> types.CallToolResult:
+    """Poll the task `created` until it ends; its `CallToolResult`.
+
+    Polls come after 50 ms, then twice as long each time up to the server's
+    `pollIntervalMs` (at most 30 s). Status messages become the call's progress; an
+    `elicitation/create` in `inputRequests` is answered by `call.answer` (each key once);
+    a `completed` task's result is the call's, `failed` and `cancelled` fail the call.
+    Any other way out (the caller's time limit, its cancellation, a malformed answer)
+    sends `tasks/cancel` first, in the background: the call never runs twice, and the
+    task is not left running.
+    """
+    task_id = call.task_id = created.task_id
+    ended = False
+    try:
+        if not offers_tasks(session):
+            raise RemoteTaskError(
+                "its MCP server answered with a task, but does not offer the tasks extension."
+            )
+        state: _RemoteTask = created
+        delay = 0.0 if created.status in TERMINAL else _FIRST_POLL  # ended already: get it
+        answered: set[str] = set()
+        while True:
+            if call.abandoned:
+                raise RemoteTaskError("the call was abandoned before its task was created.")
+            call.status(state.status_message)
+            if isinstance(state, PolledTask):
+                if state.status in TERMINAL:
+                    ended = True
+                    return _outcome(state)
+                if state.status == "input_required":
+                    await _answer(session, state, call, answered)
+                    delay = _FIRST_POLL
+            if delay:
+                await asyncio.sleep(min(delay, _ceiling(state.poll_interval_ms)))
+            request = _GetTask(params=TaskParams.model_validate({"taskId": task_id}))
+            state = await session.send_request(request, PolledTask)
+            if state.task_id != task_id:
+                raise RemoteTaskError("its MCP server answered tasks/get about another task.")
+            delay = min(max(delay * 2, _FIRST_POLL), _MAX_POLL)
+    finally:
+        if not ended:
+            call.spawn(_cancel(session, task_id))
+
+
+def _ceiling(poll_interval_ms: float | None) -> float:
+    """The longest wait between polls: the server's interval, within 50 ms and 30 s."""
+    if poll_interval_ms is None or poll_interval_ms <= 0:
+        return _DEFAULT_POLL
+    return min(max(poll_interval_ms / 1000, _FIRST_POLL), _MAX_POLL)
+
+
+def _outcome(task: PolledTask) -> types.CallToolResult:
+    if task.status == "completed":
+        if task.result is None:
+            raise RemoteTaskError("its MCP server's completed task has no result.")
+        return types.CallToolResult.model_validate(task.result)
+    if task.status == "failed":
+        error = task.error if isinstance(task.error, Mapping) else {}
+        message = error.get("message")
+        if isinstance(message, str) and message.strip():
+            raise RemoteTaskError(message, remote=True)
+        raise RemoteTaskError("its MCP server's task failed.")
+    raise RemoteTaskError("its MCP server cancelled the task.")
+
+
+async def _answer(session: Any, task: PolledTask, call: TaskCall, answered: set[str]) -> None:
+    """Answer the task's new input requests with `tasks/update` (elicitation only)."""
+    requests = task.input_requests or {}
+    if len(requests) > _MAX_INPUTS:
+        raise RemoteTaskError(f"its MCP server asked for more than {_MAX_INPUTS} inputs at once.")
+    responses: dict[str, Any] = {}
+    for key, request in requests.items():
+        if key in answered:
+            continue
+        if len(key) > _MAX_REMOTE_ID or len(answered) >= _MAX_ANSWERS:
+            raise RemoteTaskError("its MCP server asked for input too many times.")
+        try:
+            asked = types.ElicitRequest.model_validate(request)
+        except ValidationError:
+            raise RemoteTaskError(
+                "its MCP server's task asked for input the mount cannot give "
+                "(only elicitation/create is answered)."
+            ) from None
+        answer = await call.answer(asked.params)
+        responses[key] = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
+        answered.add(key)
+    if responses:
+        params = UpdateParams.model_validate({"taskId": task.task_id, "inputResponses": responses})
+        await session.send_request(_UpdateTask(params=params), types.Result)
+
+
+async def _cancel(session: Any, task_id: str) -> None:
+    """`tasks/cancel`, at most `_CANCEL_WAIT` seconds; a failure is only logged."""
+    try:
+        request = _CancelTask(params=TaskParams.model_validate({"taskId": task_id}))
+        await session.send_request(request, types.Result, request_read_timeout_seconds=_CANCEL_WAIT)
+    except Exception as exc:
+        _log.debug("tasks/cancel of a mounted server's task failed: %s", type(exc).__name__)
