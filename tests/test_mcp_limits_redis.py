@@ -9,6 +9,7 @@ again."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import sys
@@ -117,6 +118,36 @@ def test_two_servers_share_one_bucket_where_per_process_ones_do_not(
     assert statuses((alone, alone), 6) == [200] * 6  # each process: 3 of its own
 
 
+def test_concurrent_calls_on_two_servers_get_exactly_the_limit(
+    store: RedisStore,
+    redis_url: str,  # noqa: F811
+) -> None:
+    """Each charge is one atomic step on Redis: 40 calls at once, half to each server,
+    admit exactly 10 (a read then a write from two servers would let more through)."""
+    other = RedisStore(redis_url, prefix=store.prefix)
+    limits = (RateLimit("10/h", redis=store), RateLimit("10/h", redis=other))
+
+    async def burst(urls: tuple[str, str]) -> list[int]:
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "add", "arguments": {"a": 1, "b": 2}},
+        }
+        async with httpx2.AsyncClient(timeout=60) as http:
+            answers = await asyncio.gather(
+                *(http.post(urls[i % 2], json=body, headers=HEADERS) for i in range(40))
+            )
+        return [a.status_code for a in answers]
+
+    with (
+        HttpServer(asgi_app(registry(), rate_limit=limits[0])) as one,
+        HttpServer(asgi_app(registry(), rate_limit=limits[1])) as two,
+    ):
+        statuses = asyncio.run(burst((one.url, two.url)))
+    assert sorted(statuses) == [200] * 10 + [429] * 30
+
+
 @pytest.mark.slow
 def test_serve_processes_and_their_workers_share_one_bucket(tmp_path: Path) -> None:
     redis = RedisServer(tmp_path)  # a server of its own: the CLI's keys have no test prefix
@@ -168,6 +199,29 @@ def test_callers_and_tools_keep_buckets_of_their_own(store: RedisStore) -> None:
     )
     assert "at most 2 tool calls per min" in overall.json()["error"]["message"]
     assert 1 <= int(overall.headers["retry-after"]) <= 60
+
+
+def test_behind_a_proxy_on_the_same_machine_each_client_has_its_own_bucket(
+    store: RedisStore,
+) -> None:
+    """uvicorn (under `serve` and `HttpServer`) takes the client's address from
+    `X-Forwarded-For` when the connection comes from 127.0.0.1 (its `forwarded_allow_ips`),
+    so a TLS proxy on the same machine does not make every caller one."""
+    app = asgi_app(registry(), rate_limit=RateLimit("1/min", redis=store))
+    with HttpServer(app) as server, httpx2.Client() as http:
+
+        def status(client: str) -> int:
+            headers = {**HEADERS, "x-forwarded-for": client}
+            body = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "add", "arguments": {"a": 1, "b": 2}},
+            }
+            return http.post(server.url, json=body, headers=headers).status_code
+
+        statuses = [status("203.0.113.7"), status("198.51.100.2"), status("203.0.113.7")]
+    assert statuses == [200, 200, 429]
 
 
 # -- Redis down, slow, refusing: fail closed ----------------------------------------------
