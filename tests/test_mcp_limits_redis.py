@@ -371,3 +371,22 @@ def test_the_cli_option_is_http_only(capsys: pytest.CaptureFixture[str]) -> None
         main(["serve", TOOLS, "--rate-limit-redis", "redis://127.0.0.1:6379/0"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err == ("toolreg: --rate-limit-redis applies to --transport http\n")
+
+
+def test_the_cli_names_the_environment_variable_it_read(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLREG_RATE_LIMIT_REDIS", "redis://127.0.0.1:6379/0")
+    with pytest.raises(SystemExit):
+        main(["serve", TOOLS, "--transport", "http"])
+    assert capsys.readouterr().err == (
+        "toolreg: $TOOLREG_RATE_LIMIT_REDIS is set, but there are no limits to keep in Redis: "
+        "add them, e.g. --rate-limit 60/min, or unset $TOOLREG_RATE_LIMIT_REDIS\n"
+    )
+    monkeypatch.setenv("TOOLREG_RATE_LIMIT_REDIS", f"redis:/ops:{PASSWORD}@cache")
+    with pytest.raises(SystemExit):
+        main(["serve", TOOLS, "--transport", "http", "--rate-limit", "5/min"])
+    assert capsys.readouterr().err == (
+        "toolreg: $TOOLREG_RATE_LIMIT_REDIS <a redis URL without a host>: a Redis URL starts "
+        "with redis://, rediss:// or unix://, e.g. --rate-limit-redis redis://127.0.0.1:6379/0\n"
+    )

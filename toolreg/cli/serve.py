@@ -121,7 +121,12 @@ def _check_options(args: argparse.Namespace) -> None:
         raise ServeError(f"--port {args.port} must be a whole number from 0 to 65535")
     if args.workers < 1:
         raise ServeError(f"--workers {args.workers} must be 1 or more")
-    _rate_limit(args.rate_limit, _redis_url(args))
+    if args.rate_limit_redis is None and not args.rate_limit and _redis_url(args) is not None:
+        raise ServeError(
+            f"${REDIS_ENV} is set, but there are no limits to keep in Redis: add them, e.g. "
+            f"--rate-limit 60/min, or unset ${REDIS_ENV}"
+        )
+    _rate_limit(args.rate_limit, _redis_url(args), _redis_flag(args))
     if args.token is not None and not args.token.strip():
         raise ServeError("--token is blank; pass the token, or leave --token out for none")
     if args.token is None and TOKEN_ENV in os.environ and not os.environ[TOKEN_ENV].strip():
@@ -171,7 +176,7 @@ def _serve(args: argparse.Namespace, context: Any) -> None:
         hosts = args.allowed_host or _allowed_hosts(args.host)
         registry = load_target(args.target, resources)
         _check_context(registry, context)
-        limits = _rate_limit(args.rate_limit, _redis_url(args))
+        limits = _rate_limit(args.rate_limit, _redis_url(args), _redis_flag(args))
         app = _app(registry, args.path, not args.stateful, token, hosts, context, limits)
         if args.workers == 1:
             serving.run_http(app, host=args.host, port=args.port, path=args.path)
@@ -220,9 +225,16 @@ def _redis_url(args: argparse.Namespace) -> str | None:
     return os.environ.get(REDIS_ENV) or None
 
 
-def _rate_limit(rates: list[str] | None, redis_url: str | None = None) -> Any:
+def _redis_flag(args: argparse.Namespace) -> str:
+    """Where the Redis URL came from, as the user wrote it."""
+    return "--rate-limit-redis" if args.rate_limit_redis is not None else f"${REDIS_ENV}"
+
+
+def _rate_limit(
+    rates: list[str] | None, redis_url: str | None = None, flag: str = "--rate-limit-redis"
+) -> Any:
     """`--rate-limit 60/min --rate-limit search=10/min` as a `RateLimit` (None: none),
-    its buckets in Redis at `redis_url` when given."""
+    its buckets in Redis at `redis_url` when given (`flag`: where that URL came from)."""
     if not rates:
         if redis_url is not None:
             raise ServeError(
@@ -254,8 +266,8 @@ def _rate_limit(rates: list[str] | None, redis_url: str | None = None) -> Any:
     except ToolregUsageError:
         shown = "" if redis_url is None else redacted(redis_url)
         raise ServeError(
-            f"--rate-limit-redis {shown}: a Redis URL starts with redis://, rediss:// or "
-            "unix://, e.g. --rate-limit-redis redis://127.0.0.1:6379/0"
+            f"{flag} {shown}: a Redis URL starts with redis://, rediss:// or unix://, e.g. "
+            "--rate-limit-redis redis://127.0.0.1:6379/0"
         ) from None
 
 

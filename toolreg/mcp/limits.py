@@ -286,7 +286,7 @@ class SharedBuckets:
     def describe(self, tool: str) -> str:
         return _describe(self._overall, self._tools, tool)
 
-    def keys(self, caller: str, tool: str) -> tuple[list[str], list[str], list[str]]:
+    def _keys(self, caller: str, tool: str) -> tuple[list[str], list[str], list[str]]:
         """The keys `take` charges for `caller` and `tool`, their rates as script
         arguments, and the tool each limit belongs to ("" for the overall one)."""
         digest = hashlib.sha256(caller.encode("utf-8", "surrogatepass")).hexdigest()[:32]
@@ -306,7 +306,7 @@ class SharedBuckets:
         return keys, args, names
 
     async def take(self, caller: str, tool: str) -> tuple[float, str]:
-        keys, args, names = self.keys(caller, tool)
+        keys, args, names = self._keys(caller, tool)
         if not keys:
             return 0.0, ""
         try:
@@ -342,6 +342,8 @@ def redacted(url: str) -> str:
     if parts.scheme == "unix":
         return f"unix://{parts.path}"
     host = parts.hostname or ""
+    if not host:
+        return f"<a {parts.scheme or 'schemeless'} URL without a host>"
     shown = f"[{host}]" if ":" in host else host
     return f"{parts.scheme}://{shown}" + ("" if port is None else f":{port}")
 
