@@ -338,6 +338,21 @@ def test_many_callers_leave_nothing_once_their_buckets_refill(store: RedisStore)
     assert keys(store) == []
 
 
+def test_a_bucket_key_holding_garbage_or_a_far_future_is_bounded(store: RedisStore) -> None:
+    """Whoever can write to Redis cannot lock a caller out for longer than one period: an
+    unreadable value counts as a full bucket, a time far ahead as one period ahead."""
+    app = asgi_app(registry(), rate_limit=RateLimit("2/min", redis=store))
+    with HttpServer(app) as server, httpx2.Client() as http:
+        assert call(http, server.url).status_code == 200
+        [key] = keys(store)
+        store.client.set(key, "not a number")
+        assert call(http, server.url).status_code == 200  # read as a full bucket
+        store.client.set(key, "1e300")
+        over = call(http, server.url)
+    assert over.status_code == 429
+    assert 1 <= int(over.headers["retry-after"]) <= 60
+
+
 # -- configuration ---------------------------------------------------------------------------
 
 
