@@ -266,6 +266,21 @@ def test_redis_going_down_refuses_calls_until_it_is_back(
     assert PASSWORD not in shown
 
 
+def test_a_full_redis_that_evicts_nothing_refuses_the_call(tmp_path: Path) -> None:
+    """`maxmemory` reached under `noeviction`: Redis refuses the script's write, so the
+    call is refused (fail closed), not let through."""
+    redis = RedisServer(tmp_path, "--maxmemory", "1", "--maxmemory-policy", "noeviction")
+    ran: list[str] = []
+    try:
+        app = asgi_app(registry(ran), rate_limit=RateLimit("5/min", redis=redis.url))
+        with HttpServer(app) as server, httpx2.Client() as http:
+            answer = call(http, server.url)
+    finally:
+        redis.stop()
+    assert answer.status_code == 503
+    assert ran == []
+
+
 @pytest.fixture
 def silent_port() -> Iterator[int]:
     """A loopback port that takes connections and never answers (a Redis that hangs)."""
