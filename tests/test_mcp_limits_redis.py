@@ -10,9 +10,11 @@ again."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -319,6 +321,47 @@ def test_a_redis_that_cannot_answer_refuses_the_call(
     assert ran == []
     assert PASSWORD not in answer.text + caplog.text
     assert "ops" not in caplog.text
+
+
+@pytest.mark.slow
+def test_a_hanging_redis_is_asked_by_one_call_at_a_time() -> None:
+    """Once Redis has failed, one call at a time asks it again and the others are refused
+    at once: ten calls at once against a Redis that hangs open one connection, not ten."""
+    accepted: list[socket.socket] = []
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+
+        def accept() -> None:
+            with contextlib.suppress(OSError):  # the listener closed: the test is over
+                while True:
+                    accepted.append(listener.accept()[0])  # kept open, never answered
+
+        threading.Thread(target=accept, daemon=True).start()
+        url = f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+        limit = RateLimit("5/min", redis=url, redis_timeout=2)
+
+        async def burst(target: str) -> list[int]:
+            body = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {"name": "add", "arguments": {"a": 1, "b": 2}},
+            }
+            async with httpx2.AsyncClient(timeout=60) as http:
+                answers = await asyncio.gather(
+                    *(http.post(target, json=body, headers=HEADERS) for _ in range(10))
+                )
+            return [a.status_code for a in answers]
+
+        with HttpServer(asgi_app(registry(), rate_limit=limit)) as server:
+            with httpx2.Client() as http:
+                assert call(http, server.url).status_code == 503  # Redis is failing now
+            assert asyncio.run(burst(server.url)) == [503] * 10
+            connections = len(accepted)
+    for conn in accepted:
+        conn.close()
+    assert connections == 2  # the first call's, then the one call that asked again
 
 
 # -- bounded keys ------------------------------------------------------------------------------

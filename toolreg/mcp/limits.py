@@ -25,7 +25,10 @@ Where the buckets live:
 
 When Redis does not answer within `redis_timeout` seconds (down, unreachable, slow, a wrong
 password), the call is refused: HTTP 503 with `Retry-After: 1` and a JSON-RPC error
-(-32000) saying the limit could not be checked; the tool does not run. A limit that
+(-32000) saying the limit could not be checked; the tool does not run. From then on, one
+call at a time asks Redis again and every other call is refused at once (so a Redis that
+hangs holds one connection and one waiting request, not one per call), until one gets an
+answer. A limit that
 vanished whenever its store did could be switched off by whoever overloads the store, so
 it fails closed. One WARNING line on the `toolreg.mcp` logger says so when the store stops
 answering (and one when it answers again); neither a message nor a log line shows the URL's
@@ -248,6 +251,7 @@ class SharedBuckets:
         "_failing",
         "_overall",
         "_prefix",
+        "_probing",
         "_script",
         "_timeout",
         "_tools",
@@ -265,6 +269,7 @@ class SharedBuckets:
         self._tools = dict(tools)
         self._timeout = timeout
         self._failing = False
+        self._probing = False
         if isinstance(redis, RedisStore):
             self._client: Any = redis.async_client
             self._prefix = redis.prefix
@@ -309,6 +314,10 @@ class SharedBuckets:
         keys, args, names = self._keys(caller, tool)
         if not keys:
             return 0.0, ""
+        if self._failing and self._probing:  # one call at a time asks a failing Redis
+            raise RateLimitUnavailable(self.where)
+        probe = self._failing
+        self._probing = self._probing or probe
         try:
             answer = await asyncio.wait_for(self._script(keys=keys, args=args), self._timeout)
             wait, index = int(answer[0]), int(answer[1])
@@ -324,6 +333,9 @@ class SharedBuckets:
                     type(exc).__name__,
                 )
             raise RateLimitUnavailable(self.where) from None
+        finally:
+            if probe:
+                self._probing = False
         if self._failing:
             self._failing = False
             _log.warning("the rate limits in %s answer again", self.where)
