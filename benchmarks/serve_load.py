@@ -15,7 +15,10 @@ runs: `asgi_app` under uvicorn on toolreg's socket), stateless:
 - `rate limit`: `RateLimit(...)` overall and for the tool, too high to ever refuse;
 - `auth + rate limit`: both (the buckets then per token subject);
 - `cache`: `ResultCache(ttl=60)` and the tool registered `read_only=True` (every call
-  after the first is answered from the cache).
+  after the first is answered from the cache);
+- `rate limit (redis)`: the same limits with `redis=` a redis-server started here on
+  127.0.0.1 (no disk): every call is one `EVALSHA` round trip to it. Left out when
+  `redis-server` is not installed.
 
 And the peer, FastMCP (the `fastmcp` package, in the `dev` extra), two more processes
 serving the same function with `FastMCP.http_app(stateless_http=True, json_response=True)`
@@ -49,10 +52,14 @@ import contextlib
 import json
 import math
 import os
+import shutil
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -64,6 +71,7 @@ from mcp_bench import _cpu_seconds, _free_port, _Server  # noqa: E402
 __all__ = ["CONFIGS", "run"]
 
 CONFIGS = ("none", "auth", "rate limit", "auth + rate limit", "cache")
+REDIS_CONFIG = "rate limit (redis)"  # measured when redis-server is installed
 PEER_CONFIGS = ("fastmcp none", "fastmcp auth + rate limit")
 ISSUER = "https://auth.example.com"
 RESOURCE = "https://mcp.example.com/mcp"
@@ -93,8 +101,9 @@ async def get_weather_async(city: str) -> dict[str, Any]:
     return get_weather(city)
 
 
-def app(config: str, jwks: str, tool: Any = get_weather) -> Any:
-    """The ASGI app of `config`: `tool` (as `get_weather`) behind that configuration's policies."""
+def app(config: str, jwks: str, tool: Any = get_weather, redis: str | None = None) -> Any:
+    """The ASGI app of `config`: `tool` (as `get_weather`) behind that configuration's policies
+    (`redis`: the URL of the shared buckets of `rate limit (redis)`)."""
     from toolreg import ToolRegistry
     from toolreg.mcp import JwtVerifier, RateLimit, ResultCache, asgi_app
 
@@ -105,7 +114,8 @@ def app(config: str, jwks: str, tool: Any = get_weather) -> Any:
         auth = JwtVerifier(jwks, issuer=ISSUER, audience=RESOURCE)
     limit = None
     if "rate limit" in config:
-        limit = RateLimit(HIGH_RATE, tools={"get_weather": HIGH_RATE})
+        shared = redis if config == REDIS_CONFIG else None
+        limit = RateLimit(HIGH_RATE, tools={"get_weather": HIGH_RATE}, redis=shared)
     cache = ResultCache(ttl=60) if config == "cache" else None
     return asgi_app(registry, auth=auth, rate_limit=limit, cache=cache)
 
@@ -136,13 +146,42 @@ def peer_app(config: str, pem: str) -> Any:
     return server.http_app(path="/mcp", stateless_http=True, json_response=True)
 
 
-def serve(config: str, port: int, jwks: str) -> None:
+def serve(config: str, port: int, jwks: str, redis: str | None = None) -> None:
     from toolreg.mcp.serving import run_http
 
     if config in PEER_CONFIGS:
         run_http(peer_app(config, jwks[: -len(".json")] + ".pem"), port=port)
-    else:
-        run_http(app(config, jwks), port=port)  # what `toolreg serve --transport http` runs
+    else:  # what `toolreg serve --transport http` runs
+        run_http(app(config, jwks, redis=redis), port=port)
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[str | None]:
+    """The URL of a redis-server of this run's own (127.0.0.1, no disk), or None when it is
+    not installed or does not start."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        yield None
+        return
+    port = _free_port()
+    with tempfile.TemporaryDirectory() as folder:
+        options = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", folder]
+        process = subprocess.Popen(
+            [binary, "--port", str(port), *options],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 10
+            while process.poll() is None and time.monotonic() < deadline:
+                with socket.socket() as probe:
+                    if probe.connect_ex(("127.0.0.1", port)) == 0:
+                        break
+                time.sleep(0.05)
+            yield f"redis://127.0.0.1:{port}/0" if process.poll() is None else None
+        finally:
+            process.kill()
+            process.wait()
 
 
 # -- the client side ---------------------------------------------------------------------------
@@ -304,14 +343,17 @@ async def _direct(asgi: Any, token: str | None, calls: int) -> float:
     return cpu
 
 
-def in_process(jwks: str, token: str, calls: int, rounds: int) -> list[dict[str, Any]]:
+def in_process(
+    jwks: str, token: str, calls: int, rounds: int, redis: str | None = None
+) -> list[dict[str, Any]]:
     """Each configuration's app called in this process, an async tool (no thread)."""
-    apps = {config: app(config, jwks, get_weather_async) for config in CONFIGS}
-    measured: dict[str, list[float]] = {config: [] for config in CONFIGS}
+    configs = CONFIGS if redis is None else (*CONFIGS, REDIS_CONFIG)
+    apps = {config: app(config, jwks, get_weather_async, redis) for config in configs}
+    measured: dict[str, list[float]] = {config: [] for config in configs}
 
     async def rounds_of_calls() -> None:
         for _ in range(rounds):
-            for config in CONFIGS:
+            for config in configs:
                 given = token if "auth" in config else None
                 measured[config].append(await _direct(apps[config], given, calls))
 
@@ -329,27 +371,31 @@ def in_process(jwks: str, token: str, calls: int, rounds: int) -> list[dict[str,
     return rows
 
 
-ALL_CONFIGS = CONFIGS + PEER_CONFIGS
+ALL_CONFIGS = (*CONFIGS, REDIS_CONFIG, *PEER_CONFIGS)
 COMPARED = (("none", "fastmcp none"), ("auth + rate limit", "fastmcp auth + rate limit"))
 
 
 def run(calls: int, clients: int, rounds: int) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory() as folder, redis_server() as redis:
         jwks, signed = _keys(folder, clients)
         servers: dict[str, _Server] = {}
+        ours = CONFIGS if redis is None else (*CONFIGS, REDIS_CONFIG)
+        every = (*ours, *PEER_CONFIGS)
 
         def start(config: str) -> None:
             command = [sys.executable, os.path.abspath(__file__), "--serve", config]
+            if redis is not None:
+                command += ["--redis", redis]
             servers[config] = _Server([*command, "--jwks", jwks, "--port"], _free_port())
 
         try:
-            with concurrent.futures.ThreadPoolExecutor(len(ALL_CONFIGS)) as starting:
-                list(starting.map(start, ALL_CONFIGS))  # all at once (each imports for a second)
-            cells: dict[str, list[dict[str, Any]]] = {config: [] for config in ALL_CONFIGS}
+            with concurrent.futures.ThreadPoolExecutor(len(every)) as starting:
+                list(starting.map(start, every))  # all at once (each imports for a second)
+            cells: dict[str, list[dict[str, Any]]] = {config: [] for config in every}
             anonymous: list[str | None] = [None] * clients
             for index in range(rounds):
-                turn = index % len(ALL_CONFIGS)
-                for config in ALL_CONFIGS[turn:] + ALL_CONFIGS[:turn]:
+                turn = index % len(every)
+                for config in every[turn:] + every[:turn]:
                     server = servers[config]
                     port = int(server.url.rsplit(":", 1)[1].split("/")[0])
                     tokens = list(signed) if "auth" in config else anonymous
@@ -358,8 +404,8 @@ def run(calls: int, clients: int, rounds: int) -> dict[str, Any]:
         finally:
             for server in servers.values():
                 server.close()
-        direct = in_process(jwks, signed[0], calls, rounds * 3)
-    rows = _rows({c: cells[c] for c in CONFIGS}, "none")
+        direct = in_process(jwks, signed[0], calls, rounds * 3, redis)
+    rows = _rows({c: cells[c] for c in ours}, "none")
     peer = _rows({c: cells[c] for c in PEER_CONFIGS}, "fastmcp none")
     return {
         "rows": rows,
@@ -488,11 +534,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, help="rounds (each configuration once)")
     parser.add_argument("--serve", choices=ALL_CONFIGS, help=argparse.SUPPRESS)
     parser.add_argument("--jwks", help=argparse.SUPPRESS)
+    parser.add_argument("--redis", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve is not None:  # one of the servers (a process of its own)
         with contextlib.suppress(KeyboardInterrupt):
-            serve(args.serve, args.port, args.jwks)
+            serve(args.serve, args.port, args.jwks, args.redis)
         return 0
     calls = args.calls or (300 if args.quick else 3000)
     rounds = args.rounds or (1 if args.quick else 5)

@@ -42,6 +42,16 @@ ORDERS = str(ROOT / "samples" / "orders.py")
             )
             for rate, shown in (("10", "10"), ("=5/min", "=5/min"), ("5/week", "5/week"))
         ),
+        (
+            ["--rate-limit-redis", "redis://127.0.0.1:6379/0"],
+            "--rate-limit-redis keeps the --rate-limit buckets: add the limits, e.g. "
+            "--rate-limit 60/min",
+        ),
+        (  # the password is not repeated
+            ["--rate-limit", "5/min", "--rate-limit-redis", "http://ops:hunter2@cache:6379"],
+            "--rate-limit-redis http://cache:6379: a Redis URL starts with redis://, "
+            "rediss:// or unix://, e.g. --rate-limit-redis redis://127.0.0.1:6379/0",
+        ),
     ],
 )
 def test_http_option_errors_name_the_option_as_typed(

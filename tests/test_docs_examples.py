@@ -23,7 +23,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx2
 import pytest
+from _mcp_support import HttpChild
+from _store_support import RedisServer
 from markdown_it import MarkdownIt
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,9 +37,11 @@ PAGES = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
 SLOW = {
     "mcp_auth.py",
     "mcp_mount_stdio.py",
+    "mcp_open_network.py",
     "mcp_pin.py",
     "mcp_serve_mount.py",
     "mcp_serve_toolset.py",
+    "mcp_shared_limits.py",
     "mcp_tasks.py",
 }
 INCLUDE = re.compile(r"^```\{literalinclude\}\s+(\S+)", re.MULTILINE)
@@ -231,3 +236,47 @@ def test_a_pages_documented_install_gives_what_its_examples_import() -> None:
                     )
                     checked += 1
     assert checked
+
+
+def _http_serve_lines() -> list[object]:
+    lines = {
+        line
+        for page in PAGES
+        for info, content in _fences(page)
+        if info == "bash"
+        for line in content.splitlines()
+        if line.startswith("toolreg serve") and "--transport http" in line
+    }
+    return [pytest.param(line, marks=[pytest.mark.slow]) for line in sorted(lines)]
+
+
+@pytest.mark.parametrize("line", _http_serve_lines())
+def test_each_http_serve_command_of_the_pages_serves(line: str, tmp_path: Path) -> None:
+    """`toolreg serve ... --transport http` runs until stopped: started as the page writes
+    it, but on a free port (`--port 0`) and with its `redis://` URL pointing at a
+    redis-server of its own; it must answer `tools/list` for the Host it accepts."""
+    args = shlex.split(line)[1:]
+    if "--port" in args:
+        args[args.index("--port") + 1] = "0"
+    else:
+        args += ["--port", "0"]
+    redis = None
+    if any(a.startswith("redis://") for a in args):
+        redis = RedisServer(tmp_path)
+        args = [redis.url if a.startswith("redis://") else a for a in args]
+    hosts = [args[i + 1] for i, a in enumerate(args) if a == "--allowed-host"]
+    host = hosts[0].removesuffix(":*") if hosts else "127.0.0.1"
+    headers = {
+        "host": host,
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-11-25",
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    try:
+        with HttpChild(sys.executable, "-m", "toolreg", *args) as child:
+            answer = httpx2.post(child.url, json=body, headers=headers, timeout=30)
+        assert answer.status_code == 200, f"{line}\n{answer.text}"
+        assert answer.json()["result"]["tools"], line
+    finally:
+        if redis is not None:
+            redis.stop()

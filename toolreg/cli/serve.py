@@ -4,6 +4,8 @@
 toolreg serve samples/weather.py                                   # stdio (Claude Desktop...)
 toolreg serve samples/weather.py --transport http --port 8000      # http://127.0.0.1:8000/mcp
 TOOLREG_MCP_TOKEN=... toolreg serve app:registry --transport http --workers 4
+toolreg serve app:registry --transport http --workers 4 \
+    --rate-limit 60/min --rate-limit-redis redis://127.0.0.1:6379/0   # one bucket for all
 ```
 
 TARGET may name a toolset as `module:attribute` (a view such as `combined(registry,
@@ -32,6 +34,7 @@ __all__ = ["add_parser", "cmd_serve", "worker_app"]
 
 _WORKER_ENV = "TOOLREG_SERVE_WORKER"  # the settings a worker process reads, as JSON
 TOKEN_ENV = "TOOLREG_MCP_TOKEN"
+REDIS_ENV = "TOOLREG_RATE_LIMIT_REDIS"
 
 
 class ServeError(TargetError):
@@ -65,7 +68,13 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser], target_he
         action="append",
         metavar="RATE",
         help="HTTP: each caller's tool calls, e.g. 60/min; TOOL=RATE for one tool, e.g. "
-        "search=10/min (repeatable; per worker process)",
+        "search=10/min (repeatable; per worker process unless --rate-limit-redis)",
+    )
+    p.add_argument(
+        "--rate-limit-redis",
+        metavar="URL",
+        help="HTTP: keep the --rate-limit buckets in Redis, shared by every worker and "
+        f"machine, e.g. redis://127.0.0.1:6379/0 (default: ${REDIS_ENV} if set)",
     )
     p.add_argument(
         "--allowed-host",
@@ -81,6 +90,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             ("--token", args.token),
             ("--workers", args.workers != 1),
             ("--rate-limit", args.rate_limit),
+            ("--rate-limit-redis", args.rate_limit_redis),
         )
         for flag, given in options:
             if given:
@@ -114,7 +124,12 @@ def _check_options(args: argparse.Namespace) -> None:
         raise ServeError(f"--port {args.port} must be a whole number from 0 to 65535")
     if args.workers < 1:
         raise ServeError(f"--workers {args.workers} must be 1 or more")
-    _rate_limit(args.rate_limit)
+    if args.rate_limit_redis is None and not args.rate_limit and _redis_url(args) is not None:
+        raise ServeError(
+            f"${REDIS_ENV} is set, but there are no limits to keep in Redis: add them, e.g. "
+            f"--rate-limit 60/min, or unset ${REDIS_ENV}"
+        )
+    _rate_limit(args.rate_limit, _redis_url(args), _redis_flag(args))
     if args.token is not None and not args.token.strip():
         raise ServeError("--token is blank; pass the token, or leave --token out for none")
     if args.token is None and TOKEN_ENV in os.environ and not os.environ[TOKEN_ENV].strip():
@@ -164,7 +179,7 @@ def _serve(args: argparse.Namespace, context: Any) -> None:
         hosts = args.allowed_host or _allowed_hosts(args.host)
         registry = load_target(args.target, resources, toolset=True)
         _check_context(registry, context)
-        limits = args.rate_limit
+        limits = _rate_limit(args.rate_limit, _redis_url(args), _redis_flag(args))
         app = _app(registry, args.path, not args.stateful, token, hosts, context, limits)
         if args.workers == 1:
             serving.run_http(app, host=args.host, port=args.port, path=args.path)
@@ -180,6 +195,9 @@ def _serve(args: argparse.Namespace, context: Any) -> None:
         os.environ[_WORKER_ENV] = json.dumps(settings)
         if token is not None:
             os.environ[TOKEN_ENV] = token  # read by each worker, never on a command line
+        redis_url = _redis_url(args)
+        if redis_url is not None:
+            os.environ[REDIS_ENV] = redis_url  # it may hold a password: the same way
         serving.run_http(
             f"{__name__}:worker_app",
             host=args.host,
@@ -201,11 +219,33 @@ def _context(text: str | None) -> Any:
     return lambda request: deps
 
 
-def _rate_limit(rates: list[str] | None) -> Any:
-    """`--rate-limit 60/min --rate-limit search=10/min` as a `RateLimit` (None: none)."""
-    if not rates:
+def _redis_url(args: argparse.Namespace) -> str | None:
+    """`--rate-limit-redis`, else `$TOOLREG_RATE_LIMIT_REDIS` (HTTP only), else None."""
+    if args.rate_limit_redis is not None:
+        return str(args.rate_limit_redis)
+    if args.transport != "http":
         return None
-    from ..mcp.limits import RateLimit, parse_rate
+    return os.environ.get(REDIS_ENV) or None
+
+
+def _redis_flag(args: argparse.Namespace) -> str:
+    """Where the Redis URL came from, as the user wrote it."""
+    return "--rate-limit-redis" if args.rate_limit_redis is not None else f"${REDIS_ENV}"
+
+
+def _rate_limit(
+    rates: list[str] | None, redis_url: str | None = None, flag: str = "--rate-limit-redis"
+) -> Any:
+    """`--rate-limit 60/min --rate-limit search=10/min` as a `RateLimit` (None: none),
+    its buckets in Redis at `redis_url` when given (`flag`: where that URL came from)."""
+    if not rates:
+        if redis_url is not None:
+            raise ServeError(
+                "--rate-limit-redis keeps the --rate-limit buckets: add the limits, e.g. "
+                "--rate-limit 60/min"
+            )
+        return None
+    from ..mcp.limits import RateLimit, parse_rate, redacted
 
     overall: str | None = None
     tools: dict[str, str] = {}
@@ -224,7 +264,14 @@ def _rate_limit(rates: list[str] | None) -> Any:
             tools[tool.strip()] = value
         else:
             overall = value
-    return RateLimit(overall, tools=tools)
+    try:
+        return RateLimit(overall, tools=tools, redis=redis_url)
+    except ToolregUsageError:
+        shown = "" if redis_url is None else redacted(redis_url)
+        raise ServeError(
+            f"{flag} {shown}: a Redis URL starts with redis://, rediss:// or unix://, e.g. "
+            "--rate-limit-redis redis://127.0.0.1:6379/0"
+        ) from None
 
 
 def _app(
@@ -234,7 +281,7 @@ def _app(
     token: str | None,
     hosts: list[str],
     context: Any,
-    rates: list[str] | None = None,
+    rate_limit: Any = None,
 ) -> Any:
     from ..mcp import asgi_app
 
@@ -245,7 +292,7 @@ def _app(
         token=token,
         allowed_hosts=hosts,
         context=context,
-        rate_limit=_rate_limit(rates),
+        rate_limit=rate_limit,
     )
 
 
@@ -256,5 +303,5 @@ def worker_app() -> Any:
     token = os.environ.get(TOKEN_ENV) or None
     context = _context(settings["context"])
     stateless, hosts = settings["stateless"], settings["allowed_hosts"]
-    rates = settings.get("rate_limit")
+    rates = _rate_limit(settings.get("rate_limit"), os.environ.get(REDIS_ENV) or None)
     return _app(registry, settings["path"], stateless, token, hosts, context, rates)

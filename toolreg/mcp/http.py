@@ -56,7 +56,7 @@ from .auth import (
 )
 from .cache import ResultCache
 from .context import McpRequest
-from .limits import RATE_LIMIT_CODE, Buckets, RateLimit
+from .limits import RATE_LIMIT_CODE, Limiter, RateLimit, RateLimitUnavailable
 from .server import (
     CALLER_KEY,
     DEFAULT_MAX_THREADS,
@@ -124,7 +124,8 @@ def asgi_app(
     `JwtVerifier` whose audience is the server's URL; see `toolreg.mcp.auth`): tools
     registered with `scopes=` are listed and callable only with a token holding them.
     `rate_limit=RateLimit("60/min", tools={"search": "10/min"})` limits each caller's
-    tool calls (HTTP 429 with `Retry-After`; buckets per process, see `limits`).
+    tool calls (HTTP 429 with `Retry-After`; buckets per process, or shared by every
+    process and machine in Redis with `redis=`; see `limits`).
     `cache=ResultCache(ttl=60)` keeps read-only and idempotent tools' results per caller.
     `tasks=TaskOptions(...)` bounds the tools registered `task=` run as MCP tasks.
 
@@ -203,7 +204,7 @@ class McpApp:
         stateless: bool,
         token: str | None,
         auth: ResourceServer | None = None,
-        buckets: Buckets | None = None,
+        buckets: Limiter | None = None,
         allowed_hosts: tuple[str, ...],
         allowed_origins: tuple[str, ...],
         name: str,
@@ -270,7 +271,9 @@ class McpApp:
                 await _respond(send, 413, b"Request body too large")
                 return
             message = _message(body)  # parsed once, for the limits and the fast path
-            over = None if self._buckets is None else _over_limit(self._buckets, message, caller)
+            over = (
+                None if self._buckets is None else await _over_limit(self._buckets, message, caller)
+            )
             if over is not None:
                 await _respond(send, *over)
                 return
@@ -504,23 +507,29 @@ def _read_headers(raw: Iterable[tuple[bytes, bytes]]) -> tuple[dict[str, str], b
     return headers, unusual
 
 
-def _over_limit(
-    buckets: Buckets, message: object, caller: Caller
+async def _over_limit(
+    buckets: Limiter, message: object, caller: Caller
 ) -> tuple[int, bytes, list[Any]] | None:
     """The 429 for a `tools/call` (`message`: the parsed body) over one of the caller's
-    limits, else None."""
+    limits, the 503 when the limits cannot be checked (shared buckets), else None."""
     if type(message) is not dict or message.get("method") != "tools/call":
         return None  # not a call (or not JSON): the SDK answers it
     params = message.get("params")
     name = params.get("name") if type(params) is dict else None
-    wait, which = buckets.take(caller.identity, name if isinstance(name, str) else "")
-    if not wait:
-        return None
-    seconds = max(1, math.ceil(wait))
+    try:
+        wait, which = await buckets.take(caller.identity, name if isinstance(name, str) else "")
+    except RateLimitUnavailable:
+        status, seconds = 503, 1
+        text = "Rate limits cannot be checked right now (their store does not answer)"
+    else:
+        if not wait:
+            return None
+        status, seconds = 429, max(1, math.ceil(wait))
+        text = f"Rate limit exceeded: {buckets.describe(which)}"
     request_id = message.get("id")
     error = {
         "code": RATE_LIMIT_CODE,
-        "message": f"Rate limit exceeded: {buckets.describe(which)}; retry after {seconds} s.",
+        "message": f"{text}; retry after {seconds} s.",
         "data": {"retryAfter": seconds},
     }
     shown_id = (
@@ -530,7 +539,7 @@ def _over_limit(
     )
     envelope = {"jsonrpc": "2.0", "id": shown_id, "error": error}
     headers = [*_JSON, (b"retry-after", str(seconds).encode())]
-    return 429, _ENCODER.encode(envelope).encode(), headers
+    return status, _ENCODER.encode(envelope).encode(), headers
 
 
 def _accepts(headers: Mapping[str, str]) -> bool:
