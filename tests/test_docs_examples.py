@@ -188,6 +188,28 @@ def _distributions_of(module: str) -> set[str]:
     return found
 
 
+def _dependencies_of(requirements: list[str]) -> set[str]:
+    """The distributions that these requirements install in turn: each one's own
+    requirements, and those of the extras it asks for (`pyjwt[crypto]`: cryptography)."""
+    import importlib.metadata as metadata
+
+    found: set[str] = set()
+    for requirement in requirements:
+        match = re.match(r"\s*([\w.-]+)\s*(?:\[([\w,\s-]+)\])?", requirement)
+        if match is None:
+            continue
+        wanted = {e.strip() for e in (match.group(2) or "").split(",") if e.strip()}
+        try:
+            requires = metadata.requires(match.group(1)) or []
+        except metadata.PackageNotFoundError:
+            continue
+        for r in requires:
+            extra = re.search(r"extra\s*==\s*['\"]([\w-]+)['\"]", r)
+            if extra is None or extra.group(1) in wanted:
+                found |= _requirement_names([r])
+    return found
+
+
 EXTRA = re.compile(r"pip install '?toolreg\[([\w,]+)\]'?")
 
 
@@ -199,7 +221,6 @@ def test_a_pages_documented_install_gives_what_its_examples_import() -> None:
     import importlib.metadata as metadata
 
     requires = metadata.requires("toolreg") or []
-    runtime = _requirement_names([r for r in requires if "extra ==" not in r])
     checked = 0
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
@@ -209,10 +230,12 @@ def test_a_pages_documented_install_gives_what_its_examples_import() -> None:
         extras = [e for found in EXTRA.findall(text) for e in found.split(",")]
         if not extras:
             continue
-        allowed = set(runtime)
+        chosen = [r for r in requires if "extra ==" not in r]
         for extra in extras:
             marker = re.compile(rf"extra\s*==\s*['\"]{extra}['\"]")
-            allowed |= _requirement_names([r for r in requires if marker.search(r)])
+            chosen += [r for r in requires if marker.search(r)]
+        # what they install, and what those install in turn (`mcp`: httpx2)
+        allowed = _requirement_names(chosen) | _dependencies_of(chosen)
         for info, _ in _fences(page):
             match = INCLUDE.match(f"```{info}")
             if not match:
