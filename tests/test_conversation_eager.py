@@ -375,3 +375,72 @@ def test_the_eager_tool_option_is_checked() -> None:
         reg.register_tool(delete, eager="always")
     assert reg.register_tool(delete, read_only=True, eager=False) is delete
     assert reg.get("delete").eager is False
+
+
+# -- the Anthropic Messages API --------------------------------------------------------------
+
+
+class AnthropicGate:
+    """`before_send` for /v1/messages: before request 0's `message_delta` (after every
+    content block), wait until a tool has started, then log "stream end"."""
+
+    def __init__(self, log: Log, hold: float = HOLD) -> None:
+        self.log, self.hold = log, hold
+
+    def __call__(self, index: int, event: dict[str, Any]) -> None:
+        if index == 0 and event.get("type") == "message_delta":
+            self.log.started.wait(self.hold)
+            self.log.add("stream end")
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_anthropic_calls_start_while_the_message_still_streams(asynchronous: bool) -> None:
+    log = Log()
+    reg = registry(log)
+    with ScriptedServer([TWO_CALLS, text("done")], before_send=AnthropicGate(log)) as server:
+        if asynchronous:
+            chat: Any = AsyncConversation(
+                server.async_anthropic_client(), MODEL, registry=reg, stream=True
+            )
+            reply = asyncio.run(chat.send("look both up"))
+        else:
+            chat = Conversation(server.anthropic_client(), MODEL, registry=reg, stream=True)
+            reply = chat.send("look both up")
+        results = server.requests[1]["messages"][-1]["content"]
+    assert log.events[0] == "lookup started"  # before the message ended
+    assert log.events.index("stream end") < len(log.events)
+    assert sorted(log.events) == ["lookup started", "other started", "stream end"]
+    assert [(r["tool_use_id"], r["content"]) for r in results] == [
+        ("call_1", "lookup: a"),
+        ("call_2", "other: b"),
+    ]
+    assert reply.text == "done"
+
+
+def test_anthropic_a_tool_that_is_not_safe_waits_for_the_whole_message() -> None:
+    log = Log()
+    reg = registry(log, lookup={}, other={})  # neither read-only nor idempotent
+    gate = AnthropicGate(log, hold=BRIEF)
+    with ScriptedServer([TWO_CALLS, text("done")], before_send=gate) as server:
+        chat = Conversation(server.anthropic_client(), MODEL, registry=reg, stream=True)
+        chat.send("look both up")
+    assert log.events[0] == "stream end"
+
+
+def test_anthropic_a_cut_off_stream_abandons_the_early_call_and_keeps_no_history() -> None:
+    log = Log()
+
+    def cut(index: int, event: dict[str, Any]) -> None:
+        if index == 0 and event.get("type") == "message_delta":
+            log.started.wait(HOLD)
+            raise RuntimeError("the connection drops")
+
+    with ScriptedServer([TWO_CALLS], before_send=cut) as server:
+        chat = Conversation(
+            server.anthropic_client(max_retries=0), MODEL, registry=registry(log), stream=True
+        )
+        with pytest.raises(ConversationError):
+            chat.send("look both up")
+        assert len(server.requests) == 1  # nothing sent again
+    assert log.events == ["lookup started"]  # started early, once; `other` never ran
+    assert chat.messages == []

@@ -236,10 +236,27 @@ class MessageStreamAssembler:
         self.stop_reason: Any = None
         self.stopped = False
         self.events = 0
+        self.closed: list[int] = []  # tool_use blocks complete and not given out yet
 
     def completed(self) -> list[dict[str, Any]]:
-        """No eager start here yet: the whole answer decides (see `Assembler`)."""
-        return []
+        """The `tool_use` blocks complete so far (`content_block_stop`), each once, alone
+        in an assistant message (eager start; see `Assembler`)."""
+        done = [
+            {"role": "assistant", "content": [self._block(index)]}
+            for index in self.closed
+            if self.blocks.get(index, {}).get("type") == "tool_use"
+        ]
+        self.closed.clear()
+        return done
+
+    def _block(self, index: int) -> dict[str, Any]:
+        """A block with its streamed input read (a call whose input is not a JSON object
+        keeps it as text: dispatch says why; none: the input of content_block_start)."""
+        block = dict(self.blocks[index])
+        text = "".join(self.inputs.get(index, ()))
+        if text.strip():
+            block["input"] = strict_decoder.decode(text) if is_json_object(text) else text
+        return block
 
     def feed(self, event: Any) -> None:
         self.events += 1
@@ -276,6 +293,8 @@ class MessageStreamAssembler:
             self.blocks[index] = dict(block)
         elif kind == "content_block_delta" and isinstance(index, int):
             return self._delta(index, data.get("delta") or {})
+        elif kind == "content_block_stop" and isinstance(index, int) and index in self.blocks:
+            self.closed.append(index)
         elif kind == "message_delta":
             delta = data.get("delta") or {}
             self.stop_reason = delta.get("stop_reason", self.stop_reason)
@@ -309,13 +328,6 @@ class MessageStreamAssembler:
             raise ConversationError("the endpoint streamed no events (an empty or invalid stream)")
         if self.message is None or not self.stopped:
             raise ConversationError("the stream ended before the message was complete")
-        content = []
-        for index in sorted(self.blocks):
-            block = self.blocks[index]
-            text = "".join(self.inputs.get(index, ()))
-            if text.strip():  # none: the input of content_block_start ({}) stands
-                # a call whose input is not a JSON object keeps it as text: dispatch says why
-                block["input"] = strict_decoder.decode(text) if is_json_object(text) else text
-            content.append(block)
+        content = [self._block(index) for index in sorted(self.blocks)]
         message = {**self.message, "content": content, "stop_reason": self.stop_reason}
         return decode_message({**message, "usage": self.usage or None})
