@@ -442,5 +442,8 @@ def test_anthropic_a_cut_off_stream_abandons_the_early_call_and_keeps_no_history
         with pytest.raises(ConversationError):
             chat.send("look both up")
         assert len(server.requests) == 1  # nothing sent again
-    assert log.events == ["lookup started"]  # started early, once; `other` never ran
+    # started early, each at most once (`other` may or may not have started before the cut)
+    assert log.events[0] == "lookup started"
+    assert sorted(set(log.events)) == sorted(log.events)
+    assert set(log.events) <= {"lookup started", "other started"}
     assert chat.messages == []
