@@ -812,15 +812,9 @@ def test_chat_reasoning_content_goes_back_as_received(wire: Wire, shop: ToolRegi
     assert took["reasoning_content"] == REASONING
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="toolreg bug: the chat-completions stream assembler (providers/openai_chat.py "
-    "StreamAssembler._delta) reads only content, tool_calls and function_call, so a streamed "
-    "answer's reasoning_content deltas are dropped while a plain answer keeps the field: the "
-    "history depends on stream=. Servers that want it back within a tool-call turn "
-    "(DeepSeek's thinking mode) see it only without streaming.",
-)
 def test_chat_reasoning_content_goes_back_when_streamed_too(wire: Wire, shop: ToolRegistry) -> None:
+    """The stream assembler keeps the `reasoning_content` deltas: the history does not
+    depend on `stream=`."""
     took = _chat_reasoning_sent(wire, shop, stream=True)
     assert took.get("reasoning_content") == REASONING
 

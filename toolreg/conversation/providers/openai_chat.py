@@ -116,6 +116,7 @@ class StreamAssembler:
     def __init__(self, on_text: Callable[[str], None] | None = None) -> None:
         self.on_text = on_text
         self.parts: list[str] = []
+        self.reasoning: list[str] = []  # `reasoning_content` deltas (DeepSeek, vLLM, Qwen)
         self.calls: dict[int, dict[str, Any]] = {}
         self.function_call: dict[str, str] | None = None
         self.finish_reason: str | None = None
@@ -166,6 +167,9 @@ class StreamAssembler:
             raise ConversationError("the endpoint streamed content that is not text")
         if text:
             self.parts.append(text)
+        reasoning = delta.get("reasoning_content")
+        if isinstance(reasoning, str) and reasoning:
+            self.reasoning.append(reasoning)
         for fragment in delta.get("tool_calls") or ():
             self._tool_fragment(fragment)
         if delta.get("function_call"):
@@ -219,6 +223,8 @@ class StreamAssembler:
             "role": "assistant",
             "content": "".join(self.parts) if self.parts else None,
         }
+        if self.reasoning:  # goes back as a plain answer's does
+            message["reasoning_content"] = "".join(self.reasoning)
         if self.calls:
             message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
         if self.function_call is not None:
