@@ -47,6 +47,7 @@ toolreg_api_modules = [
     "toolreg.formats.functions",
     "toolreg.stores",
     "toolreg.search",
+    "toolreg.toolsets",
     "toolreg.mcp",
     "toolreg.compat.chatglm3",
 ]

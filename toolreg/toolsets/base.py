@@ -113,7 +113,8 @@ def label_of(toolset: object) -> str:
 
 
 def check_search(query: object, limit: object) -> None:
-    """`search_tools`'s arguments, checked the same way by every toolset."""
+    """`search_tools`'s arguments, checked the same way by every toolset: `query` must be a
+    string and `limit` a whole number >= 0; else a `UsageError` says which."""
     if not isinstance(query, str):
         raise UsageError(f"search_tools() takes a query string, not {type(query).__name__}")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:

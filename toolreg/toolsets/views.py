@@ -86,7 +86,8 @@ class _View(BaseToolset):
 
 
 class Filtered(_View):
-    """The tools of `inner` that `keep(tool)` keeps (see `filtered`)."""
+    """The tools of `inner` that `keep(tool)` keeps (see `filtered`, which makes one);
+    `label` is how messages name it."""
 
     def __init__(self, inner: Toolset, keep: Callable[[Tool], bool], label: str) -> None:
         super().__init__(inner)
@@ -152,7 +153,8 @@ def _strings(values: Any, option: str) -> frozenset[str]:
 
 
 class Prefixed(_View):
-    """The tools of `inner`, each named `prefix_name` (see `prefixed`)."""
+    """The tools of `inner`, each named `prefix` + `_` + its name (see `prefixed`, which
+    checks the prefix and makes one)."""
 
     def __init__(self, inner: Toolset, prefix: str) -> None:
         super().__init__(inner)
@@ -232,7 +234,8 @@ def prefixed(toolset: Toolset, prefix: str) -> Prefixed:
 
 
 class Combined(BaseToolset):
-    """The tools of several toolsets, in their order (see `combined`)."""
+    """The tools of several toolsets, `parts`, in their order (see `combined`, which makes
+    one and refuses a name two parts share)."""
 
     def __init__(self, parts: Sequence[Toolset]) -> None:
         super().__init__()
@@ -307,7 +310,9 @@ def combined(*toolsets: Toolset) -> Combined:
 
 class Searchable(_View):
     """`inner`, offering each model call only the tools that best match the recent user
-    messages (see `searchable`); every tool of `inner` still runs when called."""
+    messages (see `searchable`); every tool of `inner` still runs when called. `option` is
+    the `ToolSearch` that says how many tools, which are always offered, and how many
+    messages make the query."""
 
     def __init__(self, inner: Toolset, option: ToolSearch) -> None:
         super().__init__(inner)
