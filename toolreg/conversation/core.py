@@ -150,12 +150,12 @@ class ConversationCore:
     ) -> None:
         # the options as given, checked by their record (declared once, in options.py)
         given = locals()
-        options = ConversationOptions(**{name: given[name] for name in _OPTION_NAMES})
-        dialect = dialect_for(client, options.dialect)
+        dialect = dialect_for(client, dialect)  # the client's own, unless one is named
         if dialect not in dialect_names():
             names = ", ".join(dialect_names())
             raise UsageError(f"unknown dialect {dialect!r}; choose one of {names}")
-        options = dataclasses.replace(options, dialect=dialect)
+        chosen = {name: given[name] for name in _OPTION_NAMES}
+        options = ConversationOptions(**{**chosen, "dialect": dialect})
         check_deferred_search(options.deferred_search, dialect)
         _check_state_option(options.state, dialect, request_options)
         self.options = options
@@ -577,12 +577,14 @@ class ConversationCore:
             and (step is None or t.name in step)
         ]
 
-    def _allowed(self) -> list[Tool]:
-        """The tools `tools=` allows, deferred or not."""
+    def _allowed(self, held: list[Tool] | None = None) -> list[Tool]:
+        """The tools `tools=` allows, deferred or not (of `held`: the toolset's tools now)."""
+        if held is None:
+            held = self.registry.tools()
         if self.tool_filter is None:
-            return self.registry.tools()
+            return held
         wanted = set(self.tool_filter)
-        return [t for t in self.registry.tools() if t.name in wanted or t.tags & wanted]
+        return [t for t in held if t.name in wanted or t.tags & wanted]
 
     def _tool_definitions(self, history: list[Message], round_: int = 0) -> list[dict[str, Any]]:
         """The definitions the next model call offers: what the toolset offers for this
@@ -590,7 +592,7 @@ class ConversationCore:
         held = self.registry.tools()
         offer = self.registry.offer(StepContext(self.context, tuple(history), round_))
         self._step_offer = None if len(offer) == len(held) else frozenset(t.name for t in offer)
-        allowed = self._allowed()
+        allowed = self._allowed(held)
         found = set(self.discovered)
         mode = self.deferred_search
         names = self.offered_names()
