@@ -586,6 +586,9 @@ def saved_round() -> dict[str, Any]:
         (("turn", "round", "done", 0, "index"), 7, "results do not match"),
         (("turn", "usage"), [], "no valid 'usage'"),
         (("pending", 0, "digest"), 5, "no valid 'digest'"),
+        (("turn", "tool_rounds"), 2**70, "more tool rounds than model calls"),
+        (("turn", "tool_rounds"), -1, "more tool rounds than model calls"),
+        (("options", "max_rounds"), 0, "at least max_rounds=0"),
     ],
 )
 def test_malformed_states_are_state_errors(

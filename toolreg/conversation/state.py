@@ -424,6 +424,12 @@ def load_state(state: Any, keys: list[bytes] | None = None) -> Loaded:
     ):
         raise _bad(f"status {status!r} does not match its turn and pending calls")
     turn, output = (None, None) if turn_data is None else _turn(turn_data, messages, pending)
+    if turn is not None and not 0 <= turn.tool_rounds <= turn.calls_made:
+        raise _bad("its turn counts more tool rounds than model calls")
+    rounds = options.get("max_rounds")
+    if turn is not None and type(rounds) is int and turn.tool_rounds >= rounds:
+        # a round pauses before the turn's last model call, never at or after it
+        raise _bad(f"its turn has {turn.tool_rounds} tool rounds, at least max_rounds={rounds}")
     if turn is not None and previous is not None:
         turn.previous_id, turn.known = previous
     schemas = {}
