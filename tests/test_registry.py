@@ -614,3 +614,30 @@ def test_misuse_raises_toolreg_errors_that_are_also_builtin_errors() -> None:
     assert issubclass(ToolNotFoundError, ToolregError)
     assert issubclass(UsageError, ToolregError)
     assert str(ToolNotFoundError("no tool named 'x'")) == "no tool named 'x'"
+
+
+def test_the_dispatch_verbs_are_declared_once_in_the_dispatcher() -> None:
+    """`registry.dispatch_tool` is the registry's Dispatcher's own bound method: one
+    signature, one docstring, async where it is async; the unbound form works too."""
+    import asyncio
+    import inspect
+
+    from toolreg.dispatch import Dispatcher
+
+    registry = ToolRegistry()
+
+    @registry.register_tool
+    def double(x: int) -> int:
+        """Double a number."""
+        return 2 * x
+
+    for verb in ("dispatch_tool", "adispatch_tool", "dispatch_many", "adispatch_many"):
+        bound = getattr(registry, verb)
+        assert bound.__self__ is registry.dispatcher
+        assert bound.__func__ is getattr(Dispatcher, verb)
+        assert inspect.signature(bound) == inspect.signature(getattr(registry.dispatcher, verb))
+        assert getattr(ToolRegistry, verb).__doc__ == getattr(Dispatcher, verb).__doc__
+        assert inspect.iscoroutinefunction(bound) == verb.startswith("a")
+    assert registry.dispatch_tool("double", {"x": 2}).content == "4"
+    assert ToolRegistry.dispatch_tool(registry, "double", {"x": 3}).content == "6"
+    assert asyncio.run(registry.adispatch_tool("double", {"x": 4})).content == "8"

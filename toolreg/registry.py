@@ -13,11 +13,15 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, overload
 from typing_extensions import Unpack
 
 from . import formats
-from .dispatch import CallLike, ConfirmCallback, Dispatcher, DispatchSettings, ErrorMode
+from .dispatch import (
+    Dispatcher,
+    DispatchSettings,
+    DispatchVerb,
+    ErrorMode,
+)
 from .dispatch.calling import rank
 from .errors import DuplicateToolError, ToolDefinitionError, ToolNotFoundError, UsageError
 from .formats import export_tools
-from .result import ToolResult
 from .tool import ResultFilter, Tool
 
 if TYPE_CHECKING:  # the index loads on the first search (its patterns take ~6 ms to compile)
@@ -347,132 +351,11 @@ class ToolRegistry:
             return found
         return _ranked(rank(ranker, query, found), found, limit)
 
-    # -- dispatch (the registry's Dispatcher does the work) --------------------------------
-    def dispatch_tool(
-        self,
-        name: str,
-        arguments: str | bytes | Mapping[str, Any] | None = None,
-        *,
-        context: Any = None,
-        allowed: Iterable[str] | None = None,
-        call_id: str | None = None,
-        confirm: ConfirmCallback | None = None,
-    ) -> ToolResult:
-        """Run one call from a model. Never raises for the model's mistakes or the tool's.
-
-        The call goes through every step: the whitelist, decoding, validation, safe coercion,
-        conversion, context injection, confirmation, the call (with its time limit) and the
-        rendering of the result as text. Anything that fails is a `ToolResult` with
-        `ok=False`, an `error_kind` and a message the model can act on.
-
-        Args:
-            name: the tool's name, as the model sent it (checked against the registry only).
-            arguments: JSON text (`""` means `{}`), bytes, a mapping or None.
-            context: the value a `ToolContext` / `Injected` parameter receives (never the model's).
-            allowed: names the model may call in this request; any other is answered like an
-                unknown tool.
-            call_id: the provider's id of the call, kept in the result.
-            confirm: asked about a tool that needs confirmation, with the tool and a copy of the
-                validated arguments; anything but True denies the call.
-
-        Raises:
-            MissingContextError: the tool needs a context and none was given (the application's
-                mistake, not the model's).
-
-        Example:
-            result = registry.dispatch_tool("get_weather", '{"city": "Paris"}')
-            print(result.ok, result.content)
-        """
-        return self.dispatcher.dispatch_tool(
-            name, arguments, context=context, allowed=allowed, call_id=call_id, confirm=confirm
-        )
-
-    async def adispatch_tool(
-        self,
-        name: str,
-        arguments: str | bytes | Mapping[str, Any] | None = None,
-        *,
-        context: Any = None,
-        allowed: Iterable[str] | None = None,
-        call_id: str | None = None,
-        confirm: ConfirmCallback | None = None,
-    ) -> ToolResult:
-        """`dispatch_tool` for async code: async tools are awaited, sync ones run in a thread.
-
-        Args:
-            name: the tool's name, as the model sent it (checked against the registry only).
-            arguments: JSON text (`""` means `{}`), bytes, a mapping or None.
-            context: the value a `ToolContext` / `Injected` parameter receives.
-            allowed: names the model may call in this request.
-            call_id: the provider's id of the call, kept in the result.
-            confirm: asked about a tool that needs confirmation (it may be `async def`).
-
-        Raises:
-            MissingContextError: the tool needs a context and none was given.
-        """
-        return await self.dispatcher.adispatch_tool(
-            name, arguments, context=context, allowed=allowed, call_id=call_id, confirm=confirm
-        )
-
-    def dispatch_many(
-        self,
-        calls: Iterable[CallLike],
-        *,
-        context: Any = None,
-        allowed: Iterable[str] | None = None,
-        confirm: ConfirmCallback | None = None,
-    ) -> list[ToolResult]:
-        """Run several calls concurrently (threads); results in the order of the calls.
-
-        At most `max_concurrency` run at a time; each call is dispatched as `dispatch_tool`
-        would, so none raises for the model's mistakes or the tool's.
-
-        Args:
-            calls: `ToolCall`s (what the formats' `parse_calls` return), `(name, arguments)`
-                tuples (a call id third), or mappings (`{"name", "arguments", "id"}`, or an
-                OpenAI `tool_calls` entry).
-            context: the value every call's `ToolContext` parameter receives.
-            allowed: names the model may call in this request.
-            confirm: asked about each call that needs confirmation, one question at a time.
-
-        Raises:
-            MissingContextError: a tool needs a context and none was given.
-            UsageError: a call that is none of those.
-
-        Example:
-            results = registry.dispatch_many(openai.parse_calls(completion))
-        """
-        return self.dispatcher.dispatch_many(
-            calls, context=context, allowed=allowed, confirm=confirm
-        )
-
-    async def adispatch_many(
-        self,
-        calls: Iterable[CallLike],
-        *,
-        context: Any = None,
-        allowed: Iterable[str] | None = None,
-        confirm: ConfirmCallback | None = None,
-    ) -> list[ToolResult]:
-        """Run several calls concurrently (tasks), at most `max_concurrency` at a time.
-
-        Results come in the order of the calls; sync tools run in threads.
-
-        Args:
-            calls: `ToolCall`s (what the formats' `parse_calls` return), `(name, arguments)`
-                tuples (a call id third), or mappings (`{"name", "arguments", "id"}`, or an
-                OpenAI `tool_calls` entry).
-            context: the value every call's `ToolContext` parameter receives.
-            allowed: names the model may call in this request.
-            confirm: asked about each call that needs confirmation (it may be `async def`).
-
-        Raises:
-            MissingContextError: a tool needs a context and none was given.
-            UsageError: a call that is none of those.
-        """
-        return await self.dispatcher.adispatch_many(
-            calls, context=context, allowed=allowed, confirm=confirm
-        )
+    # -- dispatch: the registry's Dispatcher's own verbs (declared once, in Dispatcher) -----
+    dispatch_tool = DispatchVerb(Dispatcher.dispatch_tool)
+    adispatch_tool = DispatchVerb(Dispatcher.adispatch_tool)
+    dispatch_many = DispatchVerb(Dispatcher.dispatch_many)
+    adispatch_many = DispatchVerb(Dispatcher.adispatch_many)
 
     # -- export ---------------------------------------------------------------------------
     # Typed per format, with the options declared once (`ExportOptions`): a format name gets

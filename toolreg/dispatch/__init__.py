@@ -10,7 +10,14 @@
 """
 
 from .confirm import ConfirmCallback
-from .dispatcher import CallLike, Dispatcher, DispatchSettings
+from .dispatcher import CallLike, Dispatcher, DispatchSettings, DispatchVerb
 from .redaction import ErrorMode
 
-__all__ = ["CallLike", "ConfirmCallback", "DispatchSettings", "Dispatcher", "ErrorMode"]
+__all__ = [
+    "CallLike",
+    "ConfirmCallback",
+    "DispatchSettings",
+    "DispatchVerb",
+    "Dispatcher",
+    "ErrorMode",
+]

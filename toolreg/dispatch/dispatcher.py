@@ -13,10 +13,14 @@ threads or tasks.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterable, Mapping
+import inspect
+import types
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from time import perf_counter as _clock
-from typing import Any, Union
+from typing import Any, Concatenate, Generic, TypeVar, Union, overload
+
+from typing_extensions import ParamSpec
 
 from ..errors import (
     InvalidArgumentsError,
@@ -49,7 +53,7 @@ from .decode import decode_arguments
 from .redaction import ERROR_MODES, ErrorMode, failure_text
 from .render import render_result
 
-__all__ = ["CallLike", "ConfirmCallback", "DispatchSettings", "Dispatcher"]
+__all__ = ["CallLike", "ConfirmCallback", "DispatchSettings", "DispatchVerb", "Dispatcher"]
 
 
 CallLike = Union[ToolCall, tuple[Any, ...], Mapping[str, Any]]
@@ -117,7 +121,31 @@ class Dispatcher:
         call_id: str | None = None,
         confirm: ConfirmCallback | None = None,
     ) -> ToolResult:
-        """Run one call from a model. Never raises for the model's mistakes or the tool's."""
+        """Run one call from a model. Never raises for the model's mistakes or the tool's.
+
+        The call goes through every step: the whitelist, decoding, validation, safe coercion,
+        conversion, context injection, confirmation, the call (with its time limit) and the
+        rendering of the result as text. Anything that fails is a `ToolResult` with
+        `ok=False`, an `error_kind` and a message the model can act on.
+
+        Args:
+            name: the tool's name, as the model sent it (checked against the registry only).
+            arguments: JSON text (`""` means `{}`), bytes, a mapping or None.
+            context: the value a `ToolContext` / `Injected` parameter receives (never the model's).
+            allowed: names the model may call in this request; any other is answered like an
+                unknown tool.
+            call_id: the provider's id of the call, kept in the result.
+            confirm: asked about a tool that needs confirmation, with the tool and a copy of the
+                validated arguments; anything but True denies the call.
+
+        Raises:
+            MissingContextError: the tool needs a context and none was given (the application's
+                mistake, not the model's).
+
+        Example:
+            result = registry.dispatch_tool("get_weather", '{"city": "Paris"}')
+            print(result.ok, result.content)
+        """
         start = _clock()
         observer = OBSERVER.current
         trace = None if observer is None else observer.tool_call(name, call_id, self._tools)
@@ -150,7 +178,26 @@ class Dispatcher:
         allowed: Iterable[str] | None = None,
         confirm: ConfirmCallback | None = None,
     ) -> list[ToolResult]:
-        """Run several calls concurrently (threads); results in the order of the calls."""
+        """Run several calls concurrently (threads); results in the order of the calls.
+
+        At most `max_concurrency` run at a time; each call is dispatched as `dispatch_tool`
+        would, so none raises for the model's mistakes or the tool's.
+
+        Args:
+            calls: `ToolCall`s (what the formats' `parse_calls` return), `(name, arguments)`
+                tuples (a call id third), or mappings (`{"name", "arguments", "id"}`, or an
+                OpenAI `tool_calls` entry).
+            context: the value every call's `ToolContext` parameter receives.
+            allowed: names the model may call in this request.
+            confirm: asked about each call that needs confirmation, one question at a time.
+
+        Raises:
+            MissingContextError: a tool needs a context and none was given.
+            UsageError: a call that is none of those.
+
+        Example:
+            results = registry.dispatch_many(openai.parse_calls(completion))
+        """
         batch = [_as_call(c) for c in calls]
         allowed_set = _allowed_set(allowed)
 
@@ -184,7 +231,19 @@ class Dispatcher:
         call_id: str | None = None,
         confirm: ConfirmCallback | None = None,
     ) -> ToolResult:
-        """`dispatch_tool` for async code: async tools are awaited, sync ones run in a thread."""
+        """`dispatch_tool` for async code: async tools are awaited, sync ones run in a thread.
+
+        Args:
+            name: the tool's name, as the model sent it (checked against the registry only).
+            arguments: JSON text (`""` means `{}`), bytes, a mapping or None.
+            context: the value a `ToolContext` / `Injected` parameter receives.
+            allowed: names the model may call in this request.
+            call_id: the provider's id of the call, kept in the result.
+            confirm: asked about a tool that needs confirmation (it may be `async def`).
+
+        Raises:
+            MissingContextError: the tool needs a context and none was given.
+        """
         start = _clock()
         observer = OBSERVER.current
         trace = None if observer is None else observer.tool_call(name, call_id, self._tools)
@@ -217,7 +276,22 @@ class Dispatcher:
         allowed: Iterable[str] | None = None,
         confirm: ConfirmCallback | None = None,
     ) -> list[ToolResult]:
-        """Run several calls concurrently (tasks), at most `max_concurrency` at a time."""
+        """Run several calls concurrently (tasks), at most `max_concurrency` at a time.
+
+        Results come in the order of the calls; sync tools run in threads.
+
+        Args:
+            calls: `ToolCall`s (what the formats' `parse_calls` return), `(name, arguments)`
+                tuples (a call id third), or mappings (`{"name", "arguments", "id"}`, or an
+                OpenAI `tool_calls` entry).
+            context: the value every call's `ToolContext` parameter receives.
+            allowed: names the model may call in this request.
+            confirm: asked about each call that needs confirmation (it may be `async def`).
+
+        Raises:
+            MissingContextError: a tool needs a context and none was given.
+            UsageError: a call that is none of those.
+        """
         batch = [_as_call(c) for c in calls]
         allowed_set = _allowed_set(allowed)
         import asyncio  # lazy: already loaded by the running event loop
@@ -514,3 +588,38 @@ def _as_call(item: CallLike) -> ToolCall:
             call_id=item.get("call_id", item.get("id")),
         )
     raise UsageError(f"a call must be a ToolCall, tuple or mapping, not {type(item).__name__}")
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class DispatchVerb(Generic[P, R]):
+    """A dispatch verb of a class that holds a `dispatcher` (a `ToolRegistry`):
+    `registry.dispatch_tool` is `registry.dispatcher.dispatch_tool`, the `Dispatcher`'s own
+    bound method (its signature, its docstring; `inspect.iscoroutinefunction` holds for the
+    async ones), so each verb is declared once, in `Dispatcher`.
+
+    `method`: the `Dispatcher` method, e.g. `DispatchVerb(Dispatcher.dispatch_tool)`.
+    """
+
+    def __init__(self, method: Callable[Concatenate[Dispatcher, P], R]) -> None:
+        self.method = method
+        self.__doc__ = method.__doc__
+        self.__wrapped__ = method
+        self.__signature__ = inspect.signature(method)  # (self, name, ...): a method's
+
+    def __call__(self, holder: Any, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        """`ToolRegistry.dispatch_tool(registry, ...)`, as an unbound method is called."""
+        return self.method(holder.dispatcher, *args, **kwargs)
+
+    @overload
+    def __get__(self, holder: None, owner: type | None = None) -> DispatchVerb[P, R]: ...
+
+    @overload
+    def __get__(self, holder: object, owner: type | None = None) -> Callable[P, R]: ...
+
+    def __get__(self, holder: object, owner: type | None = None) -> Any:
+        if holder is None:
+            return self
+        return types.MethodType(self.method, holder.dispatcher)  # type: ignore[attr-defined]
