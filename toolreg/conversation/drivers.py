@@ -289,12 +289,11 @@ class Conversation(ConversationCore):
         failure: BaseException | None = None
         try:
             while True:
-                try:
-                    step = flow.send(answer) if failure is None else flow.throw(failure)
-                except StopIteration:
-                    return
+                step = _advance(flow, answer, failure)
                 answer = failure = None
-                if isinstance(step, TurnFinished) or (listening and isinstance(step, _NOTICES)):
+                if step is None:
+                    return
+                if _passed_on(step, listening):
                     yield step
                     continue
                 try:
@@ -463,6 +462,21 @@ def _drained(notes: queue.SimpleQueue[Any]) -> Generator[StreamEvent, None, None
         yield note  # no `_Done` yet: `_tools` adds them
 
 
+def _advance(flow: Flow, answer: Any, failure: BaseException | None) -> Any:
+    """The flow's next step, given what the last one answered or raised (thrown in, so the
+    flow decides); None once the flow is over."""
+    try:
+        return flow.send(answer) if failure is None else flow.throw(failure)
+    except StopIteration:
+        return None
+
+
+def _passed_on(step: Any, listening: bool) -> bool:
+    """Whether a step is an event for the reader: `TurnFinished` always, the others when
+    someone listens."""
+    return isinstance(step, TurnFinished) or (listening and isinstance(step, _NOTICES))
+
+
 def _store_call(step: StoreStep) -> Any:
     store = step.store
     if step.kind == "load":
@@ -583,12 +597,11 @@ class AsyncConversation(ConversationCore):
         failure: BaseException | None = None
         try:
             while True:
-                try:
-                    step = flow.send(answer) if failure is None else flow.throw(failure)
-                except StopIteration:
-                    return
+                step = _advance(flow, answer, failure)
                 answer = failure = None
-                if isinstance(step, TurnFinished) or (listening and isinstance(step, _NOTICES)):
+                if step is None:
+                    return
+                if _passed_on(step, listening):
                     yield step
                     continue
                 try:
