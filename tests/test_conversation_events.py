@@ -338,3 +338,96 @@ def test_a_paused_turn_refuses_a_new_stream() -> None:
         list(chat.stream("refund"))
         with pytest.raises(UsageError, match="resume"):
             list(chat.stream("another"))
+
+
+# -- on_event: a reader of the same events for send() and resume() ---------------------------
+
+
+def test_on_event_reads_what_stream_yields_for_send_too() -> None:
+    turns = [tool_call("get_weather", city="Oslo"), text("Cold in Oslo.")]
+    with ScriptedServer(turns) as server:
+        streamed = list(
+            Conversation(
+                server.client(), MODEL, registry=weather_registry(), context=DEPS, stream=True
+            ).stream("Oslo?")
+        )
+    read: list[Any] = []
+    with ScriptedServer(turns) as server:
+        chat = Conversation(
+            server.client(),
+            MODEL,
+            registry=weather_registry(),
+            context=DEPS,
+            stream=True,
+            on_event=read.append,
+        )
+        reply = chat.send("Oslo?")
+    assert kinds(read) == kinds(streamed)
+    assert read[-1] == TurnFinished(reply)
+    assert [e for e in read if isinstance(e, ToolProgress)] == [
+        e for e in streamed if isinstance(e, ToolProgress)
+    ]
+
+
+def test_on_event_and_a_stream_reader_see_the_same_events() -> None:
+    read: list[Any] = []
+    with ScriptedServer([tool_call("get_weather", city="Rome"), text("Warm.")]) as server:
+        chat = Conversation(
+            server.client(), MODEL, registry=weather_registry(), context=DEPS, on_event=read.append
+        )
+        yielded = list(chat.stream("Rome?"))
+    assert read == yielded
+
+
+def test_an_async_on_event_is_awaited_in_order() -> None:
+    read: list[str] = []
+
+    async def on_event(event: Any) -> None:
+        await asyncio.sleep(0)
+        read.append(type(event).__name__)
+
+    async def main() -> Any:
+        turns = [tool_call("get_weather", city="Lima"), text("Sunny.")]
+        with ScriptedServer(turns) as server:
+            chat = AsyncConversation(
+                server.async_client(),
+                MODEL,
+                registry=weather_registry(),
+                context=DEPS,
+                on_event=on_event,
+            )
+            return await chat.send("Lima?")
+
+    reply = asyncio.run(main())
+    assert read[:5] == [
+        "ToolCallReady",
+        "ToolStarted",
+        "ToolProgress",
+        "ToolProgress",
+        "ToolFinished",
+    ]
+    assert read[-2:] == ["TextDelta", "TurnFinished"]
+    assert reply.text == "Sunny."
+
+
+def test_conversation_refuses_an_async_on_event() -> None:
+    async def on_event(event: Any) -> None:
+        return None
+
+    with ScriptedServer([]) as server, pytest.raises(UsageError, match=r"on_event=.* is async"):
+        Conversation(server.client(), MODEL, on_event=on_event)
+
+
+def test_an_on_event_that_raises_ends_the_turn_and_keeps_no_history() -> None:
+    def on_event(event: Any) -> None:
+        if isinstance(event, ToolFinished):
+            raise RuntimeError("the reader broke")
+
+    with ScriptedServer([tool_call("get_weather", city="Bern"), text("Mild.")]) as server:
+        chat = Conversation(
+            server.client(), MODEL, registry=weather_registry(), context=DEPS, on_event=on_event
+        )
+        with pytest.raises(RuntimeError, match="the reader broke"):
+            chat.send("Bern?")
+        assert chat.messages == []
+        assert len(server.requests) == 1  # the turn stopped there

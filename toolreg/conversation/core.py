@@ -127,6 +127,7 @@ class ConversationCore:
         assistant_content: Literal["empty", "null", "omit"] = "empty",
         stream: bool = False,
         on_text: Callable[[str], Any] | None = None,
+        on_event: Callable[[StreamEvent], Any] | None = None,
         output_retries: int = 2,
         max_history_messages: int | None = None,
         max_history_chars: int | None = None,
@@ -167,7 +168,7 @@ class ConversationCore:
             arguments=self._validated,
         )
         if not self._awaits_hooks:
-            _check_sync_hooks(hooks, on_text)
+            _check_sync_hooks(hooks, on_text, on_event)
             check_guardrails(_guardrails_given(guards, registry or default_registry))
         self.client = client
         self.model = model
@@ -192,6 +193,7 @@ class ConversationCore:
         self.streaming = stream
         """Whether model answers are streamed (`stream=True`)."""
         self.on_text = on_text
+        self.on_event = on_event
         self.messages: list[Message] = [{"role": "system", "content": system}] if system else []
         if tool_choice not in ("auto", "none", "required", *self.offered_names()):
             raise UsageError(
@@ -738,10 +740,12 @@ def _unknown_request_options(chat: ConversationCore, saved: Mapping[str, Any]) -
     return sorted(k for k in saved if k not in parameters)
 
 
-def _check_sync_hooks(hooks: Hooks | None, on_text: Any) -> None:
-    """Conversation cannot await: an `async def` hook or `on_text` fails when it is given."""
+def _check_sync_hooks(hooks: Hooks | None, on_text: Any, on_event: Any) -> None:
+    """Conversation cannot await: an `async def` hook, `on_text` or `on_event` fails when
+    it is given."""
     given = [(f"hooks.{f.name}", getattr(hooks, f.name, None)) for f in dataclasses.fields(Hooks)]
-    for label, hook in [*(given if hooks is not None else []), ("on_text", on_text)]:
+    readers = [("on_text", on_text), ("on_event", on_event)]
+    for label, hook in [*(given if hooks is not None else []), *readers]:
         if hook is not None and inspect.iscoroutinefunction(hook):
             raise UsageError(
                 f"{label}={describe(hook)} is async def: Conversation cannot await it "

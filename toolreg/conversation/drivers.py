@@ -80,6 +80,7 @@ __all__ = ["AsyncConversation", "Conversation", "run_conversation"]
 
 Message = dict[str, Any]
 T = TypeVar("T")
+R = TypeVar("R")
 
 
 def _awaitable(value: Any) -> bool:
@@ -283,7 +284,8 @@ class Conversation(ConversationCore):
         `listening`, else only `TurnFinished`)."""
         provider = self._settings.provider.name
         runs = EarlyRuns(self.registry.dispatcher.settings.max_concurrency)
-        notes: queue.SimpleQueue[Any] | None = queue.SimpleQueue() if listening else None
+        following = listening or self.on_event is not None  # someone reads the events
+        notes: queue.SimpleQueue[Any] | None = queue.SimpleQueue() if following else None
         parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
         answer: Any = None
         failure: BaseException | None = None
@@ -293,8 +295,10 @@ class Conversation(ConversationCore):
                 answer = failure = None
                 if step is None:
                     return
-                if _passed_on(step, listening):
-                    yield step
+                if _passed_on(step, following):
+                    self._consume(step)
+                    if listening or isinstance(step, TurnFinished):
+                        yield step
                     continue
                 try:
                     if isinstance(step, (HookStep, GuardStep)):
@@ -302,12 +306,14 @@ class Conversation(ConversationCore):
                     elif isinstance(step, ModelStep):
                         runs.discard()  # started for an earlier answer, and no round took them
                         with model_call(step.request, self.client, provider) as call:
-                            answer = yield from self._model(step, runs, call.parent, notes)
+                            model = self._model(step, runs, call.parent, notes)
+                            answer = yield from self._relay(model, listening)
                             call.response = answer
                         parent = call.parent
                     elif isinstance(step, ToolsStep):
                         with parent():
-                            answer = yield from self._tools(step, runs, notes)
+                            ran = self._tools(step, runs, notes)
+                            answer = yield from self._relay(ran, listening)
                     elif isinstance(step, StoreStep):
                         answer = _store_call(step)
                 except GeneratorExit:
@@ -317,6 +323,29 @@ class Conversation(ConversationCore):
         finally:
             runs.discard()  # the turn failed (a cut-off stream...): abandoned, never reused
             flow.close()
+
+    def _consume(self, event: StreamEvent) -> None:
+        """`on_event` reads every event, in order (a sync one: see `_check_sync_hooks`)."""
+        if self.on_event is not None:
+            _run_hook("on_event", self.on_event, event)
+
+    def _relay(
+        self, events: Generator[StreamEvent, None, R], listening: bool
+    ) -> Generator[StreamEvent, None, R]:
+        """A model call's or a round's events: to `on_event`, and on to the reader."""
+        if self.on_event is None:
+            return (yield from events)
+        try:
+            while True:
+                event = next(events)
+                self._consume(event)
+                if listening:
+                    yield event
+        except StopIteration as done:
+            result: R = done.value
+            return result
+        finally:
+            events.close()  # a reader that stopped: the stream is released
 
     def _model(
         self,
@@ -591,7 +620,8 @@ class AsyncConversation(ConversationCore):
 
         provider = self._settings.provider.name
         runs = AsyncEarlyRuns(self.registry.dispatcher.settings.max_concurrency)
-        notes: asyncio.Queue[Any] | None = asyncio.Queue() if listening else None
+        following = listening or self.on_event is not None  # someone reads the events
+        notes: asyncio.Queue[Any] | None = asyncio.Queue() if following else None
         parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
         answer: Any = None
         failure: BaseException | None = None
@@ -601,8 +631,10 @@ class AsyncConversation(ConversationCore):
                 answer = failure = None
                 if step is None:
                     return
-                if _passed_on(step, listening):
-                    yield step
+                if _passed_on(step, following):
+                    await self._consume(step)
+                    if listening or isinstance(step, TurnFinished):
+                        yield step
                     continue
                 try:
                     if isinstance(step, (HookStep, GuardStep)):
@@ -615,7 +647,9 @@ class AsyncConversation(ConversationCore):
                                 async for note in said:
                                     if isinstance(note, _Answered):
                                         answer = call.response = note.answer
-                                    else:
+                                        continue
+                                    await self._consume(note)
+                                    if listening:
                                         yield note
                         parent = call.parent
                     elif isinstance(step, ToolsStep):
@@ -624,7 +658,9 @@ class AsyncConversation(ConversationCore):
                                 async for event in ran:
                                     if isinstance(event, _Ran):
                                         answer = event.results
-                                    else:
+                                        continue
+                                    await self._consume(event)
+                                    if listening:
                                         yield event
                     elif isinstance(step, StoreStep):
                         answer = await _astore_call(step)
@@ -635,6 +671,13 @@ class AsyncConversation(ConversationCore):
         finally:
             await runs.discard()  # the turn failed (a cut-off stream...): cancelled
             flow.close()
+
+    async def _consume(self, event: StreamEvent) -> None:
+        """`on_event` reads every event, in order; an async one is awaited."""
+        if self.on_event is not None:
+            said = call_hook(self.on_event, event)
+            if _awaitable(said):
+                await said
 
     async def _model(
         self,

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from ..dispatch import ConfirmCallback
 from ..errors import UsageError
 from ..search.selection import ToolSearch
+from .events import StreamEvent
 from .guardrails import Guardrail
 from .offer import DeferredSearch
 from .policies import OnCallLimit
@@ -151,6 +152,10 @@ class ConversationOptions:
     )
     on_text: Callable[[str], Any] | None = _option(
         doc="called with each piece of answer text as it streams"
+    )
+    on_event: Callable[[StreamEvent], Any] | None = _option(
+        doc="called with every event of a turn, in order (the events stream() yields): "
+        "send() and resume() feed it too; AsyncConversation awaits an async one"
     )
     output_retries: int = _option(
         2,
