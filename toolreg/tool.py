@@ -435,6 +435,22 @@ def _check_untrusted(parameters: Mapping[str, Any], owner: str, name: str) -> No
         ) from None
 
 
+def _check_metaschema(schema: Mapping[str, Any], owner: str, what: str) -> None:
+    """`schema` is valid Draft 2020-12 JSON Schema (else a `ToolDefinitionError` naming
+    `what` and where in it)."""
+    import jsonschema  # lazily: `import toolreg` stays light
+
+    try:
+        jsonschema.Draft202012Validator.check_schema(dict(schema))
+    except jsonschema.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+        raise ToolDefinitionError(
+            f"{what} is not valid JSON Schema at {where}: {exc.message}",
+            function=owner,
+            fix="correct the schema (Draft 2020-12)",
+        ) from None
+
+
 def _checked_schema(parameters: Mapping[str, Any], owner: str, name: str) -> JsonSchema:
     if not isinstance(parameters, Mapping) or parameters.get("type") != "object":
         raise ToolDefinitionError(
@@ -442,17 +458,7 @@ def _checked_schema(parameters: Mapping[str, Any], owner: str, name: str) -> Jso
             function=owner,
             fix='wrap the arguments: {"type": "object", "properties": {...}}',
         )
-    import jsonschema
-
-    try:
-        jsonschema.Draft202012Validator.check_schema(dict(parameters))
-    except jsonschema.SchemaError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-        raise ToolDefinitionError(
-            f"the parameters schema is not valid JSON Schema at {where}: {exc.message}",
-            function=owner,
-            fix="correct the schema (Draft 2020-12)",
-        ) from None
+    _check_metaschema(parameters, owner, "the parameters schema")
     schema: JsonSchema = copy_json(parameters)  # the caller's dicts stay theirs
     try:  # the compiled validator tolerates a cycle (a value deep enough fails); dispatch not
         check_refs(schema)
@@ -630,17 +636,7 @@ def _check_output_schema(owner: str, name: str, given: Any, function: Any) -> Js
 
 
 def _checked_output(owner: str, given: Mapping[str, Any]) -> JsonSchema:
-    import jsonschema
-
-    try:
-        jsonschema.Draft202012Validator.check_schema(dict(given))
-    except jsonschema.SchemaError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-        raise ToolDefinitionError(
-            f"output_schema is not valid JSON Schema at {where}: {exc.message}",
-            function=owner,
-            fix="correct the schema (Draft 2020-12)",
-        ) from None
+    _check_metaschema(given, owner, "output_schema")
     try:
         schema: JsonSchema = copy_json(dict(given))
     except (TypeError, ValueError):
