@@ -172,28 +172,16 @@ class ConversationCore:
             check_guardrails(_guardrails_given(guards, registry or default_registry))
         self.client = client
         self.model = model
-        self.name = name
-        self.advertise_required = advertise_required
         self.registry = registry if registry is not None else default_registry
         self.tool_filter = None if tools is None else _tool_filter(self.registry, tools)
         self.tool_search = ToolSearch.of(tool_search)
         check_always(self.registry, self.tool_search)
-        self.deferred_search: DeferredSearch = deferred_search
-        self.eager_tools = eager_tools
         self._step_offer: frozenset[str] | None = None  # what the toolset offered last
         self._exported: tuple[Any, list[dict[str, Any]]] | None = None  # a toolset's export
         self.discovered: list[str] = []
         """Deferred tools (`defer_loading=True`) the model found with `search_tools`: they
         are offered from then on (saved by `export_state`)."""
-        self.parallel = parallel
-        self.strict = strict
-        self.output_strict = output_strict
         self.context = context
-        self.confirm = confirm
-        self.streaming = stream
-        """Whether model answers are streamed (`stream=True`)."""
-        self.on_text = on_text
-        self.on_event = on_event
         self.messages: list[Message] = [{"role": "system", "content": system}] if system else []
         if tool_choice not in ("auto", "none", "required", *self.offered_names()):
             raise UsageError(
@@ -232,7 +220,6 @@ class ConversationCore:
         provider.check_choice(tool_choice)  # one the dialect cannot express fails now
         if force_tools:
             provider.check_choice("required")
-        self.assistant_content = assistant_content
         self._previous: tuple[str, int] | None = None  # the server's copy of the history
         self._paused: _Paused | None = None  # a turn that waits for approvals
         self._stored: Stored | None = None  # where send/resume load and save (state_store=)
@@ -245,6 +232,57 @@ class ConversationCore:
                 "conversation_id= and key= go with state_store= (the store the conversation "
                 "is kept in); to sign a state you save yourself, use export_state(key=...)"
             )
+
+    # -- the options, read from the record (export_state saves the same) ----------------------
+    @property
+    def name(self) -> str:
+        """The conversation's name in traces (`name=`)."""
+        return self.options.name
+
+    @property
+    def streaming(self) -> bool:
+        """Whether model answers are streamed (`stream=True`)."""
+        return self.options.stream
+
+    @property
+    def parallel(self) -> bool:
+        return self.options.parallel
+
+    @property
+    def strict(self) -> bool:
+        return self.options.strict
+
+    @property
+    def output_strict(self) -> bool:
+        return self.options.output_strict
+
+    @property
+    def advertise_required(self) -> bool:
+        return self.options.advertise_required
+
+    @property
+    def assistant_content(self) -> Literal["empty", "null", "omit"]:
+        return self.options.assistant_content
+
+    @property
+    def confirm(self) -> ConfirmCallback | Literal["defer"] | None:
+        return self.options.confirm
+
+    @property
+    def deferred_search(self) -> DeferredSearch:
+        return self.options.deferred_search
+
+    @property
+    def eager_tools(self) -> bool | None:
+        return self.options.eager_tools
+
+    @property
+    def on_text(self) -> Callable[[str], Any] | None:
+        return self.options.on_text
+
+    @property
+    def on_event(self) -> Callable[[StreamEvent], Any] | None:
+        return self.options.on_event
 
     # -- turns -----------------------------------------------------------------------------
 
