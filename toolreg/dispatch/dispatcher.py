@@ -4,10 +4,11 @@ Steps: whitelist -> decode -> validate (and coerce) -> convert -> inject context
 confirm -> call (sync/async, time limit) -> render. Each step's failure becomes a
 `ToolResult(ok=False)` whose `content` is a short message the model can act on.
 
-The decisions are written once, as plain methods (`_begin`, `_raised`, `_finish`,
-`_failed`); `dispatch_tool` / `adispatch_tool` and `dispatch_many` / `adispatch_many` are
-thin shells that only do the I/O: ask for confirmation, call the tool, run a batch in
-threads or tasks.
+The steps and every decision are written once, as plain methods: `_begin` (whitelist to
+context injection), `_caught` (what any exception answers, by the step it came from),
+`_finish` (rendering). `dispatch_tool` / `adispatch_tool` are shells of one `try` that
+only do the I/O between them: ask for confirmation, call the tool (sync, or awaited);
+`dispatch_many` / `adispatch_many` run a batch in threads or tasks.
 """
 
 from __future__ import annotations
@@ -149,25 +150,19 @@ class Dispatcher:
         start = _clock()
         observer = OBSERVER.current
         trace = None if observer is None else observer.tool_call(name, call_id, self._tools)
+        called = None
         try:
             tool, args, positional, kwargs = self._begin(name, arguments, context, allowed, call_id)
             if tool.needs_confirmation:
                 with one_question():  # also from dispatch_many's threads
                     sync_confirm(confirm, tool, args)
-        except ToolCallError as err:
-            return _failed(name, call_id, err, start, trace)
-        except BaseException as exc:  # the caller's mistake (no context...): raised, not sent
-            if trace is not None:
-                trace.abort(exc)
-            raise
-        try:
+            called = tool
             value = call(tool, positional, kwargs)
-        except Exception as exc:
-            return self._raised(tool, call_id, exc, start, trace, context)
-        except BaseException as exc:  # KeyboardInterrupt, SystemExit, cancellation: raised
-            if trace is not None:
-                trace.abort(exc)
-            raise
+        except BaseException as exc:
+            result = self._caught(name, called, call_id, exc, start, trace, context)
+            if result is None:
+                raise
+            return result
         return self._finish(tool, call_id, value, args, start, trace)
 
     def dispatch_many(
@@ -247,25 +242,19 @@ class Dispatcher:
         start = _clock()
         observer = OBSERVER.current
         trace = None if observer is None else observer.tool_call(name, call_id, self._tools)
+        called = None
         try:
             tool, args, positional, kwargs = self._begin(name, arguments, context, allowed, call_id)
             if tool.needs_confirmation:
                 async with one_question_async():  # also from adispatch_many's tasks
                     await async_confirm(confirm, tool, args)
-        except ToolCallError as err:
-            return _failed(name, call_id, err, start, trace)
-        except BaseException as exc:  # the caller's mistake (no context...): raised, not sent
-            if trace is not None:
-                trace.abort(exc)
-            raise
-        try:
+            called = tool
             value = await acall(tool, positional, kwargs)
-        except Exception as exc:
-            return self._raised(tool, call_id, exc, start, trace, context)
-        except BaseException as exc:  # KeyboardInterrupt, SystemExit, cancellation: raised
-            if trace is not None:
-                trace.abort(exc)
-            raise
+        except BaseException as exc:
+            result = self._caught(name, called, call_id, exc, start, trace, context)
+            if result is None:
+                raise
+            return result
         return self._finish(tool, call_id, value, args, start, trace)
 
     async def adispatch_many(
@@ -392,22 +381,36 @@ class Dispatcher:
             trace.end(result)
         return result
 
-    def _raised(
+    def _caught(
         self,
-        tool: Tool,
+        name: object,
+        called: Tool | None,
         call_id: str | None,
-        exc: Exception,
+        exc: BaseException,
         start: float,
         trace: Trace | None,
         context: Any,
-    ) -> ToolResult:
-        """The result of a tool that raised: a `ToolCallError` raised inside (a time limit, a
-        nested dispatch) keeps its kind; anything else is an execution error."""
-        if isinstance(exc, ToolCallError):
-            return _failed(tool.name, call_id, exc, start, trace)
-        error = self._execution_error(tool, exc, context)
-        error.__cause__ = exc
-        return _failed(tool.name, call_id, error, start, trace)
+    ) -> ToolResult | None:
+        """What a dispatch that raised `exc` answers, or None when `exc` goes on to the caller.
+
+        `called` is the tool once the call itself began (None while the call was still being
+        looked up, checked and confirmed). Before the call, a `ToolCallError` is the model's
+        mistake (answered) and any other exception the application's (raised: no context...).
+        From the call, a `ToolCallError` raised inside (a time limit, a nested dispatch) keeps
+        its kind and any other `Exception` is an execution error. `KeyboardInterrupt`,
+        `SystemExit` and cancellation are always raised."""
+        if isinstance(exc, Exception):
+            if called is not None:
+                if isinstance(exc, ToolCallError):
+                    return _failed(called.name, call_id, exc, start, trace)
+                error = self._execution_error(called, exc, context)
+                error.__cause__ = exc
+                return _failed(called.name, call_id, error, start, trace)
+            if isinstance(exc, ToolCallError):
+                return _failed(name, call_id, exc, start, trace)
+        if trace is not None:
+            trace.abort(exc)
+        return None
 
     def _unknown(self, name: object, allowed: frozenset[str] | None) -> UnknownToolError:
         shown = _safe_name(name)
