@@ -183,7 +183,9 @@ class ConversationCore:
         are offered from then on (saved by `export_state`)."""
         self.context = context
         self.messages: list[Message] = [{"role": "system", "content": system}] if system else []
-        if tool_choice not in ("auto", "none", "required", *self.offered_names()):
+        if tool_choice not in ("auto", "none", "required") and (
+            tool_choice not in self.offered_names()
+        ):
             raise UsageError(
                 f"tool_choice={tool_choice!r} is neither auto, none, required nor a tool offered "
                 f"to the model ({', '.join(self.offered_names()) or 'none offered'})"
@@ -607,12 +609,16 @@ class ConversationCore:
         deferred tool (`defer_loading=True`) once `search_tools` found it (with
         `deferred_search="hosted"`, from the start: the server searches them); of a toolset
         whose `offer` narrows what it holds, those it offered for the last model call."""
+        return self._offered(self._allowed())
+
+    def _offered(self, allowed: list[Tool]) -> list[str]:
+        """`offered_names`, of the tools `tools=` allows (`_allowed`)."""
         found = set(self.discovered)
-        hosted = self.deferred_search == "hosted"
+        hosted = self.options.deferred_search == "hosted"
         step = self._step_offer
         return [
             t.name
-            for t in self._allowed()
+            for t in allowed
             if (hosted or not t.defer_loading or t.name in found)
             and (step is None or t.name in step)
         ]
@@ -634,9 +640,10 @@ class ConversationCore:
         self._step_offer = None if len(offer) == len(held) else frozenset(t.name for t in offer)
         allowed = self._allowed(held)
         found = set(self.discovered)
-        mode = self.deferred_search
-        names = self.offered_names()
-        fmt, strict = self._settings.fmt.name, self.strict or None
+        options = self.options
+        mode = options.deferred_search
+        names = self._offered(allowed)
+        fmt, strict = self._settings.fmt.name, options.strict or None
         if self.tool_search is not None:
             chosen = set(select(self.registry, self.tool_search, names, history)) | found
             names = [name for name in names if name in chosen]
@@ -650,7 +657,7 @@ class ConversationCore:
                     f"the registry has a tool named {SEARCH_TOOL!r}, the name of the search "
                     "tool its deferred tools (defer_loading=True) need: rename that tool"
                 )
-            searching = search_definitions(mode, fmt, strict, self.advertise_required)
+            searching = search_definitions(mode, fmt, strict, options.advertise_required)
             offered = [*offered, *searching]
         return offered
 
@@ -778,12 +785,14 @@ def _unknown_request_options(chat: ConversationCore, saved: Mapping[str, Any]) -
     return sorted(k for k in saved if k not in parameters)
 
 
+_HOOK_NAMES = tuple(f.name for f in dataclasses.fields(Hooks))
+
+
 def _check_sync_hooks(hooks: Hooks | None, on_text: Any, on_event: Any) -> None:
     """Conversation cannot await: an `async def` hook, `on_text` or `on_event` fails when
     it is given."""
-    given = [(f"hooks.{f.name}", getattr(hooks, f.name, None)) for f in dataclasses.fields(Hooks)]
-    readers = [("on_text", on_text), ("on_event", on_event)]
-    for label, hook in [*(given if hooks is not None else []), *readers]:
+    given = [] if hooks is None else [(f"hooks.{n}", getattr(hooks, n)) for n in _HOOK_NAMES]
+    for label, hook in [*given, ("on_text", on_text), ("on_event", on_event)]:
         if hook is not None and inspect.iscoroutinefunction(hook):
             raise UsageError(
                 f"{label}={describe(hook)} is async def: Conversation cannot await it "
