@@ -9,6 +9,7 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -505,3 +506,154 @@ def test_guardrail_verdicts_are_events_on_the_turn_span(
     assert {e["gen_ai.tool.name"] for e in events} == {"get_weather"}
     assert events[0]["toolreg.guardrail.name"].endswith("only_oslo")
     assert "Only Oslo." not in str(events)  # the message is content: never on a span
+
+
+# -- what the turn's events add ----------------------------------------------------------------
+
+
+def test_a_streamed_model_call_records_its_time_to_first_chunk(
+    otel: Telemetry, tools: ToolRegistry
+) -> None:
+    script = [tool_calls(call("get_weather", city="Oslo")), text("Sunny in Oslo."), text("Hi.")]
+    with ScriptedServer(script) as server:
+        streamed = Conversation(server.client(), server.model, registry=tools, stream=True)
+        streamed.send("Weather in Oslo?")
+        first_chunk = otel.points("gen_ai.client.operation.time_to_first_chunk")
+        Conversation(server.client(), server.model, registry=tools).send("Hello")
+    chats = sorted(otel.spans("chat"), key=lambda s: s.start_time or 0)
+    calls, answer, plain = (attrs(s) for s in chats)
+    # an answer of only a call that did not start early has no chunk the turn saw first
+    assert "gen_ai.response.time_to_first_chunk" not in calls
+    assert 0 < answer["gen_ai.response.time_to_first_chunk"] < 60
+    assert "gen_ai.response.time_to_first_chunk" not in plain  # not streamed: no chunks
+    (point,) = first_chunk
+    assert point.count == 1
+    assert point.attributes["gen_ai.request.model"] == server.model
+    assert otel.points("gen_ai.client.operation.time_to_first_chunk")[0].count == 1
+
+
+def test_tool_progress_and_early_starts_are_events_on_the_turn_span(otel: Telemetry) -> None:
+    reg = ToolRegistry()
+
+    @reg.register_tool(read_only=True)
+    def survey(region: str, ctx: toolreg.ToolContext) -> str:
+        """Survey a region, reporting progress."""
+        ctx.report_progress(1, 2, f"surveying {region}")
+        ctx.report_progress(2, 2)
+        return "done"
+
+    with ScriptedServer([tool_calls(call("survey", region="north")), text("ok")]) as server:
+        chat = Conversation(server.client(), server.model, registry=reg, context={}, stream=True)
+        assert chat.send("Survey the north").text == "ok"  # no stream reader, no on_event
+    (turn,) = otel.spans("invoke_agent")
+    progress = [dict(e.attributes or {}) for e in turn.events if e.name == "toolreg.tool.progress"]
+    assert [(p["toolreg.tool.progress"], p["toolreg.tool.progress.total"]) for p in progress] == [
+        (1.0, 2.0),
+        (2.0, 2.0),
+    ]
+    assert {p["gen_ai.tool.name"] for p in progress} == {"survey"}
+    assert {p["gen_ai.tool.call.id"] for p in progress} == {"call_1"}
+    assert "surveying north" not in str(progress)  # the tool's words are content
+    early = [
+        dict(e.attributes or {}) for e in turn.events if e.name == "toolreg.tool.started_early"
+    ]
+    assert early == [{"gen_ai.tool.name": "survey", "gen_ai.tool.call.id": "call_1"}]
+
+
+def test_progress_messages_reach_the_span_only_when_content_is_captured() -> None:
+    telemetry = Telemetry()
+    toolreg.instrument(telemetry.tracer_provider, capture_content=True)
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def survey(ctx: toolreg.ToolContext) -> str:
+        """Survey, reporting progress."""
+        ctx.report_progress(1, message="halfway there")
+        return "done"
+
+    try:
+        with ScriptedServer([tool_calls(call("survey")), text("ok")]) as server:
+            Conversation(server.client(), server.model, registry=reg, context={}).send("Go")
+    finally:
+        toolreg.uninstrument()
+    (turn,) = telemetry.spans("invoke_agent")
+    (progress,) = [dict(e.attributes or {}) for e in turn.events]
+    assert progress["toolreg.tool.progress.message"] == "halfway there"
+    assert "toolreg.tool.progress.total" not in progress
+
+
+def test_a_turn_that_stops_for_approval_says_so_and_ends(otel: Telemetry) -> None:
+    reg = ToolRegistry()
+
+    @reg.register_tool(requires_confirmation=True)
+    def refund(order: str) -> str:
+        """Refund an order."""
+        return f"refunded {order}"
+
+    script = [tool_calls(call("refund", order="A1"), usage=(11, 3)), text("Refunded.")]
+    with ScriptedServer(script) as server:
+        chat = Conversation(server.client(), server.model, registry=reg, confirm="defer")
+        paused = chat.send("Refund A1")
+        (turn,) = otel.spans("invoke_agent")  # ended, though nothing read its events
+        chat.resume({paused.pending[0].call_id: True})
+    assert paused.stop_reason == "approval_required"
+    (asked,) = [dict(e.attributes or {}) for e in turn.events]
+    assert asked == {"toolreg.approval.count": 1, "gen_ai.tool.name": ("refund",)}
+    a = attrs(turn)
+    assert a["toolreg.turn.paused"] is True
+    assert a["toolreg.turn.stop_reason"] == "approval_required"
+    assert (a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"]) == (11, 3)
+    paused_span, resumed = sorted(otel.spans("invoke_agent"), key=lambda s: s.start_time or 0)
+    assert paused_span is turn or paused_span.context.span_id == turn.context.span_id
+    assert "toolreg.turn.paused" not in attrs(resumed)
+    assert attrs(resumed)["toolreg.turn.stop_reason"] == "answer"
+
+
+def test_the_turn_span_covers_saving_the_state(otel: Telemetry, tools: ToolRegistry) -> None:
+    from toolreg.stores import MemoryStore
+
+    saved_at: list[int] = []
+
+    class Timed(MemoryStore):
+        def save(self, *args: Any, **kwargs: Any) -> Any:
+            version = super().save(*args, **kwargs)
+            saved_at.append(time.time_ns())
+            return version
+
+    with ScriptedServer([text("Hello.")]) as server:
+        chat = Conversation(
+            server.client(), server.model, registry=tools, state_store=Timed(), conversation_id="c"
+        )
+        chat.send("Hi")
+    (turn,) = otel.spans("invoke_agent")
+    assert len(saved_at) == 1
+    assert turn.end_time is not None
+    assert turn.end_time >= saved_at[0]  # the save is part of the turn
+
+
+def test_a_stream_reader_that_stops_ends_the_turn_span_once(
+    otel: Telemetry, tools: ToolRegistry
+) -> None:
+    script = [tool_calls(call("get_weather", city="Oslo")), text("Sunny.")]
+    with ScriptedServer(script) as server:
+        chat = Conversation(server.client(), server.model, registry=tools, stream=True)
+        events = chat.stream("Weather?")
+        next(events)
+        events.close()  # the reader stops after the first event
+    (turn,) = otel.spans("invoke_agent")
+    assert attrs(turn)["error.type"] == "GeneratorExit"
+    assert turn.status.status_code is StatusCode.ERROR
+
+
+def test_an_async_turn_reads_its_events_the_same_way(otel: Telemetry, tools: ToolRegistry) -> None:
+    async def main(server: ScriptedServer) -> None:
+        async with server.async_client() as client:
+            chat = AsyncConversation(client, server.model, registry=tools, stream=True)
+            assert (await chat.send("Weather?")).text == "Sunny."
+
+    with ScriptedServer([tool_calls(call("get_weather", city="Oslo")), text("Sunny.")]) as server:
+        asyncio.run(main(server))
+    (turn,) = otel.spans("invoke_agent")
+    assert attrs(turn)["toolreg.turn.stop_reason"] == "answer"
+    answer = max(otel.spans("chat"), key=lambda s: s.start_time or 0)
+    assert attrs(answer)["gen_ai.response.time_to_first_chunk"] > 0

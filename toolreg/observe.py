@@ -44,13 +44,28 @@ class ModelCallTrace(Protocol):
 
     def parent(self) -> AbstractContextManager[None]: ...
 
+    def event(self, event: object) -> None:
+        """An event of a streamed answer, as it arrives (a `TextDelta`, a `ToolCallReady`
+        of a call started early: `toolreg.conversation.events`), before `end`."""
+        ...
+
 
 class TurnTrace(Protocol):
-    """One conversation turn (`send`, `run`): its model and tool calls are its children."""
+    """One conversation turn (`send`, `run`, `resume`): its model and tool calls are its
+    children.
+
+    It reads the turn's events, in order, as the stream has them (`event`), and ends once:
+    when the turn's last event, `TurnFinished`, has been read (`end(None)`), or with the
+    exception that ended the turn instead (a reader that stopped early: `GeneratorExit`).
+    """
 
     def end(self, error: BaseException | None) -> None: ...
 
     def parent(self) -> AbstractContextManager[None]: ...
+
+    def event(self, event: object) -> None:
+        """An event of the turn (`toolreg.conversation.events`), `TurnFinished` last."""
+        ...
 
 
 class Observer(Protocol):

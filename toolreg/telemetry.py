@@ -17,8 +17,19 @@ What is emitted follows the OpenTelemetry GenAI semantic conventions:
   address and port;
 - `execute_tool {tool}` (INTERNAL) for each dispatch, a child of the model call that asked for
   it (also for calls run in threads or tasks), or of whatever span is current;
-- histograms `gen_ai.client.token.usage`, `gen_ai.client.operation.duration` (model calls)
-  and `gen_ai.execute_tool.duration` (tool calls, with the tool name and error kind).
+- histograms `gen_ai.client.token.usage`, `gen_ai.client.operation.duration` (model calls),
+  `gen_ai.client.operation.time_to_first_chunk` (streamed model calls) and
+  `gen_ai.execute_tool.duration` (tool calls, with the tool name and error kind).
+
+The turn span reads the turn's events (`toolreg.conversation.events`, the same a
+`stream()` reader gets) and ends with its last one, `TurnFinished`: so it also covers what
+follows the loop (the state saved to a store, the approvals asked for). From the events it
+records a streamed model call's time to its first chunk (the first text, or a call started
+while the answer streams: `gen_ai.response.time_to_first_chunk` on the chat span, and the
+histogram), `toolreg.tool.progress` events (a tool's `report_progress`; the message only
+with `capture_content`), `toolreg.tool.started_early` events, a `toolreg.approval.required`
+event and `toolreg.turn.paused` when the turn stops for approvals, and the turn's total
+token usage and `toolreg.turn.stop_reason` at the end.
 
 Only `opentelemetry-api` is needed (`pip install 'toolreg[otel]'`); it is imported by
 `instrument()`, never by `import toolreg` or by dispatch while nothing is instrumented.
@@ -45,9 +56,17 @@ from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar
 from urllib.parse import urlsplit
 
+from .conversation.events import (
+    ApprovalRequired,
+    TextDelta,
+    ToolCallReady,
+    ToolProgress,
+    ToolStarted,
+    TurnFinished,
+)
 from .errors import UsageError
 from .observe import OBSERVER, ModelCallTrace, Trace, TurnTrace
-from .result import ToolResult
+from .result import ToolCall, ToolResult
 from .tool import Tool
 
 if TYPE_CHECKING:
@@ -238,6 +257,11 @@ class _OpenTelemetry:
             unit="s",
             description="Duration of model calls",
         )
+        self.first_chunk: Histogram = meter.create_histogram(
+            "gen_ai.client.operation.time_to_first_chunk",
+            unit="s",
+            description="Time from a streamed model request to the first chunk of its answer",
+        )
         self.tool_duration: Histogram = meter.create_histogram(
             "gen_ai.execute_tool.duration",
             unit="s",
@@ -359,7 +383,7 @@ class _ToolTrace:
 
 
 class _ModelTrace:
-    __slots__ = ("attributes", "otel", "span", "start", "token")
+    __slots__ = ("attributes", "chunked", "otel", "span", "start", "token")
 
     def __init__(
         self, otel: _OpenTelemetry, span: Span, token: object, attributes: dict[str, Any]
@@ -372,6 +396,17 @@ class _ModelTrace:
             or k.startswith("server.")
         }
         self.start = time.perf_counter()
+        self.chunked = False  # the first chunk of a streamed answer has come
+
+    def event(self, event: object) -> None:
+        """A streamed answer's event: the first one (text, or a call started early) is its
+        first chunk."""
+        if self.chunked or not isinstance(event, (TextDelta, ToolCallReady)):
+            return
+        self.chunked = True
+        elapsed = time.perf_counter() - self.start
+        self.span.set_attribute("gen_ai.response.time_to_first_chunk", elapsed)
+        self.otel.first_chunk.record(elapsed, self.attributes)
 
     def end(self, response: Mapping[str, Any]) -> None:
         span, metric = self.span, dict(self.attributes)
@@ -410,6 +445,36 @@ class _TurnTrace:
     def __init__(self, otel: _OpenTelemetry, span: Span) -> None:
         self.otel, self.span = otel, span
 
+    def event(self, event: object) -> None:
+        """What the turn's events say that no span does."""
+        span = self.span
+        if isinstance(event, ToolProgress):
+            attributes: dict[str, Any] = {
+                "gen_ai.tool.name": _printable(event.tool_name),
+                "toolreg.tool.progress": float(event.progress),
+            }
+            if isinstance(event.call_id, str):
+                attributes["gen_ai.tool.call.id"] = event.call_id[:256]
+            if event.total is not None:
+                attributes["toolreg.tool.progress.total"] = float(event.total)
+            if event.message and self.otel.capture_content:  # a tool's words: content
+                attributes["toolreg.tool.progress.message"] = event.message[:_MAX_ATTRIBUTE]
+            span.add_event("toolreg.tool.progress", attributes)
+        elif isinstance(event, ToolStarted) and event.early:
+            span.add_event("toolreg.tool.started_early", _call_attributes(event.call))
+        elif isinstance(event, ApprovalRequired):
+            names = [_printable(p.tool_name) for p in event.pending]
+            span.add_event(
+                "toolreg.approval.required",
+                {"toolreg.approval.count": len(names), "gen_ai.tool.name": names},
+            )
+            span.set_attribute("toolreg.turn.paused", True)
+        elif isinstance(event, TurnFinished):
+            reply = event.reply
+            span.set_attribute("toolreg.turn.stop_reason", reply.stop_reason)
+            span.set_attribute("gen_ai.usage.input_tokens", reply.usage.prompt_tokens)
+            span.set_attribute("gen_ai.usage.output_tokens", reply.usage.completion_tokens)
+
     def end(self, error: BaseException | None) -> None:
         if error is not None:
             error_type = type(error).__name__
@@ -434,6 +499,13 @@ def _as_parent(otel: _OpenTelemetry, span: Span) -> Iterator[None]:
         yield
     finally:
         otel.context.detach(token)
+
+
+def _call_attributes(call: ToolCall) -> dict[str, Any]:
+    attributes: dict[str, Any] = {"gen_ai.tool.name": _printable(call.name)}
+    if isinstance(call.call_id, str):
+        attributes["gen_ai.tool.call.id"] = call.call_id[:256]
+    return attributes
 
 
 def _tokens(usage: Any) -> dict[str, int]:

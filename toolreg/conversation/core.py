@@ -31,6 +31,7 @@ from typing_extensions import Self
 from ..dispatch import ConfirmCallback
 from ..errors import ConversationError, ConversationStateError, ToolCallError, UsageError
 from ..formats import DIALECTS, Dialect, export_tools
+from ..observe import OBSERVER, ModelCallTrace
 from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch
@@ -86,7 +87,7 @@ from .state import (
     with_digests,
 )
 from .stored import RESUME_TTL, Stored
-from .tracing import turn
+from .tracing import ModelCall, Observed, turn
 
 if TYPE_CHECKING:
     pass
@@ -224,6 +225,7 @@ class ConversationCore:
             provider.check_choice("required")
         self._previous: tuple[str, int] | None = None  # the server's copy of the history
         self._paused: _Paused | None = None  # a turn that waits for approvals
+        self._observed: Observed | None = None  # the turn under observation (telemetry)
         self._stored: Stored | None = None  # where send/resume load and save (state_store=)
         if state_store is not None:
             self._stored = Stored(
@@ -339,6 +341,32 @@ class ConversationCore:
         known = turn.previous_id is not None and turn.known <= len(self.messages)
         self._previous = (turn.previous_id, turn.known) if known and turn.previous_id else None
 
+    # -- the observer reads the events too ---------------------------------------------------
+
+    def _following(self, listening: bool) -> bool:
+        """Whether a turn's events are made: for a `stream()` reader, `on_event`, or an
+        observer (telemetry), which reads them after `on_event`."""
+        return listening or self.options.on_event is not None or OBSERVER.current is not None
+
+    def _watching(self, call: ModelCall) -> ModelCallTrace | None:
+        """The trace that reads a model call's events: only a streamed answer's arrive as
+        they come (the whole text of an answer that is not streamed is no first chunk)."""
+        return call.trace if self.options.stream else None
+
+    def _observe(self, event: StreamEvent, model: ModelCallTrace | None) -> None:
+        if model is not None:
+            model.event(event)
+        observed = self._observed
+        if observed is not None:
+            observed.event(event)  # ends it at the turn's TurnFinished
+
+    def _unobserve(self, error: BaseException | None) -> None:
+        """End the turn's trace, if its `TurnFinished` did not (a failure, a reader that
+        stopped early)."""
+        observed, self._observed = self._observed, None
+        if observed is not None:
+            observed.end(error)
+
     # -- turns as flows: one order of steps for both drivers ---------------------------------
     # A flow is a generator of effects (the loop's steps, `StoreStep`s and events) answered
     # by a driver's `_perform`; the drivers only do the I/O (sync, or awaited).
@@ -375,8 +403,10 @@ class ConversationCore:
         return (yield from _finished(reply))
 
     def _turn_flow(self, loop: Generator[Step, Any, Reply]) -> Flow:
-        with turn(self.name, self.model, self._settings.provider.name), self._naming_endpoint():
-            return (yield from loop)  # a span
+        with turn(self.name, self.model, self._settings.provider.name) as observed:
+            self._observed = observed  # the driver passes it the turn's events, and ends it
+            with self._naming_endpoint():
+                return (yield from loop)
 
     def _load_flow(self, resuming: bool = False) -> Generator[StoreStep, Any, None]:
         stored = self._stored

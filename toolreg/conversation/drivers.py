@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from ..dispatch.calling import aguard, call_hook, guard
 from ..errors import UsageError
 from ..jsonvalues import safe_json
+from ..observe import ModelCallTrace
 from ..params import ProgressSink, progress_sink
 from ..result import ToolCall, ToolResult
 from .core import ConversationCore, Flow, StoreStep, describe
@@ -284,7 +285,7 @@ class Conversation(ConversationCore):
         `listening`, else only `TurnFinished`)."""
         provider = self._settings.provider.name
         runs = EarlyRuns(self.registry.dispatcher.settings.max_concurrency)
-        following = listening or self.on_event is not None  # someone reads the events
+        following = self._following(listening)
         notes: queue.SimpleQueue[Any] | None = queue.SimpleQueue() if following else None
         parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
         answer: Any = None
@@ -307,7 +308,8 @@ class Conversation(ConversationCore):
                         runs.discard()  # started for an earlier answer, and no round took them
                         with model_call(step.request, self.client, provider) as call:
                             model = self._model(step, runs, call.parent, notes)
-                            answer = yield from self._relay(model, listening)
+                            watch = self._watching(call)
+                            answer = yield from self._relay(model, listening, watch)
                             call.response = answer
                         parent = call.parent
                     elif isinstance(step, ToolsStep):
@@ -320,25 +322,35 @@ class Conversation(ConversationCore):
                     raise
                 except BaseException as exc:  # the flow decides (a resume keeps what ran)
                     failure = exc
+        except BaseException as exc:  # the turn failed, or its reader stopped
+            self._unobserve(exc)
+            raise
         finally:
             runs.discard()  # the turn failed (a cut-off stream...): abandoned, never reused
             flow.close()
+            self._unobserve(None)
 
-    def _consume(self, event: StreamEvent) -> None:
-        """`on_event` reads every event, in order (a sync one: see `_check_sync_hooks`)."""
+    def _consume(self, event: StreamEvent, model: ModelCallTrace | None = None) -> None:
+        """`on_event` reads every event, in order (a sync one: see `_check_sync_hooks`);
+        then the observer, if any (`model`: the trace of the model call it came from)."""
         if self.on_event is not None:
             _run_hook("on_event", self.on_event, event)
+        self._observe(event, model)
 
     def _relay(
-        self, events: Generator[StreamEvent, None, R], listening: bool
+        self,
+        events: Generator[StreamEvent, None, R],
+        listening: bool,
+        model: ModelCallTrace | None = None,
     ) -> Generator[StreamEvent, None, R]:
-        """A model call's or a round's events: to `on_event`, and on to the reader."""
-        if self.on_event is None:
+        """A model call's or a round's events: to `on_event` and the observer (`model`: the
+        model call's trace), and on to the reader."""
+        if self.on_event is None and self._observed is None and model is None:
             return (yield from events)
         try:
             while True:
                 event = next(events)
-                self._consume(event)
+                self._consume(event, model)
                 if listening:
                     yield event
         except StopIteration as done:
@@ -620,7 +632,7 @@ class AsyncConversation(ConversationCore):
 
         provider = self._settings.provider.name
         runs = AsyncEarlyRuns(self.registry.dispatcher.settings.max_concurrency)
-        following = listening or self.on_event is not None  # someone reads the events
+        following = self._following(listening)
         notes: asyncio.Queue[Any] | None = asyncio.Queue() if following else None
         parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
         answer: Any = None
@@ -643,12 +655,13 @@ class AsyncConversation(ConversationCore):
                         await runs.discard()  # started for an earlier answer, no round took them
                         with model_call(step.request, self.client, provider) as call:
                             model = self._model(step, runs, call.parent, notes)
+                            watch = self._watching(call)
                             async with aclosing(model) as said:
                                 async for note in said:
                                     if isinstance(note, _Answered):
                                         answer = call.response = note.answer
                                         continue
-                                    await self._consume(note)
+                                    await self._consume(note, watch)
                                     if listening:
                                         yield note
                         parent = call.parent
@@ -668,16 +681,22 @@ class AsyncConversation(ConversationCore):
                     raise
                 except BaseException as exc:  # the flow decides (a resume keeps what ran)
                     failure = exc
+        except BaseException as exc:  # the turn failed, or its reader stopped
+            self._unobserve(exc)
+            raise
         finally:
             await runs.discard()  # the turn failed (a cut-off stream...): cancelled
             flow.close()
+            self._unobserve(None)
 
-    async def _consume(self, event: StreamEvent) -> None:
-        """`on_event` reads every event, in order; an async one is awaited."""
+    async def _consume(self, event: StreamEvent, model: ModelCallTrace | None = None) -> None:
+        """`on_event` reads every event, in order (an async one is awaited); then the
+        observer, if any (`model`: the trace of the model call it came from)."""
         if self.on_event is not None:
             said = call_hook(self.on_event, event)
             if _awaitable(said):
                 await said
+        self._observe(event, model)
 
     async def _model(
         self,

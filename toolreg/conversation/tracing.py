@@ -12,27 +12,54 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
-from ..observe import OBSERVER, ModelCallTrace
+from ..observe import OBSERVER, ModelCallTrace, TurnTrace
+from .events import TurnFinished
 from .providers import Answer
 
-__all__ = ["ModelCall", "guardrail_verdict", "model_call", "turn"]
+__all__ = ["ModelCall", "Observed", "guardrail_verdict", "model_call", "turn"]
+
+
+class Observed:
+    """A turn under observation: its events go to the observer's trace, which ends once,
+    whoever ends it first (the turn's last event, a failure, the driver giving up)."""
+
+    __slots__ = ("trace",)
+
+    def __init__(self, trace: TurnTrace) -> None:
+        self.trace: TurnTrace | None = trace
+
+    def event(self, event: object) -> None:
+        trace = self.trace
+        if trace is not None:
+            trace.event(event)
+            if isinstance(event, TurnFinished):  # the turn's last event: it is over
+                self.end(None)
+
+    def end(self, error: BaseException | None) -> None:
+        trace, self.trace = self.trace, None
+        if trace is not None:
+            trace.end(error)
 
 
 @contextlib.contextmanager
-def turn(name: str, model: str, provider: str) -> Iterator[None]:
-    """One `send` / `run`: everything inside is part of it."""
+def turn(name: str, model: str, provider: str) -> Iterator[Observed | None]:
+    """One `send` / `run` / `resume`: the model and tool calls inside are its children.
+
+    A failure inside ends it; otherwise it ends when its `TurnFinished` event is read (the
+    driver passes every event to `Observed.event`), so that the turn's trace also has what
+    comes after the loop: the state saved, the approvals asked for, the reply."""
     observer = OBSERVER.current
     if observer is None:
-        yield
+        yield None
         return
     trace = observer.turn(name, model, provider)
+    observed = Observed(trace)
     with trace.parent():
         try:
-            yield
+            yield observed
         except BaseException as exc:
-            trace.end(exc)
+            observed.end(exc)
             raise
-    trace.end(None)
 
 
 class ModelCall:
