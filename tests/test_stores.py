@@ -14,6 +14,7 @@ import sqlite3
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -175,6 +176,25 @@ def test_the_async_methods(store: Any) -> None:
             await store.aclose()
 
     asyncio.run(main())
+
+
+def test_the_async_methods_work_in_every_event_loop(store: Any) -> None:
+    """One store, used from several event loops one after the other (an `asyncio.run()`
+    per request) and from two threads' loops at once: redis-py binds an async client to
+    its loop, so a RedisStore keeps one per loop."""
+
+    async def turn(id: str) -> StoredState | None:
+        version = await store.asave(id, {"id": id}, None)
+        assert await store.aclaim(f"{id}-claim", "me", 60) is True
+        assert version == 1
+        return await store.aload(id)
+
+    for n in range(3):  # each asyncio.run() is a new loop; the last one's is closed
+        assert asyncio.run(turn(f"loop{n}")) == StoredState({"id": f"loop{n}"}, 1)
+    with ThreadPoolExecutor(2) as pool:
+        found = list(pool.map(lambda n: asyncio.run(turn(f"thread{n}")), range(4)))
+    assert [f.state["id"] for f in found if f is not None] == [f"thread{n}" for n in range(4)]
+    assert store.load("loop2") == StoredState({"id": "loop2"}, 1)  # one store underneath
 
 
 BAD_IDS = ["", "x" * 257, "has space", "../etc/passwd", "line\nbreak", "naïve", "a/b", "*"]

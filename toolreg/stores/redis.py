@@ -9,11 +9,15 @@ without being transferred). A claim is `SET <prefix>claim:<id> <token> NX PX <tt
 the first `SET` takes the name, and Redis forgets it after `ttl`.
 
 Sync methods use a `redis.Redis`, the async ones a `redis.asyncio.Redis`, both made from
-`url` (or give your own `client=` / `async_client=`, e.g. with TLS or a Sentinel).
+`url` (or give your own `client=` / `async_client=`, e.g. with TLS or a Sentinel). redis-py
+ties an async client's connections to the event loop that opened them, so the store makes
+one async client per event loop it is used in (each `asyncio.run()`, each thread's loop); a
+given `async_client=` is used as it is, in the one loop it belongs to.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from ..errors import UsageError
@@ -62,7 +66,8 @@ class RedisStore:
         prefix: what every key starts with, at most 100 characters.
         max_bytes: the largest state's JSON text it keeps (32 MB by default).
         client: a `redis.Redis` to use instead of one made from `url`.
-        async_client: a `redis.asyncio.Redis` for `AsyncConversation` (else one is made).
+        async_client: a `redis.asyncio.Redis` for `AsyncConversation`, used in the event loop
+            it belongs to (else the store makes one per event loop, from `url`).
 
     Raises:
         UsageError: the `redis` package is missing, or `prefix` is not short text.
@@ -89,13 +94,43 @@ class RedisStore:
         self.prefix = prefix
         self.max_bytes = check_max_bytes(max_bytes)
         self.client = client if client is not None else redis.Redis.from_url(url)
-        self.async_client = (
-            async_client if async_client is not None else redis.asyncio.Redis.from_url(url)
-        )
         self._save = self.client.register_script(_SAVE)
         self._load = self.client.register_script(_LOAD)
-        self._asave = self.async_client.register_script(_SAVE)
-        self._aload = self.async_client.register_script(_LOAD)
+        self._url = url
+        self._given = None if async_client is None else _AsyncSide(async_client)
+        # event loop -> the async client made for it (gone with the loop)
+        self._sides: weakref.WeakKeyDictionary[Any, _AsyncSide] = weakref.WeakKeyDictionary()
+
+    @property
+    def async_client(self) -> Any:
+        """The `redis.asyncio.Redis` the async methods use in the running event loop: the
+        given `async_client=`, else the one made for this loop (outside any loop, a new one
+        for the caller, which binds to the loop that first uses it)."""
+        if self._given is not None:
+            return self._given.client
+        import asyncio
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            import redis.asyncio
+
+            return redis.asyncio.Redis.from_url(self._url)
+        return self._side().client
+
+    def _side(self) -> _AsyncSide:
+        """The async client (and its scripts) for the running event loop."""
+        if self._given is not None:
+            return self._given
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        side = self._sides.get(loop)
+        if side is None:
+            import redis.asyncio
+
+            side = self._sides[loop] = _AsyncSide(redis.asyncio.Redis.from_url(self._url))
+        return side
 
     def _key(self, kind: str, id: str) -> str:
         return f"{self.prefix}{kind}:{id}"
@@ -144,27 +179,48 @@ class RedisStore:
 
     async def aload(self, id: str) -> StoredState | None:
         key = self._key("state", check_id(id))
-        return self._loaded(id, await self._aload(keys=[key], args=[self.max_bytes]))
+        return self._loaded(id, await self._side().load(keys=[key], args=[self.max_bytes]))
 
     async def asave(self, id: str, state: dict[str, Any], expected_version: int | None) -> int:
         key = self._key("state", check_id(id))
         text = encode_state(id, state, self.max_bytes)
         expected = _expected(expected_version)
-        answer = await self._asave(keys=[key], args=[expected, text])
+        answer = await self._side().save(keys=[key], args=[expected, text])
         return self._saved(id, expected_version, answer)
 
     async def aclaim(self, id: str, token: str, ttl: float) -> bool:
         key = self._key("claim", id)
         millis = max(1, round(check_claim(id, token, ttl) * 1000))
-        if await self.async_client.set(key, token, nx=True, px=millis):
+        client = self._side().client
+        if await client.set(key, token, nx=True, px=millis):
             return True
-        return _text(await self.async_client.get(key)) == token
+        return _text(await client.get(key)) == token
 
     async def adelete(self, id: str) -> bool:
-        return bool(await self.async_client.delete(self._key("state", check_id(id))))
+        return bool(await self._side().client.delete(self._key("state", check_id(id))))
 
     async def aclose(self) -> None:
-        await self.async_client.aclose()
+        """Close the running event loop's async client (the given one, or the one made for
+        this loop)."""
+        if self._given is None:
+            import asyncio
+
+            side = self._sides.pop(asyncio.get_running_loop(), None)
+            if side is not None:
+                await side.client.aclose()
+            return
+        await self._given.client.aclose()
+
+
+class _AsyncSide:
+    """An async client and the store's scripts registered on it."""
+
+    __slots__ = ("client", "load", "save")
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.save = client.register_script(_SAVE)
+        self.load = client.register_script(_LOAD)
 
 
 def _expected(version: int | None) -> str:
