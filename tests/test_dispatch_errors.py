@@ -285,3 +285,43 @@ def test_an_exception_whose_str_raises_is_named_by_its_type(
     assert isinstance(result.exception, _Broken)
     (record,) = caplog.records
     assert record.getMessage() == "tool 'post' failed: _Broken"
+
+
+def test_a_failed_call_leaves_no_reference_cycle() -> None:
+    """A failed result holds the exception, whose traceback holds dispatch's frames: nothing
+    in those frames may point back at the result, or every failure would wait for the
+    cycle collector (and keep the tool's arguments alive until then)."""
+    import asyncio
+    import gc
+    import logging
+
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def boom(a: int) -> int:
+        """Always fails."""
+        raise ValueError("boom")
+
+    async def many() -> None:
+        for _ in range(50):
+            assert not (await reg.adispatch_tool("boom", {"a": 1})).ok
+
+    logger = logging.getLogger("toolreg")
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # a kept log record would keep the failures alive
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(50):
+            assert not reg.dispatch_tool("boom", {"a": 1}).ok
+            assert not reg.dispatch_tool("nope", {}).ok
+        asyncio.run(many())
+        gc.collect()  # what asyncio.run left behind
+        for _ in range(50):
+            result = reg.dispatch_tool("boom", {"a": 1})
+            assert result.exception is not None
+        del result
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
+        logger.setLevel(level)

@@ -5,10 +5,11 @@ confirm -> call (sync/async, time limit) -> render. Each step's failure becomes 
 `ToolResult(ok=False)` whose `content` is a short message the model can act on.
 
 The steps and every decision are written once, as plain methods: `_begin` (whitelist to
-context injection), `_caught` (what any exception answers, by the step it came from),
-`_finish` (rendering). `dispatch_tool` / `adispatch_tool` are shells of one `try` that
-only do the I/O between them: ask for confirmation, call the tool (sync, or awaited);
-`dispatch_many` / `adispatch_many` run a batch in threads or tasks.
+context injection), `_passed_on` and `_answered` (whether an exception goes on to the
+caller, else what answers it, by the step it came from), `_finish` (rendering).
+`dispatch_tool` / `adispatch_tool` are shells of one `try` that only do the I/O between
+them: ask for confirmation, call the tool (sync, or awaited); `dispatch_many` /
+`adispatch_many` run a batch in threads or tasks.
 """
 
 from __future__ import annotations
@@ -159,10 +160,9 @@ class Dispatcher:
             called = tool
             value = call(tool, positional, kwargs)
         except BaseException as exc:
-            result = self._caught(name, called, call_id, exc, start, trace, context)
-            if result is None:
+            if _passed_on(exc, called, trace):
                 raise
-            return result
+            return self._answered(name, called, call_id, exc, start, trace, context)
         return self._finish(tool, call_id, value, args, start, trace)
 
     def dispatch_many(
@@ -251,10 +251,9 @@ class Dispatcher:
             called = tool
             value = await acall(tool, positional, kwargs)
         except BaseException as exc:
-            result = self._caught(name, called, call_id, exc, start, trace, context)
-            if result is None:
+            if _passed_on(exc, called, trace):
                 raise
-            return result
+            return self._answered(name, called, call_id, exc, start, trace, context)
         return self._finish(tool, call_id, value, args, start, trace)
 
     async def adispatch_many(
@@ -381,7 +380,7 @@ class Dispatcher:
             trace.end(result)
         return result
 
-    def _caught(
+    def _answered(
         self,
         name: object,
         called: Tool | None,
@@ -390,27 +389,18 @@ class Dispatcher:
         start: float,
         trace: Trace | None,
         context: Any,
-    ) -> ToolResult | None:
-        """What a dispatch that raised `exc` answers, or None when `exc` goes on to the caller.
-
-        `called` is the tool once the call itself began (None while the call was still being
-        looked up, checked and confirmed). Before the call, a `ToolCallError` is the model's
-        mistake (answered) and any other exception the application's (raised: no context...).
-        From the call, a `ToolCallError` raised inside (a time limit, a nested dispatch) keeps
-        its kind and any other `Exception` is an execution error. `KeyboardInterrupt`,
-        `SystemExit` and cancellation are always raised."""
-        if isinstance(exc, Exception):
-            if called is not None:
-                if isinstance(exc, ToolCallError):
-                    return _failed(called.name, call_id, exc, start, trace)
-                error = self._execution_error(called, exc, context)
-                error.__cause__ = exc
-                return _failed(called.name, call_id, error, start, trace)
-            if isinstance(exc, ToolCallError):
-                return _failed(name, call_id, exc, start, trace)
-        if trace is not None:
-            trace.abort(exc)
-        return None
+    ) -> ToolResult:
+        """The result that answers `exc` (one `_passed_on` did not raise): before the call
+        (`called` None), a `ToolCallError`, the model's mistake; from the call, a
+        `ToolCallError` raised inside (a time limit, a nested dispatch) keeps its kind and
+        any other exception is an execution error."""
+        if isinstance(exc, ToolCallError):
+            return _failed(name if called is None else called.name, call_id, exc, start, trace)
+        assert called is not None  # `_passed_on` raised any other exception before the call
+        assert isinstance(exc, Exception)  # ... and every BaseException
+        error = self._execution_error(called, exc, context)
+        error.__cause__ = exc
+        return _failed(called.name, call_id, error, start, trace)
 
     def _unknown(self, name: object, allowed: frozenset[str] | None) -> UnknownToolError:
         shown = _safe_name(name)
@@ -504,6 +494,22 @@ def _log_failure(tool: str, exc: BaseException, detail: str) -> None:
     logger.warning("%s", line, extra={"tool_exception": exc})
     if logger.isEnabledFor(_DEBUG):
         logger.debug("%s", line, exc_info=exc)
+
+
+def _passed_on(exc: BaseException, called: Tool | None, trace: Trace | None) -> bool:
+    """Whether dispatch raises `exc` to its caller instead of answering it (the trace
+    aborted): `KeyboardInterrupt`, `SystemExit` and cancellation always; before the call
+    (`called` None), anything but a `ToolCallError`: the application's mistake (no
+    context...), not the model's.
+
+    The shells raise it themselves (a bare `raise`: the traceback stays the tool's), and
+    keep no result in a local: a failed result holds the exception, whose traceback holds
+    the shell's frame, and a local there would make a reference cycle of every failure."""
+    if isinstance(exc, Exception) and (called is not None or isinstance(exc, ToolCallError)):
+        return False
+    if trace is not None:
+        trace.abort(exc)
+    return True
 
 
 def _failed(
