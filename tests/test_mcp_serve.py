@@ -191,6 +191,57 @@ def test_stdio_confirms_by_elicitation_and_reports_progress_and_logs(mode: str) 
     asyncio.run(run())
 
 
+PING = """from toolreg import ToolRegistry
+registry = ToolRegistry()
+@registry.register_tool
+def ping() -> str:
+    'Answer pong.'
+    return 'pong'
+"""
+
+
+def test_several_targets_are_served_as_one_each_prefix_its_own(tmp_path: Any) -> None:
+    """`toolreg serve A remote=mcp:'...'`: A's tools and, under the prefix, those of a
+    mounted MCP server (here another `toolreg serve`, over stdio) behind one server."""
+    (tmp_path / "ping.py").write_text(PING, encoding="utf-8")
+    inner = " ".join(serve_command(str(tmp_path / "ping.py")))
+    command = [*serve_command(TOOLS), f"remote=mcp:{inner}", f"local={tmp_path / 'ping.py'}"]
+
+    async def run() -> tuple[list[str], str, str]:
+        server = stdio_server()
+        server.command, server.args = command[0], command[1:]
+        async with Client(server) as client:
+            listed = [tool.name for tool in (await client.list_tools()).tools]
+            remote = text_of(await client.call_tool("remote_ping", {}))
+            local = text_of(await client.call_tool("local_ping", {}))
+            return listed, remote, local
+
+    listed, remote, local = asyncio.run(run())
+    assert listed == [*(t.name for t in tools.registry.tools()), "remote_ping", "local_ping"]
+    assert (remote, local) == ("pong", "pong")
+
+
+def test_two_targets_with_one_tool_name_is_an_error_that_says_prefix_one(tmp_path: Any) -> None:
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text(PING, encoding="utf-8")
+    done = subprocess.run(
+        serve_command(str(tmp_path / "a.py"), str(tmp_path / "b.py")),
+        capture_output=True,
+        text=True,
+        env={**os.environ, **child_env()},
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("toolreg: the tool name 'ping' is in both ")
+    assert done.stderr.endswith(
+        ": serve one of the TARGETs under a prefix, PREFIX=TARGET "
+        "(e.g. remote=mcp:'uvx mcp-server-time')\n"
+    )
+    assert "Traceback" not in done.stderr
+
+
 def test_stdio_target_output_goes_to_stderr(tmp_path: Any) -> None:
     """stdout is the protocol's: a target that prints while loading must not corrupt it."""
     target = tmp_path / "chatty.py"

@@ -9,7 +9,11 @@ toolreg serve app:registry --transport http --workers 4 \
 ```
 
 TARGET may name a toolset as `module:attribute` (a view such as `combined(registry,
-prefixed(mount, "remote"))`), not only a registry.
+prefixed(mount, "remote"))`), not only a registry. Several TARGETs are served as one
+(`combined`): `toolreg serve app.py time=mcp:'uvx mcp-server-time'` serves app.py's tools and
+the time server's as `time_get_current_time`...: `PREFIX=TARGET` names TARGET's tools
+`PREFIX_name` (`prefixed`). Two TARGETs with the same tool name is an error that says which
+to prefix.
 
 Stdio: stdout carries the protocol, so whatever the target prints while it loads goes to
 stderr. HTTP: stateless unless `--stateful`; several `--workers` share one listening socket
@@ -22,6 +26,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import shlex
 import sys
 from collections.abc import Callable
@@ -44,7 +49,13 @@ class ServeError(TargetError):
 def add_parser(command: Callable[[str, str], argparse.ArgumentParser], target_help: str) -> None:
     """Add `serve` through `command(name, summary)`, which makes a subcommand's parser."""
     p = command("serve", "serve TARGET's tools over MCP (stdio or streamable HTTP)")
-    p.add_argument("target", metavar="TARGET", help=target_help)
+    p.add_argument(
+        "target",
+        metavar="TARGET",
+        nargs="+",
+        help=f"{target_help}; several are served together, and PREFIX=TARGET names TARGET's "
+        "tools PREFIX_name (e.g. time=mcp:'uvx mcp-server-time')",
+    )
     p.add_argument(
         "--transport",
         choices=["stdio", "http"],
@@ -95,14 +106,55 @@ def cmd_serve(args: argparse.Namespace) -> int:
         for flag, given in options:
             if given:
                 raise ServeError(f"{flag} applies to --transport http")
+    targets = [_split_target(target) for target in args.target]  # checked before loading
     if args.workers > 1:
-        if args.target.startswith("mcp:"):
+        if any(target.startswith("mcp:") for _, target in targets):
             raise ServeError("an mcp: target is served by one worker; drop --workers")
         if args.stateful:
             raise ServeError("--stateful sessions live in one process: use one worker")
     _check_options(args)
     _serve(args, _context(args.context))
     return 0
+
+
+_PREFIXED = re.compile(r"([A-Za-z_][A-Za-z0-9_-]{0,62})=(.*)", re.DOTALL)
+
+
+def _split_target(text: str) -> tuple[str | None, str]:
+    """`PREFIX=TARGET` as (PREFIX, TARGET); any other TARGET as (None, TARGET) (an `=`
+    after a `:` or `/`, as in `mcp:http://host/mcp?a=b`, is the target's own)."""
+    found = _PREFIXED.fullmatch(text)
+    if found is None:
+        return None, text
+    prefix, target = found.groups()
+    if not target:
+        raise ServeError(f"{shlex.quote(text)}: name a TARGET after {prefix}=")
+    return prefix, target
+
+
+def _load(targets: list[str], resources: contextlib.ExitStack | None = None) -> Any:
+    """The toolset the TARGETs make: one TARGET's own, or several `combined`, each
+    `PREFIX=TARGET` `prefixed`."""
+    from ..toolsets import combined, prefixed
+
+    parts = []
+    for text in targets:
+        prefix, target = _split_target(text)
+        found = load_target(target, resources, toolset=True)
+        try:
+            parts.append(found if prefix is None else prefixed(found, prefix))
+        except ToolregUsageError as exc:
+            raise ServeError(f"{shlex.quote(text)}: {exc}") from None
+    if len(parts) == 1:
+        return parts[0]
+    try:
+        return combined(*parts)
+    except ToolregUsageError as exc:
+        clash = str(exc).removeprefix("combined(): ").split(";")[0]
+        raise ServeError(
+            f"{clash}: serve one of the TARGETs under a prefix, PREFIX=TARGET "
+            "(e.g. remote=mcp:'uvx mcp-server-time')"
+        ) from None
 
 
 def _option(flag: str, value: object) -> str:
@@ -169,7 +221,7 @@ def _serve(args: argparse.Namespace, context: Any) -> None:
     with contextlib.ExitStack() as resources:
         if args.transport == "stdio":
             with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's
-                registry = load_target(args.target, resources, toolset=True)
+                registry = _load(args.target, resources)
             _check_context(registry, context)
             server = serving.build_server(registry, context=context)  # checked before serving
             with contextlib.suppress(KeyboardInterrupt):
@@ -177,7 +229,7 @@ def _serve(args: argparse.Namespace, context: Any) -> None:
             return
         token = args.token if args.token is not None else os.environ.get(TOKEN_ENV) or None
         hosts = args.allowed_host or _allowed_hosts(args.host)
-        registry = load_target(args.target, resources, toolset=True)
+        registry = _load(args.target, resources)
         _check_context(registry, context)
         limits = _rate_limit(args.rate_limit, _redis_url(args), _redis_flag(args))
         app = _app(registry, args.path, not args.stateful, token, hosts, context, limits)
@@ -299,7 +351,7 @@ def _app(
 def worker_app() -> Any:
     """The ASGI app of one `--workers` process (uvicorn calls this factory in each)."""
     settings = json.loads(os.environ[_WORKER_ENV])
-    registry = load_target(settings["target"], toolset=True)
+    registry = _load(settings["target"])
     token = os.environ.get(TOKEN_ENV) or None
     context = _context(settings["context"])
     stateless, hosts = settings["stateless"], settings["allowed_hosts"]
