@@ -156,8 +156,9 @@ class ConversationCore:
         if dialect not in dialect_names():
             names = ", ".join(dialect_names())
             raise UsageError(f"unknown dialect {dialect!r}; choose one of {names}")
-        chosen = {name: given[name] for name in _OPTION_NAMES}
-        options = ConversationOptions(**{**chosen, "dialect": dialect})
+        chosen = {name: given[name] for name in _OPTION_NAMES}  # every field: the record's
+        chosen["dialect"] = dialect
+        options = ConversationOptions._of(chosen)
         check_deferred_search(options.deferred_search, dialect)
         _check_state_option(options.state, dialect, request_options)
         self.options = options
@@ -219,7 +220,8 @@ class ConversationCore:
             eager=self._eager if eager_tools is not False and stream and parallel else None,
         )
         provider = self._settings.provider
-        self._settings.policy.check_names([t.name for t in self.registry.tools()])
+        if max_calls:
+            self._settings.policy.check_names([t.name for t in self.registry.tools()])
         provider.check_choice(tool_choice)  # one the dialect cannot express fails now
         if force_tools:
             provider.check_choice("required")
@@ -696,8 +698,8 @@ class ConversationCore:
         export; another toolset's, kept while its `revision` stays)."""
         if not names:
             return []
-        fmt, strict = self._settings.fmt, self.strict or None
-        required = self.advertise_required
+        fmt, strict = self._settings.fmt, self.options.strict or None
+        required = self.options.advertise_required
         registry = self.registry
         if isinstance(registry, ToolRegistry):
             return registry.get_tools(
@@ -789,7 +791,7 @@ class ConversationCore:
             raise
 
     def _stream_kwargs(self) -> dict[str, Any]:
-        if not self.streaming:
+        if not self.options.stream:
             return {}
         return self._settings.provider.stream_options(self._settings.request_options)
 
@@ -797,7 +799,7 @@ class ConversationCore:
         if approved:  # a person approved exactly these calls
             confirm: Any = _approve
         else:  # with "defer", a call that needed approval never gets here
-            confirm = None if self.confirm == "defer" else self.confirm
+            confirm = None if self.options.confirm == "defer" else self.options.confirm
         return {"context": self.context, "allowed": self.offered_names(), "confirm": confirm}
 
 
@@ -839,8 +841,9 @@ def _guardrails_given(guards: Guardrails, registry: Toolset) -> list[tuple[str, 
     given = [("input_guardrails", g) for g in guards.input]
     given += [("output_guardrails", g) for g in guards.output]
     for tool in registry.tools():
-        given += [(f"{tool.name}: input_guardrails", g) for g in tool.input_guardrails]
-        given += [(f"{tool.name}: output_guardrails", g) for g in tool.output_guardrails]
+        if tool.input_guardrails or tool.output_guardrails:
+            given += [(f"{tool.name}: input_guardrails", g) for g in tool.input_guardrails]
+            given += [(f"{tool.name}: output_guardrails", g) for g in tool.output_guardrails]
     return given
 
 

@@ -333,8 +333,8 @@ class Conversation(ConversationCore):
     def _consume(self, event: StreamEvent, model: ModelCallTrace | None = None) -> None:
         """`on_event` reads every event, in order (a sync one: see `_check_sync_hooks`);
         then the observer, if any (`model`: the trace of the model call it came from)."""
-        if self.on_event is not None:
-            _run_hook("on_event", self.on_event, event)
+        if self.options.on_event is not None:
+            _run_hook("on_event", self.options.on_event, event)
         self._observe(event, model)
 
     def _relay(
@@ -345,7 +345,7 @@ class Conversation(ConversationCore):
     ) -> Generator[StreamEvent, None, R]:
         """A model call's or a round's events: to `on_event` and the observer (`model`: the
         model call's trace), and on to the reader."""
-        if self.on_event is None and self._observed is None and model is None:
+        if self.options.on_event is None and self._observed is None and model is None:
             return (yield from events)
         try:
             while True:
@@ -370,7 +370,7 @@ class Conversation(ConversationCore):
         with endpoint_errors():
             create = provider.create(self.client)
             response = create(**safe_json(step.request), **self._stream_kwargs())
-            if not self.streaming:
+            if not self.options.stream:
                 answer = provider.decode(response)
                 if notes is not None and answer.text:
                     yield TextDelta(answer.text)
@@ -446,7 +446,7 @@ class Conversation(ConversationCore):
         options = self._dispatch_options(step.approved)
         dispatcher = self.registry.dispatcher
         if notes is None:  # nobody reads the events: dispatch's own batch
-            if self.parallel:
+            if self.options.parallel:
                 ran = iter(dispatcher.dispatch_many(rest, **options))
             else:
                 ran = iter(
@@ -458,7 +458,9 @@ class Conversation(ConversationCore):
             return [next(ran) if run is None else run.result() for run in started]
         for call in rest:
             yield ToolCallReady(call)
-        workers = 1 if not self.parallel else min(len(rest), dispatcher.settings.max_concurrency)
+        workers = (
+            1 if not self.options.parallel else min(len(rest), dispatcher.settings.max_concurrency)
+        )
         from concurrent.futures import ThreadPoolExecutor  # lazy, as dispatch_many's
 
         pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="toolreg") if rest else None
@@ -692,8 +694,8 @@ class AsyncConversation(ConversationCore):
     async def _consume(self, event: StreamEvent, model: ModelCallTrace | None = None) -> None:
         """`on_event` reads every event, in order (an async one is awaited); then the
         observer, if any (`model`: the trace of the model call it came from)."""
-        if self.on_event is not None:
-            said = call_hook(self.on_event, event)
+        if self.options.on_event is not None:
+            said = call_hook(self.options.on_event, event)
             if _awaitable(said):
                 await said
         self._observe(event, model)
@@ -711,7 +713,7 @@ class AsyncConversation(ConversationCore):
         with endpoint_errors():
             create = provider.create(self.client)
             response = await create(**safe_json(step.request), **self._stream_kwargs())
-            if not self.streaming:
+            if not self.options.stream:
                 answer = provider.decode(response)
                 if notes is not None and answer.text:
                     yield TextDelta(answer.text)
@@ -807,7 +809,7 @@ class AsyncConversation(ConversationCore):
         options = self._dispatch_options(step.approved)
         dispatcher = self.registry.dispatcher
         if notes is None:  # nobody reads the events: dispatch's own batch
-            if self.parallel:
+            if self.options.parallel:
                 ran = iter(await dispatcher.adispatch_many(rest, **options))
             else:
                 ran = iter(
@@ -822,7 +824,7 @@ class AsyncConversation(ConversationCore):
             return
         for call in rest:
             yield ToolCallReady(call)
-        workers = 1 if not self.parallel else dispatcher.settings.max_concurrency
+        workers = 1 if not self.options.parallel else dispatcher.settings.max_concurrency
         gate = asyncio.Semaphore(max(1, workers))
         tasks: list[asyncio.Task[ToolResult]] = []
         try:

@@ -249,6 +249,17 @@ class ConversationOptions:
                 "the server keeps the whole history"
             )
 
+    @classmethod
+    def _of(cls, values: dict[str, Any]) -> ConversationOptions:
+        """`ConversationOptions(**values)` for `values` that name every field (what a
+        conversation's constructor passes on): the same record, checked the same way, made
+        without a frozen dataclass's `object.__setattr__` per field (a third of the time
+        a conversation takes to make)."""
+        options = object.__new__(cls)
+        options.__dict__.update(values)
+        options.__post_init__()
+        return options
+
     def given(self) -> dict[str, Any]:
         """The options as keyword arguments of `Conversation(client, model, ...)`."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}

@@ -72,7 +72,8 @@ class CallPolicy:
     def check_names(self, known: Iterable[str]) -> None:
         """A `max_calls` entry for a tool the conversation does not have is a mistake."""
         names = list(known)
-        unknown = [n for n in self.max_calls if n not in names]
+        registered = set(names)
+        unknown = [n for n in self.max_calls if n not in registered]
         if unknown:
             raise UsageError(
                 f"max_calls: {', '.join(map(repr, unknown))} is not a registered tool; "
