@@ -656,6 +656,10 @@ class AsyncConversation(ConversationCore):
                     elif isinstance(step, ModelStep):
                         await runs.discard()  # started for an earlier answer, no round took them
                         with model_call(step.request, self.client, provider) as call:
+                            if notes is None and not self.options.stream:  # one await
+                                answer = call.response = await self._plain_answer(step)
+                                parent = call.parent
+                                continue
                             model = self._model(step, runs, call.parent, notes)
                             watch = self._watching(call)
                             async with aclosing(model) as said:
@@ -669,6 +673,9 @@ class AsyncConversation(ConversationCore):
                         parent = call.parent
                     elif isinstance(step, ToolsStep):
                         with parent():
+                            if notes is None:  # nobody reads the events: dispatch's own batch
+                                answer = await self._batch(step, runs)
+                                continue
                             async with aclosing(self._tools(step, runs, notes)) as ran:
                                 async for event in ran:
                                     if isinstance(event, _Ran):
@@ -710,15 +717,15 @@ class AsyncConversation(ConversationCore):
         """The model call's events, then its `_Answered` (an async generator returns
         nothing)."""
         provider = self._settings.provider
+        if not self.options.stream:
+            answer = await self._plain_answer(step)
+            if notes is not None and answer.text:
+                yield TextDelta(answer.text)
+            yield _Answered(answer)
+            return
         with endpoint_errors():
             create = provider.create(self.client)
             response = await create(**safe_json(step.request), **self._stream_kwargs())
-            if not self.options.stream:
-                answer = provider.decode(response)
-                if notes is not None and answer.text:
-                    yield TextDelta(answer.text)
-                yield _Answered(answer)
-                return
             on_text = self.on_text
             deltas: list[str] = []
             assembler = provider.assembler(
@@ -744,6 +751,14 @@ class AsyncConversation(ConversationCore):
             finally:
                 await response.close()
             yield _Answered(assembler.result())
+
+    async def _plain_answer(self, step: ModelStep) -> Answer:
+        """A model call that is not streamed: one awaited request, decoded (no async
+        generator: each costs the event loop's bookkeeping of it)."""
+        provider = self._settings.provider
+        with endpoint_errors():
+            create = provider.create(self.client)
+            return provider.decode(await create(**safe_json(step.request)))
 
     async def _start_early(
         self,
@@ -797,8 +812,28 @@ class AsyncConversation(ConversationCore):
 
         return followed
 
+    async def _batch(self, step: ToolsStep, runs: AsyncEarlyRuns) -> list[ToolResult]:
+        """A round's results when nobody reads its events: dispatch's own batch (with the
+        runs started early, awaited in their place)."""
+        started = [runs.claim(c) for c in step.calls]
+        rest = [c for c, run in zip(step.calls, started) if run is None]
+        options = self._dispatch_options(step.approved)
+        dispatcher = self.registry.dispatcher
+        if self.options.parallel:
+            ran = iter(await dispatcher.adispatch_many(rest, **options))
+        else:
+            ran = iter(
+                [
+                    await dispatcher.adispatch_tool(
+                        c.name, c.arguments, call_id=c.call_id, **options
+                    )
+                    for c in rest
+                ]
+            )
+        return [next(ran) if run is None else await run for run in started]
+
     async def _tools(
-        self, step: ToolsStep, runs: AsyncEarlyRuns, notes: asyncio.Queue[Any] | None
+        self, step: ToolsStep, runs: AsyncEarlyRuns, notes: asyncio.Queue[Any]
     ) -> AsyncGenerator[StreamEvent | _Ran, None]:
         """The round's events, then its `_Ran`."""
         import asyncio
@@ -808,20 +843,6 @@ class AsyncConversation(ConversationCore):
         rest = [c for c, run in zip(calls, started) if run is None]
         options = self._dispatch_options(step.approved)
         dispatcher = self.registry.dispatcher
-        if notes is None:  # nobody reads the events: dispatch's own batch
-            if self.options.parallel:
-                ran = iter(await dispatcher.adispatch_many(rest, **options))
-            else:
-                ran = iter(
-                    [
-                        await dispatcher.adispatch_tool(
-                            c.name, c.arguments, call_id=c.call_id, **options
-                        )
-                        for c in rest
-                    ]
-                )
-            yield _Ran([next(ran) if run is None else await run for run in started])
-            return
         for call in rest:
             yield ToolCallReady(call)
         workers = 1 if not self.options.parallel else dispatcher.settings.max_concurrency
