@@ -66,7 +66,7 @@ from .conversation.events import (
 )
 from .errors import UsageError
 from .observe import OBSERVER, ModelCallTrace, Trace, TurnTrace
-from .result import ToolCall, ToolResult
+from .result import ToolResult
 from .tool import Tool
 
 if TYPE_CHECKING:
@@ -449,19 +449,16 @@ class _TurnTrace:
         """What the turn's events say that no span does."""
         span = self.span
         if isinstance(event, ToolProgress):
-            attributes: dict[str, Any] = {
-                "gen_ai.tool.name": _printable(event.tool_name),
-                "toolreg.tool.progress": float(event.progress),
-            }
-            if isinstance(event.call_id, str):
-                attributes["gen_ai.tool.call.id"] = event.call_id[:256]
+            attributes = _call_attributes(event.tool_name, event.call_id)
+            attributes["toolreg.tool.progress"] = float(event.progress)
             if event.total is not None:
                 attributes["toolreg.tool.progress.total"] = float(event.total)
             if event.message and self.otel.capture_content:  # a tool's words: content
                 attributes["toolreg.tool.progress.message"] = event.message[:_MAX_ATTRIBUTE]
             span.add_event("toolreg.tool.progress", attributes)
         elif isinstance(event, ToolStarted) and event.early:
-            span.add_event("toolreg.tool.started_early", _call_attributes(event.call))
+            call = event.call
+            span.add_event("toolreg.tool.started_early", _call_attributes(call.name, call.call_id))
         elif isinstance(event, ApprovalRequired):
             names = [_printable(p.tool_name) for p in event.pending]
             span.add_event(
@@ -501,10 +498,11 @@ def _as_parent(otel: _OpenTelemetry, span: Span) -> Iterator[None]:
         otel.context.detach(token)
 
 
-def _call_attributes(call: ToolCall) -> dict[str, Any]:
-    attributes: dict[str, Any] = {"gen_ai.tool.name": _printable(call.name)}
-    if isinstance(call.call_id, str):
-        attributes["gen_ai.tool.call.id"] = call.call_id[:256]
+def _call_attributes(name: object, call_id: object) -> dict[str, Any]:
+    """A call's tool name (bounded, printable) and id, as span event attributes."""
+    attributes: dict[str, Any] = {"gen_ai.tool.name": _printable(name)}
+    if isinstance(call_id, str):
+        attributes["gen_ai.tool.call.id"] = call_id[:256]
     return attributes
 
 

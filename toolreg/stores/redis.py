@@ -100,12 +100,13 @@ class RedisStore:
         self._given = None if async_client is None else _AsyncSide(async_client)
         # event loop -> the async client made for it (gone with the loop)
         self._sides: weakref.WeakKeyDictionary[Any, _AsyncSide] = weakref.WeakKeyDictionary()
+        self._unbound: Any = None  # `async_client` asked for outside any loop
 
     @property
     def async_client(self) -> Any:
         """The `redis.asyncio.Redis` the async methods use in the running event loop: the
-        given `async_client=`, else the one made for this loop (outside any loop, a new one
-        for the caller, which binds to the loop that first uses it)."""
+        given `async_client=`, else the one made for this loop. Outside any loop, one made
+        for the caller (the same each time), which binds to the loop that first uses it."""
         if self._given is not None:
             return self._given.client
         import asyncio
@@ -113,9 +114,11 @@ class RedisStore:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            import redis.asyncio
+            if self._unbound is None:
+                import redis.asyncio
 
-            return redis.asyncio.Redis.from_url(self._url)
+                self._unbound = redis.asyncio.Redis.from_url(self._url)
+            return self._unbound
         return self._side().client
 
     def _side(self) -> _AsyncSide:
