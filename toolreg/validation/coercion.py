@@ -50,6 +50,13 @@ _NOTHING: Final = object()
 
 Resolve = Callable[[str], Any]
 Check = Callable[[Any, object], bool]
+Search = Callable[[str, str], bool]
+"""`search(pattern, name)`: whether a `patternProperties` pattern matches a property name."""
+
+
+def _search_re(pattern: str, name: str) -> bool:
+    return re.search(pattern, name) is not None
+
 
 _KINDS: dict[type, str] = {
     type(None): "null",
@@ -148,24 +155,29 @@ def _from_string(kind: object, text: str) -> object:
     return _NOTHING
 
 
-def coerce_value(schema: object, value: object, resolve: Resolve, check: Check) -> object:
+def coerce_value(
+    schema: object, value: object, resolve: Resolve, check: Check, search: Search = _search_re
+) -> object:
     """`value` coerced as `schema` says; `value` itself when no rule applies. Never raises.
 
     `resolve(ref)` returns the schema a local `$ref` points to (or None); `check(schema, v)`
-    tells whether `v` is valid against a subschema of the same document.
+    tells whether `v` is valid against a subschema of the same document; `search(pattern,
+    name)` whether a `patternProperties` pattern matches a property name (`re` by default;
+    an untrusted schema's validator passes its bounded search, as it validates with).
     """
     try:
-        return _Walk(resolve, check).coerce(schema, value, 0)
+        return _Walk(resolve, check, search).coerce(schema, value, 0)
     except Exception:  # coercion is best effort: any surprise leaves the value alone
         return value
 
 
 class _Walk:
-    __slots__ = ("check", "resolve")
+    __slots__ = ("check", "resolve", "search")
 
-    def __init__(self, resolve: Resolve, check: Check) -> None:
+    def __init__(self, resolve: Resolve, check: Check, search: Search) -> None:
         self.resolve = resolve
         self.check = check
+        self.search = search
 
     def coerce(self, schema: object, value: object, depth: int) -> object:
         if not isinstance(schema, dict) or depth > _MAX_DEPTH:
@@ -218,7 +230,8 @@ class _Walk:
             if key in properties:
                 sub = properties[key]
             else:
-                sub = next((s for p, s in patterns.items() if re.search(p, key)), additional)
+                search = self.search
+                sub = next((s for p, s in patterns.items() if search(p, key)), additional)
             new = self.coerce(sub, item, depth)
             if new is not item:
                 changed[key] = new

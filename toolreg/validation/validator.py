@@ -543,7 +543,7 @@ def self_contained_node(schema: dict[str, Any]) -> Node | None:
 class Validator:
     """A JSON Schema compiled once, then used to check and coerce many instances."""
 
-    __slots__ = ("_compiler", "_fallback", "_node", "_schema", "check", "untrusted")
+    __slots__ = ("_compiler", "_fallback", "_node", "_patterns", "_schema", "check", "untrusted")
 
     def __init__(
         self,
@@ -568,6 +568,7 @@ class Validator:
         if copy and nodes:
             raise ValueError("nodes= refers to the schema's own subschemas: pass copy=False")
         self.untrusted = untrusted
+        self._patterns: dict[str, BoundedPattern | None] = {}  # untrusted: what `coerce` runs
         self._schema: Any = copy_json(schema) if copy else schema
         self._compiler = _Compiler(self._schema, nodes, untrusted)
         self._fallback: _Jsonschema | None = None
@@ -610,7 +611,29 @@ class Validator:
         """
         if self.is_valid(instance):
             return instance
-        return coerce_value(self._schema, instance, self._resolve, self._check)
+        if not self.untrusted:
+            return coerce_value(self._schema, instance, self._resolve, self._check)
+        with pattern_budget():  # the same allowance as the check's, in the same call
+            return coerce_value(self._schema, instance, self._resolve, self._check, self._search)
+
+    def _search(self, pattern: str, name: str) -> bool:
+        """An untrusted `patternProperties` pattern matched as validation matches it: bounded
+        (on RE2, or refused if it could backtrack), within the call's budget; a pattern or
+        name it will not run matches nothing (the check says why)."""
+        if pattern in self._patterns:
+            found = self._patterns[pattern]
+        else:
+            try:
+                found = BoundedPattern(pattern)
+            except ValueError:  # UntrustedSchemaError: refused at mount already
+                found = None
+            self._patterns[pattern] = found
+        if found is None:
+            return False
+        try:
+            return found.search(name)
+        except PatternRefused:
+            return False
 
     def _resolve(self, ref: str) -> Any:
         try:
