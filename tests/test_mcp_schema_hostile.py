@@ -284,6 +284,39 @@ def test_backtracking_patterns_run_on_re2_bounded(
     assert registry.dispatch_tool("many", {"texts": texts[:-1]}).content == "ran"
 
 
+def test_a_schema_only_jsonschema_can_check_has_no_patterns_from_elsewhere(
+    registry: ToolRegistry,
+) -> None:
+    """A schema with what toolreg's validator leaves to jsonschema (a `$ref` to another
+    document, `if`/`then`): jsonschema runs patterns on `re`, unbounded, so such a schema
+    from a mounted server is refused when it has any pattern, wherever it is."""
+    backtracking = {"type": "string", "pattern": "^(a+)+$"}
+    schemas = {
+        "remote_ref": {
+            "type": "object",
+            "properties": {"text": {"$ref": "https://example.com/s.json"}, "other": backtracking},
+        },
+        "conditional": {
+            "type": "object",
+            "properties": {"text": backtracking},
+            "if": {"required": ["text"]},
+            "then": {"required": ["text"]},
+        },
+        "no_patterns": {
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "if": {"required": ["text"]},
+            "then": {"required": ["text"]},
+        },
+    }
+    with served(schemas) as http, mount(registry, http.url + "/mcp") as handle:
+        assert handle.names == ["ok", "no_patterns"]
+        assert set(handle.refused) == {"'remote_ref'", "'conditional'"}
+        for reason in handle.refused.values():
+            assert "whose patterns are not bounded in time" in reason
+        assert registry.dispatch_tool("no_patterns", {"text": "hi"}, confirm=yes).content == "hi"
+
+
 def test_without_re2_backtracking_patterns_are_refused_at_mount(
     registry: ToolRegistry,
     patterns_url: str,

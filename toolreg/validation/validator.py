@@ -200,11 +200,6 @@ class _Compiler:
 
     def _node(self, s: dict[str, Any]) -> Node:
         if not _UNSUPPORTED.isdisjoint(s) or ("$id" in s and s is not self.root):
-            if self.untrusted and _has_patterns(self.root):
-                raise ValueError(
-                    "it uses keywords toolreg checks with jsonschema, whose patterns are not "
-                    "bounded in time: refused for a schema with patterns from elsewhere"
-                )
             raise _Fallback
         checks = self._checks(s)
         rest = accept if not checks else checks[0] if len(checks) == 1 else all_of(checks)
@@ -575,6 +570,11 @@ class Validator:
         try:
             self._node = self._compiler.build()
         except _Fallback:
+            if untrusted and _has_patterns(self._schema):  # whatever needs jsonschema
+                raise ValueError(
+                    "it uses keywords toolreg checks with jsonschema, whose patterns are not "
+                    "bounded in time: refused for a schema with patterns from elsewhere"
+                ) from None
             self._fallback = _Jsonschema(self._schema)
             self._node = self._fallback.errors
         except (TypeError, AttributeError, KeyError, re.error) as error:
