@@ -27,6 +27,10 @@ LEAK = (
 )
 
 
+def text_of(pattern: str) -> dict[str, Any]:
+    return {"type": "object", "properties": {"s": {"type": "string", "pattern": pattern}}}
+
+
 def liar() -> Server[Any]:
     """`count` answers {"n": 3}, or {"n": "lots"} when asked to lie; `bare` never sends the
     structured content its schema requires; `broken` has an output schema that is no schema."""
@@ -38,6 +42,8 @@ def liar() -> Server[Any]:
         types.Tool(name="reject", input_schema=ARGS),
         types.Tool(name="ramble", input_schema=ARGS),
         types.Tool(name="flood", input_schema=ARGS),
+        types.Tool(name="stall", input_schema=ARGS, output_schema=text_of("^(a+)+$")),
+        types.Tool(name="tidy", input_schema=ARGS, output_schema=text_of("^[a-z]+$")),
     ]
 
     async def list_tools(
@@ -61,6 +67,9 @@ def liar() -> Server[Any]:
         if params.name == "ramble":
             text = [types.TextContent(type="text", text="no " * 5000)]
             return types.CallToolResult(content=text, is_error=True)
+        if params.name in ("stall", "tidy"):  # a text its own pattern takes ages to refuse
+            said = {"s": "a" * 60 + "!"}
+            return types.CallToolResult(content=[], structured_content=said)
         lie = bool((params.arguments or {}).get("lie"))
         structured = {"n": "lots" if lie else 3}
         block = [types.TextContent(type="text", text=str(structured))]
@@ -162,3 +171,21 @@ def test_a_long_remote_result_is_cut(liar_url: str) -> None:
     assert flood.content == "z" * 100_000 + "\n[truncated: 200000 of 300000 characters cut]"
     with mount(ToolRegistry(max_result_chars=50), liar_url) as shorter:  # a lower cut wins
         assert len(shorter.dispatcher.dispatch_tool("flood", {}, confirm=yes).content) < 200
+
+
+def test_an_output_schema_the_sdk_would_backtrack_on_refuses_its_tool(liar_url: str) -> None:
+    """The MCP SDK checks structured results against the tool's `outputSchema` with
+    jsonschema, on `re`, in the mount's event loop: `^(a+)+$` against 61 characters would
+    block it for longer than a lifetime. Such a tool is refused at mount (with RE2
+    installed too: the SDK does not use it); one with a safe pattern is mounted, and its
+    result checked as usual."""
+    registry = ToolRegistry()
+    with mount(registry, liar_url) as handle:
+        assert "'stall'" in handle.refused
+        reason = handle.refused["'stall'"]
+        assert reason.startswith("its output schema cannot be checked safely: the pattern ")
+        assert "could backtrack for a long time" in reason
+        assert "tidy" in handle.names
+        tidy = registry.dispatch_tool("tidy", {}, confirm=yes)
+    assert not tidy.ok
+    assert "does not match the tool's output schema" in tidy.content

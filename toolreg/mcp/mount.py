@@ -77,6 +77,7 @@ from ..registry import ToolRegistry, default_registry
 from ..telemetry import inject, without_baggage
 from ..tool import Tool
 from ..toolsets import BaseToolset
+from ..validation.untrusted import UntrustedSchemaError, check_patterns_for_re, check_size
 from .errors import McpConnectionError
 from .pinning import PendingTool, PinFile, Pinning
 from .results import remote_failure, remote_result, result_problem
@@ -584,6 +585,7 @@ class Mount(BaseToolset):
         return existing is not None and self._mounted.get(name) is not existing
 
     def _tool(self, remote: types.Tool) -> Tool:
+        _check_output_schema(remote)
         hints = remote.annotations
         trusted = self.trust_annotations is True or (
             isinstance(self.trust_annotations, frozenset) and remote.name in self.trust_annotations
@@ -865,6 +867,24 @@ def _safe_url(url: str) -> str:
 
 
 _PREFIX = re.compile(r"[a-zA-Z0-9_-]*")
+
+
+def _check_output_schema(remote: types.Tool) -> None:
+    """A remote tool's `outputSchema`, as the MCP SDK will use it: the SDK checks each
+    structured result against it with jsonschema, whose patterns run on `re`, unbounded,
+    in the mount's event loop. A schema past the size limits, or with a pattern `re` could
+    backtrack on (whatever engine toolreg has), refuses the tool."""
+    schema = remote.output_schema
+    if schema is None:
+        return
+    try:
+        check_size(schema)
+        check_patterns_for_re(schema)
+    except UntrustedSchemaError as exc:
+        raise ToolDefinitionError(
+            f"its output schema cannot be checked safely: {exc} (the MCP SDK checks every "
+            "structured result against it with Python's re)"
+        ) from None
 
 
 def _portable_name(name: str) -> bool:

@@ -38,6 +38,7 @@ __all__ = [
     "BoundedPattern",
     "PatternRefused",
     "UntrustedSchemaError",
+    "check_patterns_for_re",
     "check_size",
     "pattern_budget",
 ]
@@ -158,18 +159,10 @@ class BoundedPattern:
                 ) from None
             self.engine = "re2"
         else:
-            try:
-                parsed = _PARSER.parse(pattern)
-            except (re.error, RecursionError, OverflowError) as exc:
-                raise UntrustedSchemaError(
-                    f"the pattern {_quoted(pattern)} is invalid: {exc}"
-                ) from None
-            reason = _backtracking(parsed)
-            if reason is not None:
-                raise UntrustedSchemaError(
-                    f"the pattern {_quoted(pattern)} could backtrack for a long time ({reason}); "
-                    "install google-re2 (pip install 'toolreg[re2]') to run it in linear time"
-                )
+            _check_for_re(
+                pattern,
+                "; install google-re2 (pip install 'toolreg[re2]') to run it in linear time",
+            )
             self._search = re.compile(pattern).search
             self.engine = "re"
 
@@ -186,6 +179,49 @@ class BoundedPattern:
                     "the tool's patterns"
                 )
         return self._search(text) is not None
+
+
+def _check_for_re(pattern: str, advice: str = "") -> None:
+    """Raise `UntrustedSchemaError` if `pattern` is invalid on `re`, or `re` could backtrack
+    on it for a long time (`advice` ends that message)."""
+    try:
+        parsed = _PARSER.parse(pattern)
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise UntrustedSchemaError(f"the pattern {_quoted(pattern)} is invalid: {exc}") from None
+    reason = _backtracking(parsed)
+    if reason is not None:
+        raise UntrustedSchemaError(
+            f"the pattern {_quoted(pattern)} could backtrack for a long time ({reason}){advice}"
+        )
+
+
+def check_patterns_for_re(schema: Any) -> None:
+    """Raise `UntrustedSchemaError` for a pattern of `schema` (a `pattern`, a
+    `patternProperties` name) longer than `MAX_PATTERN_LENGTH` or that Python's `re` could
+    backtrack on for a long time: for an untrusted schema that something else checks with
+    `re`, whatever engine toolreg has (the MCP SDK checks a tool's structured content against
+    its `outputSchema` with jsonschema). Call `check_size` first: the walk is not bounded."""
+    todo = [schema]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, list):
+            todo.extend(value)
+            continue
+        if not isinstance(value, dict):
+            continue
+        found = value.get("pattern")
+        patterns = [found] if isinstance(found, str) else []
+        named = value.get("patternProperties")
+        if isinstance(named, dict):
+            patterns += [key for key in named if isinstance(key, str)]
+        for pattern in patterns:
+            if len(pattern) > MAX_PATTERN_LENGTH:
+                raise UntrustedSchemaError(
+                    f"the pattern {_quoted(pattern)} is longer than "
+                    f"{MAX_PATTERN_LENGTH:,} characters"
+                )
+            _check_for_re(pattern)
+        todo.extend(value.values())  # everywhere, `const` and `default` too: conservative
 
 
 def _quoted(pattern: str) -> str:
