@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import copy
+import functools
 import inspect
 import os
 import threading
@@ -166,29 +167,56 @@ _THREADS = _Threads()
 
 
 def _start(work: _Work) -> None:
-    context = contextvars.copy_context()
-    _THREADS.run(lambda: context.run(work))
+    """Run `work` in a thread, in a copy of the caller's context. A failure's traceback holds
+    every frame of that thread's stack above it (each frame holds its caller, `f_back`): no
+    frame between the thread's loop and the tool may hold the call's future or outcome once
+    it is done, or every failed call would be a reference cycle (hence no closures here and
+    in `_thread_future` / `_in_thread`, and their `del`s)."""
+    _THREADS.run(functools.partial(contextvars.copy_context().run, work))
+
+
+def _outcome(fn: Callable[[], T]) -> tuple[T | None, BaseException | None]:
+    """`fn()`'s value, or the exception it raised, to hand over to another thread. This
+    frame is in the exception's traceback: it keeps no local that refers to it."""
+    try:
+        return fn(), None
+    except StopIteration as exc:  # a future cannot hold StopIteration
+        return None, _stop_iteration(exc)
+    except BaseException as exc:
+        return None, exc
+
+
+def _stop_iteration(exc: StopIteration) -> RuntimeError:
+    error = RuntimeError(f"StopIteration: {exc}")
+    error.__cause__ = exc
+    return error
+
+
+def _boxed(
+    fn: Callable[[], T], box: list[tuple[T | None, BaseException | None]], done: threading.Event
+) -> Callable[[], None]:
+    """`_in_thread`'s work: `fn`'s outcome into `box` (see `_start` for the `del`)."""
+    try:
+        box.append(_outcome(fn))
+        return done.set
+    finally:
+        del fn, box
 
 
 def _in_thread(fn: Callable[[], T], timeout: float | None) -> T:
     """Run `fn` in a thread of its own; raise `_Deadline` if it is not done in time."""
-    box: dict[str, Any] = {}
+    box: list[tuple[T | None, BaseException | None]] = []
     done = threading.Event()
-
-    def work() -> Callable[[], None]:
-        try:
-            box["value"] = fn()
-        except BaseException as exc:  # handed over to the caller, who re-raises it
-            box["error"] = exc
-        return done.set
-
-    _start(work)
+    _start(functools.partial(_boxed, fn, box, done))
     if not done.wait(timeout):
         raise _Deadline
-    if "error" in box:
-        raise box["error"]
-    value: T = box["value"]
-    return value
+    value, error = box.pop()
+    if error is not None:
+        try:
+            raise error
+        finally:
+            del error  # this frame is in its traceback: no cycle through it
+    return value  # type: ignore[return-value]  # fn's own value, None included
 
 
 def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None) -> None:
@@ -206,26 +234,29 @@ def _thread_future(fn: Callable[[], T]) -> asyncio.Future[T]:
 
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
-
-    def work() -> Callable[[], None]:
-        value: Any = None
-        error: BaseException | None = None
-        try:
-            value = fn()
-        except StopIteration as exc:  # a future cannot hold StopIteration
-            error = RuntimeError(f"StopIteration: {exc}")
-            error.__cause__ = exc
-        except BaseException as exc:
-            error = exc
-
-        def hand_over() -> None:
-            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
-                loop.call_soon_threadsafe(_settle, future, value, error)
-
-        return hand_over
-
-    _start(work)
+    _start(functools.partial(_settling, fn, loop, future))
     return future
+
+
+def _settling(
+    fn: Callable[[], T], loop: asyncio.AbstractEventLoop, future: asyncio.Future[T]
+) -> Callable[[], None]:
+    """`_thread_future`'s work: how to hand `fn`'s outcome to `future` (see `_start` for the
+    `del`)."""
+    try:
+        return functools.partial(_hand_over, loop, future, *_outcome(fn))
+    finally:
+        del fn, loop, future
+
+
+def _hand_over(
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[Any],
+    value: Any,
+    error: BaseException | None,
+) -> None:
+    with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+        loop.call_soon_threadsafe(_settle, future, value, error)
 
 
 def call(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -279,7 +310,10 @@ async def acall(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
 async def _with_deadline(tool: Tool, awaitable: Awaitable[T], limit: float | None) -> T:
     """Await `awaitable`, at most `limit` seconds (the error names the tool's own limit)."""
     if limit is None:
-        return await awaitable
+        try:
+            return await awaitable
+        finally:
+            del awaitable  # a future that failed holds its exception: no cycle through here
     import asyncio  # lazy: see the module's imports
 
     task = asyncio.ensure_future(awaitable)
@@ -292,7 +326,10 @@ async def _with_deadline(tool: Tool, awaitable: Awaitable[T], limit: float | Non
         task.cancel()
         task.add_done_callback(_retrieve)
         raise _timeout_error(tool, tool.timeout or limit)
-    return task.result()
+    try:
+        return task.result()
+    finally:
+        del task, awaitable, done  # a failed task holds its exception: no cycle through here
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:
