@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from toolreg import ToolRegistry
+from typing import Annotated
+
+from toolreg import Param, ToolRegistry
 from toolreg.cli.lint import lint_registry
 
 
@@ -146,3 +148,23 @@ def test_distinct_tools_and_a_lone_tool_are_not_flagged() -> None:
     assert not [f for f in lint_registry(reg) if f.code == "indistinct"]
     lone = _catalog(("fetch_page", "Download a web page."))
     assert not [f for f in lint_registry(lone) if f.code == "indistinct"]
+
+
+def test_a_pattern_re_could_backtrack_on_is_flagged_on_its_parameter() -> None:
+    """`toolreg serve` puts a tool's patterns in front of any client: one that `re` can take
+    minutes on is a way to freeze the server with one call."""
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def find(
+        code: Annotated[str, Param("The order code, e.g. ab-12.", pattern=r"^([a-z]+)+-\d+$")],
+        zone: Annotated[str, Param("The zone, e.g. eu-1.", pattern=r"^[a-z]+-\d$")],
+        amount: Annotated[str, Param("An amount.", pattern=r"^-?(\d+(\.\d*)?|\.\d+)$")],
+    ) -> str:
+        """Find an order by its code. Use it when the user gives an order code."""
+        return code
+
+    found = [f for f in lint_registry(reg) if f.code == "backtracking-pattern"]
+    assert [(f.tool, f.parameter, f.severity) for f in found] == [("find", "code", "warning")]
+    assert found[0].message.startswith('the pattern "^([a-z]+)+-\\\\d+$" could backtrack')
+    assert "a model or an MCP client can make one call take minutes" in found[0].message

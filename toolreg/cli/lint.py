@@ -25,6 +25,10 @@ Checks (code, severity):
   the model rather than about the tool ("ignore previous instructions", "do not tell the
   user", a `<system>` tag, "IMPORTANT:"; see `toolreg.definition.injection`): a prompt
   injection, if the text came from someone else.
+- `backtracking-pattern` (warning): a parameter's `pattern` (or `patternProperties` name)
+  has nested quantifiers (`^(a+)+$`), on which Python's `re` takes time exponential in the
+  text's length: whoever sends the arguments, a model or a client of `toolreg serve`, can
+  make one call take minutes, holding the interpreter while it runs.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from ..definition.strict import strict_problem
 from ..registry import ToolRegistry
 from ..search import SearchIndex
 from ..tool import Tool
+from ..validation.untrusted import UntrustedSchemaError, check_patterns_for_re
 
 __all__ = ["Finding", "lint_registry"]
 
@@ -139,9 +144,34 @@ def _lint_tool(tool: Tool) -> list[Finding]:
             )
             out.append(Finding(tool.name, "ignored-metadata", "warning", message, p.name))
     out.extend(_instructions(tool))
+    out.extend(_backtracking(tool))
     if _DESTRUCTIVE.match(tool.name) and not tool.needs_confirmation:
         message = "the name reads destructive; mark it destructive=True to require confirmation"
         out.append(Finding(tool.name, "unconfirmed-destructive", "warning", message))
+    return out
+
+
+def _backtracking(tool: Tool) -> list[Finding]:
+    """Each parameter (or the whole object, for its `patternProperties`) with a pattern
+    `re` could backtrack on for a long time."""
+    schema = tool.parameters
+    parts: list[tuple[str | None, Any]] = list(schema.get("properties", {}).items())
+    rest = {k: v for k, v in schema.items() if k not in ("properties", "$defs", "definitions")}
+    parts.append((None, rest))
+    parts += [
+        (None, sub) for key in ("$defs", "definitions") for sub in schema.get(key, {}).values()
+    ]
+    out = []
+    for parameter, part in parts:
+        try:
+            # the author's own: any length, and only the surest finding (exponential time)
+            check_patterns_for_re(part, max_length=None, exponential_only=True)
+        except UntrustedSchemaError as exc:
+            message = (
+                f"{exc}: a model or an MCP client can make one call take minutes; write it "
+                "without a repeat inside a repeat"
+            )
+            out.append(Finding(tool.name, "backtracking-pattern", "warning", message, parameter))
     return out
 
 

@@ -181,26 +181,31 @@ class BoundedPattern:
         return self._search(text) is not None
 
 
-def _check_for_re(pattern: str, advice: str = "") -> None:
+def _check_for_re(pattern: str, advice: str = "", exponential_only: bool = False) -> None:
     """Raise `UntrustedSchemaError` if `pattern` is invalid on `re`, or `re` could backtrack
-    on it for a long time (`advice` ends that message)."""
+    on it for a long time (`advice` ends that message; `exponential_only`: only for nested
+    quantifiers, exponential in the text's length)."""
     try:
         parsed = _PARSER.parse(pattern)
     except (re.error, RecursionError, OverflowError) as exc:
         raise UntrustedSchemaError(f"the pattern {_quoted(pattern)} is invalid: {exc}") from None
     reason = _backtracking(parsed)
-    if reason is not None:
+    if reason is not None and (reason == _NESTED or not exponential_only):
         raise UntrustedSchemaError(
             f"the pattern {_quoted(pattern)} could backtrack for a long time ({reason}){advice}"
         )
 
 
-def check_patterns_for_re(schema: Any) -> None:
+def check_patterns_for_re(
+    schema: Any, max_length: int | None = MAX_PATTERN_LENGTH, exponential_only: bool = False
+) -> None:
     """Raise `UntrustedSchemaError` for a pattern of `schema` (a `pattern`, a
-    `patternProperties` name) longer than `MAX_PATTERN_LENGTH` or that Python's `re` could
+    `patternProperties` name) longer than `max_length` (None: any length) or that `re` could
     backtrack on for a long time: for an untrusted schema that something else checks with
     `re`, whatever engine toolreg has (the MCP SDK checks a tool's structured content against
-    its `outputSchema` with jsonschema). Call `check_size` first: the walk is not bounded."""
+    its `outputSchema` with jsonschema). The analysis is conservative; `exponential_only`
+    keeps to its surest finding, nested quantifiers (`toolreg lint`, on the author's own
+    patterns). Call `check_size` first: the walk is not bounded."""
     todo = [schema]
     while todo:
         value = todo.pop()
@@ -215,12 +220,11 @@ def check_patterns_for_re(schema: Any) -> None:
         if isinstance(named, dict):
             patterns += [key for key in named if isinstance(key, str)]
         for pattern in patterns:
-            if len(pattern) > MAX_PATTERN_LENGTH:
+            if max_length is not None and len(pattern) > max_length:
                 raise UntrustedSchemaError(
-                    f"the pattern {_quoted(pattern)} is longer than "
-                    f"{MAX_PATTERN_LENGTH:,} characters"
+                    f"the pattern {_quoted(pattern)} is longer than {max_length:,} characters"
                 )
-            _check_for_re(pattern)
+            _check_for_re(pattern, exponential_only=exponential_only)
         todo.extend(value.values())  # everywhere, `const` and `default` too: conservative
 
 
@@ -271,6 +275,10 @@ _CATEGORY_TESTS = {
 _Chars = tuple[tuple[tuple[int, int], ...], frozenset[str]] | None
 
 
+_NESTED = "a quantifier over a group that varies in length (nested quantifiers)"
+"""The reason for exponential time (`(a+)+`); the others are polynomial, or unknown."""
+
+
 def _backtracking(parsed: Any) -> str | None:
     """Why `re` could take more than polynomial-in-a-small-degree time on this pattern, or
     None. Conservative: a pattern it cannot analyse is refused."""
@@ -296,7 +304,7 @@ def _sequence(
             low, high, body = value
             width = body.getwidth()
             if high != 1 and (width[0] != width[1] or _has(body, {"BRANCH", *_REPEATS})):
-                return "a quantifier over a group that varies in length (nested quantifiers)"
+                return _NESTED
             reason = _sequence(list(body), ignore_case, combinations, inside_repeat=True)
             if reason is not None:
                 return reason
