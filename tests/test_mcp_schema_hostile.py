@@ -379,6 +379,9 @@ def test_an_untrusted_schema_jsonschema_would_check_may_not_have_patterns(
         (r"^\d+-\d+$", "12-345", "12-"),
         (r"[a-z]+\d", "ab1", "ab"),
         (r"^[a-z]+[0-9]+$", "ab12", "12ab"),
+        # a decimal (what toolreg itself writes for a Decimal): the group must start with `.`
+        (r"^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$", "-12.5e3", "12.5.3"),
+        (r"^\d+(\.\d+)?$", "3.14", "3."),
     ],
 )
 def test_without_re2_the_usual_patterns_still_run(
@@ -392,7 +395,18 @@ def test_without_re2_the_usual_patterns_still_run(
     assert registry.dispatch_tool("own", {"text": bad}).error_kind == "invalid_arguments"
 
 
-@pytest.mark.parametrize("pattern", [".*foo.*", "a?" * 20 + "a" * 20, "(a|ab)*c", r"^(\w+\s?)*$"])
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        ".*foo.*",
+        "a?" * 20 + "a" * 20,
+        "(a|ab)*c",
+        r"^(\w+\s?)*$",
+        r"^\d+(\d\.)?\d*$",  # the group may start with what the quantifier before takes
+        r"^\d+(\.\d*)?\d+$",  # the group may be empty: \d+ then \d+
+        r"^a*(x?a)b$",
+    ],
+)
 def test_without_re2_other_backtracking_shapes_are_refused(
     registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch, pattern: str
 ) -> None:

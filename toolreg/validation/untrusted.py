@@ -310,7 +310,8 @@ def _sequence(
                 return reason
             chars = _chars_of(list(body), ignore_case)
             if low != high:
-                if any(_overlap(chars, other) for other in open_sets):
+                first = _first_chars(list(body), ignore_case)
+                if any(_overlap(first, other) for other in open_sets):
                     return "two variable quantifiers can match the same characters in a row"
                 open_sets = _still_open(open_sets, chars) if low > 0 and width[0] > 0 else open_sets
                 open_sets.append(chars)
@@ -328,7 +329,8 @@ def _sequence(
                     return reason
             chars = _chars_of([(op, value)], ignore_case)
             if _varies([(op, value)]):
-                if any(_overlap(chars, other) for other in open_sets):
+                first = _first_chars([(op, value)], ignore_case)
+                if any(_overlap(first, other) for other in open_sets):
                     return "two variable quantifiers can match the same characters in a row"
                 open_sets.append(chars)
             else:
@@ -341,7 +343,8 @@ def _sequence(
                 return reason
             chars = _chars_of(list(body), ignore_case)
             if _varies(list(body)):
-                if any(_overlap(chars, other) for other in open_sets):
+                first = _first_chars(list(body), ignore_case)
+                if any(_overlap(first, other) for other in open_sets):
                     return "two variable quantifiers can match the same characters in a row"
                 open_sets.append(chars)
             elif body.getwidth()[0] > 0:
@@ -414,6 +417,46 @@ def _chars_of(items: list[Any], ignore_case: bool) -> _Chars:
     if ignore_case and ranges:
         return None
     return tuple(ranges), frozenset(categories)
+
+
+def _first_chars(items: list[Any], ignore_case: bool) -> _Chars:
+    r"""The characters a match of `items` can start with (None: any).
+
+    What a variable quantifier after another can trade with it is its first characters only:
+    in `\d+(\.\d*)?` the group must start with `.`, which `\d+` cannot take. What it
+    leaves open for what follows stays all of its characters (`_chars_of`): conservative."""
+    found: _Chars = ((), frozenset())
+    for op, value in items:
+        name = str(op)
+        if name == "AT":  # an anchor: no character
+            continue
+        if name in _REPEATS:
+            low, _, body = value
+            first = _first_chars(list(body), ignore_case)
+            empty = low == 0 or body.getwidth()[0] == 0
+        elif name in ("SUBPATTERN", "ATOMIC_GROUP"):
+            body = value[-1] if name == "SUBPATTERN" else value
+            first = _first_chars(list(body), ignore_case)
+            empty = body.getwidth()[0] == 0
+        elif name == "BRANCH":
+            first = ((), frozenset())
+            for alternative in value[1]:
+                first = _union(first, _first_chars(list(alternative), ignore_case))
+            empty = any(alternative.getwidth()[0] == 0 for alternative in value[1])
+        elif name in ("LITERAL", "NOT_LITERAL", "ANY", "IN", "CATEGORY"):
+            first, empty = _chars_of([(op, value)], ignore_case), False
+        else:
+            return None
+        found = _union(found, first)
+        if not empty:
+            return found
+    return found
+
+
+def _union(a: _Chars, b: _Chars) -> _Chars:
+    if a is None or b is None:
+        return None
+    return a[0] + b[0], a[1] | b[1]
 
 
 def _overlap(a: _Chars, b: _Chars) -> bool:
