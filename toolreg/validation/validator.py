@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..jsonvalues import copy_json
@@ -147,10 +147,21 @@ class _Compiler:
         # someone else's schema: its patterns are bounded (`untrusted.BoundedPattern`)
         self.untrusted = untrusted
         self.memo: dict[int, Node] = {}
+        self.searches: dict[str, Callable[[str], Any]] = {}  # `patternProperties`, compiled
         self.boxes: dict[str, list[Node]] = {}
         # Checks compiled beforehand, by the `id` of their subschema: taken when `build` meets
         # that very dict in the document (the others are dropped: their ids mean nothing).
         self.given = dict(given) if given else {}
+
+    def search_of(self, pattern: str) -> Callable[[str], Any]:
+        """A `patternProperties` name's search, compiled once for the validation and the
+        coercion of this schema: bounded when the schema is untrusted (`BoundedPattern`,
+        which raises `UntrustedSchemaError`), else `re`'s."""
+        search = self.searches.get(pattern)
+        if search is None:
+            matcher = BoundedPattern if self.untrusted else re.compile
+            search = self.searches[pattern] = matcher(pattern).search
+        return search
 
     def resolve(self, ref: str) -> Any:
         if ref != "#" and not ref.startswith("#/"):
@@ -350,9 +361,8 @@ class _Compiler:
             if not (props or required or other is not accept):
                 return accept
             return _plain_object(props, required, closed, other)
-        matcher = BoundedPattern if self.untrusted else re.compile
         patterns = [
-            (p, matcher(p).search, self.compile(sub))
+            (p, self.search_of(p), self.compile(sub))
             for p, sub in s.get("patternProperties", {}).items()
         ]
         names = self.compile(s["propertyNames"]) if "propertyNames" in s else None
@@ -538,7 +548,7 @@ def self_contained_node(schema: dict[str, Any]) -> Node | None:
 class Validator:
     """A JSON Schema compiled once, then used to check and coerce many instances."""
 
-    __slots__ = ("_compiler", "_fallback", "_node", "_patterns", "_schema", "check", "untrusted")
+    __slots__ = ("_compiler", "_fallback", "_node", "_schema", "check", "untrusted")
 
     def __init__(
         self,
@@ -563,7 +573,6 @@ class Validator:
         if copy and nodes:
             raise ValueError("nodes= refers to the schema's own subschemas: pass copy=False")
         self.untrusted = untrusted
-        self._patterns: dict[str, BoundedPattern | None] = {}  # untrusted: what `coerce` runs
         self._schema: Any = copy_json(schema) if copy else schema
         self._compiler = _Compiler(self._schema, nodes, untrusted)
         self._fallback: _Jsonschema | None = None
@@ -617,22 +626,12 @@ class Validator:
             return coerce_value(self._schema, instance, self._resolve, self._check, self._search)
 
     def _search(self, pattern: str, name: str) -> bool:
-        """An untrusted `patternProperties` pattern matched as validation matches it: bounded
-        (on RE2, or refused if it could backtrack), within the call's budget; a pattern or
-        name it will not run matches nothing (the check says why)."""
-        if pattern in self._patterns:
-            found = self._patterns[pattern]
-        else:
-            try:
-                found = BoundedPattern(pattern)
-            except ValueError:  # UntrustedSchemaError: refused at mount already
-                found = None
-            self._patterns[pattern] = found
-        if found is None:
-            return False
+        """An untrusted `patternProperties` pattern matched as validation matches it (the
+        compiler's very search: bounded, within the call's budget); a pattern or name it
+        will not run matches nothing (the check says why)."""
         try:
-            return found.search(name)
-        except PatternRefused:
+            return bool(self._compiler.search_of(pattern)(name))
+        except (ValueError, PatternRefused):  # UntrustedSchemaError: refused at mount already
             return False
 
     def _resolve(self, ref: str) -> Any:
