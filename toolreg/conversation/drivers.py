@@ -658,32 +658,31 @@ class AsyncConversation(ConversationCore):
                         with model_call(step.request, self.client, provider) as call:
                             if notes is None and not self.options.stream:  # one await
                                 answer = call.response = await self._plain_answer(step)
-                                parent = call.parent
-                                continue
-                            model = self._model(step, runs, call.parent, notes)
-                            watch = self._watching(call)
-                            async with aclosing(model) as said:
-                                async for note in said:
-                                    if isinstance(note, _Answered):
-                                        answer = call.response = note.answer
-                                        continue
-                                    await self._consume(note, watch)
-                                    if listening:
-                                        yield note
+                            else:
+                                model = self._model(step, runs, call.parent, notes)
+                                watch = self._watching(call)
+                                async with aclosing(model) as said:
+                                    async for note in said:
+                                        if isinstance(note, _Answered):
+                                            answer = call.response = note.answer
+                                            continue
+                                        await self._consume(note, watch)
+                                        if listening:
+                                            yield note
                         parent = call.parent
                     elif isinstance(step, ToolsStep):
                         with parent():
                             if notes is None:  # nobody reads the events: dispatch's own batch
                                 answer = await self._batch(step, runs)
-                                continue
-                            async with aclosing(self._tools(step, runs, notes)) as ran:
-                                async for event in ran:
-                                    if isinstance(event, _Ran):
-                                        answer = event.results
-                                        continue
-                                    await self._consume(event)
-                                    if listening:
-                                        yield event
+                            else:
+                                async with aclosing(self._tools(step, runs, notes)) as ran:
+                                    async for event in ran:
+                                        if isinstance(event, _Ran):
+                                            answer = event.results
+                                            continue
+                                        await self._consume(event)
+                                        if listening:
+                                            yield event
                     elif isinstance(step, StoreStep):
                         answer = await _astore_call(step)
                 except GeneratorExit:
