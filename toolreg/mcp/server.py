@@ -258,7 +258,15 @@ class ToolService:
         """Dispatch one call of a registered tool; never raises for the call's failures (a
         tool that needs a context and gets none raises `MissingContextError`: the server's
         mistake, which the SDK answers as an internal error). With a `cache`, a read-only
-        or idempotent tool's result may come from it (same tool, arguments and caller)."""
+        or idempotent tool's result may come from it (same tool, arguments and caller), but
+        only after `context=` has run for this call: the factory is where an application
+        refuses a caller, and a refusal takes effect at once, cached results or not."""
+        deps: Any = None
+        if self.context is not None:
+            try:
+                deps = await make_context(self.context, request(), tool.name)
+            except ToolDeniedError as err:
+                return ToolResult(tool.name, call_id, False, err.message, error=err)
         cache = self.cache
         key = None
         if cache is not None and cache.applies(tool):
@@ -266,7 +274,7 @@ class ToolService:
             cached = None if key is None else cache.get(key, tool, call_id)
             if cached is not None:
                 return cached
-        result = await self._call(tool, arguments, request, call_id, reporter, confirm, meta)
+        result = await self._call(tool, arguments, deps, call_id, reporter, confirm, meta)
         if key is not None and cache is not None:
             cache.put(key, tool, result)
         return result
@@ -275,18 +283,12 @@ class ToolService:
         self,
         tool: Tool,
         arguments: dict[str, Any] | None,
-        request: Callable[[], McpRequest],
+        deps: Any,
         call_id: str | None,
         reporter: Reporter | None,
         confirm: ConfirmCallback | None,
         meta: Mapping[str, Any] | None,
     ) -> ToolResult:
-        deps: Any = None
-        if self.context is not None:
-            try:
-                deps = await make_context(self.context, request(), tool.name)
-            except ToolDeniedError as err:
-                return ToolResult(tool.name, call_id, False, err.message, error=err)
         context = _tool_context(tool, deps, reporter)
         with extracted(meta):  # the caller's trace, when it sent one and toolreg is traced
             dispatcher = self.toolset.dispatcher
