@@ -7,6 +7,8 @@ import asyncio
 import itertools
 import json
 import threading
+import time
+import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
@@ -469,3 +471,43 @@ def test_running_tasks_are_cancelled_when_the_servers_lifespan_ends() -> None:
         finally:
             running.close()
         assert at_shutdown == [["crunch cancelled"]]
+
+
+@pytest.mark.parametrize("subject", ["zoë", "用户", "emoji 🦜", "lone \ud800 surrogate"])
+def test_a_non_ascii_token_subject_reaches_its_own_tasks(subject: str) -> None:
+    """A real JWT (the auth extra) whose subject is not ASCII: the owner check compares
+    bytes, so get, update and cancel of the caller's own task work, and a subject one
+    letter away (NFC vs NFD, another accent) is another caller."""
+    jwt = pytest.importorskip("jwt")
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from jwt.algorithms import ECAlgorithm
+
+    from toolreg.mcp import JwtVerifier
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    jwks = {"keys": [{**json.loads(ECAlgorithm.to_jwk(key.public_key())), "kid": "k1"}]}
+    resource = "https://mcp.example.com/mcp"
+    verifier = JwtVerifier(jwks, issuer="https://auth.example.com", audience=resource)
+
+    def bearer(sub: str) -> dict[str, str]:
+        now = int(time.time())
+        claims = {"iss": "https://auth.example.com", "aud": resource, "sub": sub}
+        token = jwt.encode(
+            {**claims, "iat": now, "exp": now + 300}, key, algorithm="ES256", headers={"kid": "k1"}
+        )
+        return {"authorization": f"Bearer {token}"}
+
+    other = unicodedata.normalize("NFD", subject) if subject == "zoë" else subject + "x"
+    app = asgi_app(registry, auth=ResourceServer(verifier, resource=resource))
+    with HttpServer(app) as running:
+        owner, stranger = Rpc(running.url, bearer(subject)), Rpc(running.url, bearer(other))
+        task_id = started(owner, "crunch", {"n": 2})
+        for method, extra in (
+            ("tasks/get", {}),
+            ("tasks/update", {"inputResponses": {"input-1": {"action": "accept"}}}),
+            ("tasks/cancel", {}),
+        ):
+            answer = stranger(method, {"taskId": task_id, **extra})
+            assert answer["error"] == {"code": -32602, "message": "Task not found."}
+            assert "result" in owner(method, {"taskId": task_id, **extra}), method
+        assert owner.until(task_id, "cancelled")["statusMessage"] == "Cancelled by the client."

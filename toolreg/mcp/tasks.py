@@ -169,6 +169,13 @@ class UpdateParams(TaskParams):
     input_responses: dict[str, Any] = Field(alias="inputResponses")
 
 
+def _bytes(identity: str) -> bytes:
+    """An owner as bytes for a constant-time comparison: `compare_digest` takes only ASCII
+    `str`, and a token's subject may be any text (`zoë`, `用户`, even a lone surrogate that
+    JSON lets through)."""
+    return identity.encode("utf-8", "surrogatepass")
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -342,7 +349,7 @@ class TaskStore:
         another caller's: the same answer)."""
         self._forget_expired()
         task = self._tasks.get(task_id) if len(task_id) <= _MAX_ID else None
-        if task is None or not secrets.compare_digest(task.owner, owner):
+        if task is None or not secrets.compare_digest(_bytes(task.owner), _bytes(owner)):
             raise MCPError(code=types.INVALID_PARAMS, message=_NOT_FOUND)
         return task
 
