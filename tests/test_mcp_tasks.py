@@ -355,9 +355,10 @@ def test_a_flood_of_tasks_over_the_bound_is_refused_and_runs_nothing() -> None:
             }
         gate.set()
         rpc.until(first, "completed"), rpc.until(second, "completed")
-        kept = [started(rpc, "double", {"x": x}) for x in range(3)]  # room again
-        for task_id in kept:
-            rpc.until(task_id, "completed")
+        kept = []
+        for x in range(3):  # room again (one at a time: each ends before the next starts)
+            kept.append(started(rpc, "double", {"x": x}))
+            rpc.until(kept[-1], "completed")
         # at most max_kept tasks are held: the oldest finished ones went first
         assert "error" in rpc.get(first)
         assert "error" in rpc.get(second)

@@ -24,9 +24,12 @@ call: build the context, dispatch, render.
 Sync tools run in threads (Python cannot stop one), so a server bounds them: at most
 `max_threads` calls of sync tools run at once (default `DEFAULT_MAX_THREADS`, 32); the
 next ones wait for a free slot, first come first served, and a client that gives up while
-waiting is dropped. A running sync call keeps its slot until the tool returns or its time
-limit ends the call, even when its client has gone (the thread would run on regardless);
-a call waiting for its confirmation gives its slot back meanwhile. Async tools take no slot.
+waiting is dropped. A running sync call keeps its slot until its thread ends: until the
+tool returns, even when its client has gone or its time limit has ended the call (answered
+"interrupted while running": the thread runs on, so the bound holds for such calls too). A
+call of a tool with a time limit waits for a slot at most that long, then is answered "did
+not start ... It did not run". A call waiting for its confirmation gives its slot back
+meanwhile. Async tools take no slot.
 """
 
 from __future__ import annotations
@@ -52,8 +55,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from ..dispatch import ConfirmCallback
-from ..dispatch.calling import make_context
-from ..errors import ToolDeniedError, UsageError
+from ..dispatch.calling import THREAD_WATCH, make_context
+from ..errors import ToolDeniedError, ToolTimeoutError, UsageError
 from ..params import ToolContext
 from ..result import ToolResult
 from ..telemetry import extracted, sanitize_meta
@@ -161,22 +164,62 @@ def _wake(waiter: asyncio.Future[None]) -> None:
 
 
 class _Slot:
-    """One call's claim on a `ThreadSlots` slot, given back at most once."""
+    """One call's claim on a `ThreadSlots` slot. It is held until both the call's dispatch
+    and the thread its sync tool runs in have ended: a tool past its time limit runs on in
+    its thread (Python cannot stop one), and the bound is on threads, not on answers. A
+    confirmation gives it back meanwhile (`give_back`, then `take`). Thread-safe: the
+    thread reports its end from itself."""
 
-    __slots__ = ("held", "slots")
+    __slots__ = ("_dispatching", "_lock", "_threads", "held", "slots")
 
     def __init__(self, slots: ThreadSlots) -> None:
         self.slots = slots
         self.held = False
+        self._dispatching = True
+        self._threads = 0
+        self._lock = threading.Lock()
 
-    async def take(self) -> None:
-        await self.slots.acquire()
-        self.held = True
+    async def take(self, limit: float | None = None) -> bool:
+        """Wait for a slot (at most `limit` seconds, when given): whether one was taken."""
+        if limit is None:
+            await self.slots.acquire()
+        else:
+            try:
+                await asyncio.wait_for(self.slots.acquire(), limit)
+            except asyncio.TimeoutError:
+                return False
+        with self._lock:
+            self.held = True
+        return True
 
     def give_back(self, *_: object) -> None:
-        if self.held:
+        with self._lock:
+            if not self.held:
+                return
             self.held = False
-            self.slots.release()
+        self.slots.release()
+
+    def thread(self) -> Callable[[], None]:
+        """`calling.THREAD_WATCH`: the call's tool starts its thread; the thread calls the
+        function returned when the tool has returned."""
+        with self._lock:
+            self._threads += 1
+        return self._thread_ended
+
+    def _thread_ended(self) -> None:
+        with self._lock:
+            self._threads -= 1
+            last = self._threads == 0 and not self._dispatching
+        if last:
+            self.give_back()
+
+    def dispatched(self, *_: object) -> None:
+        """The call's dispatch has ended (answered, timed out, or abandoned)."""
+        with self._lock:
+            self._dispatching = False
+            last = self._threads == 0
+        if last:
+            self.give_back()
 
 
 class ToolService:
@@ -297,7 +340,9 @@ class ToolService:
                     tool.name, arguments, context=context, call_id=call_id, confirm=confirm
                 )
             slot = _Slot(self.threads)
-            await slot.take()
+            if not await slot.take(tool.timeout):  # waiting counts against its time limit
+                return self._no_thread(tool, call_id)
+            watching = THREAD_WATCH.set(slot.thread)  # the dispatch task copies the context
             try:
                 task = asyncio.ensure_future(
                     dispatcher.adispatch_tool(
@@ -311,10 +356,23 @@ class ToolService:
             except BaseException:
                 slot.give_back()
                 raise
-            task.add_done_callback(slot.give_back)
+            finally:
+                THREAD_WATCH.reset(watching)
+            task.add_done_callback(slot.dispatched)
             task.add_done_callback(_retrieve)
             # A sync tool's thread runs on if its caller goes: it keeps its slot till then.
             return await asyncio.shield(task)
+
+    def _no_thread(self, tool: Tool, call_id: str | None) -> ToolResult:
+        """The answer to a sync call that found no free thread within its time limit."""
+        limit = tool.timeout or 0.0
+        error = ToolTimeoutError(
+            f"Tool '{tool.name}' did not start within {limit:g} s: all {self.threads.size} "
+            "threads for sync tools are busy. It did not run; try again later.",
+            tool_name=tool.name,
+            timeout=limit,
+        )
+        return ToolResult(tool.name, call_id, False, error.message, error=error)
 
     def start_task(
         self,
