@@ -343,7 +343,7 @@ def test_a_finished_task_is_forgotten_after_its_ttl() -> None:
 
 
 def test_a_flood_of_tasks_over_the_bound_is_refused_and_runs_nothing() -> None:
-    options = TaskOptions(max_running=2, max_kept=3)
+    options = TaskOptions(max_running=2, max_kept=3, max_per_caller=2)
     with HttpServer(asgi_app(registry, tasks=options)) as running:
         rpc = Rpc(running.url)
         first, second = (started(rpc, "crunch", {"n": n}) for n in (1, 2))
@@ -363,6 +363,59 @@ def test_a_flood_of_tasks_over_the_bound_is_refused_and_runs_nothing() -> None:
         assert "error" in rpc.get(first)
         assert "error" in rpc.get(second)
         assert "result" in rpc.get(kept[-1])
+
+
+def test_one_caller_gets_its_share_of_the_task_slots_not_all_of_them() -> None:
+    """max_running=4, max_per_caller=2: alice's third task is refused while her two run,
+    and bob (another token) still gets his two; the whole bound still holds on top."""
+    auth = ResourceServer(
+        by_subject, resource="https://mcp.example.com/mcp", authorization_servers=["https://a"]
+    )
+    options = TaskOptions(max_running=4, max_per_caller=2)
+    with HttpServer(asgi_app(registry, auth=auth, tasks=options)) as running:
+        alice, bob, carol = (
+            Rpc(running.url, {"authorization": f"Bearer {name}"})
+            for name in ("alice", "bob", "carol")
+        )
+        mine = [started(alice, "crunch", {"n": n}) for n in (1, 2)]
+        for _ in range(3):
+            assert alice.call("double", {"x": 1})["error"] == {
+                "code": -32000,
+                "message": "Too many tasks of this caller running (2); try again later.",
+            }
+        theirs = [started(bob, "crunch", {"n": n}) for n in (3, 4)]
+        assert carol.call("double", {"x": 1})["error"] == {  # the whole bound, still
+            "code": -32000,
+            "message": "Too many tasks running (4); try again later.",
+        }
+        gate.set()
+        for rpc, task_id in zip((alice, alice, bob, bob), mine + theirs):
+            rpc.until(task_id, "completed")
+        again = started(alice, "double", {"x": 5})  # her share is free again
+        assert text(alice.until(again, "completed")["result"]) == "10"
+
+
+def test_a_task_past_its_lifetime_fails_and_frees_its_slot() -> None:
+    """max_lifetime: an async tool still running then is cancelled, a sync tool's thread
+    runs on; either way the task ends `failed`, saying the tool was interrupted while
+    running (it may have had effects; a sync one may still be running), and its slot is
+    free for the next task."""
+    options = TaskOptions(max_running=1, max_lifetime=0.2)
+    with HttpServer(asgi_app(registry, tasks=options)) as running:
+        rpc = Rpc(running.url)
+        for tool in ("crunch", "crunch_sync"):
+            task_id = started(rpc, tool, {"n": 1})
+            failed = rpc.until(task_id, "failed")
+            message = (
+                "The task ran past its lifetime (0.2 s) and was stopped: the tool was "
+                "interrupted while running, may have had effects and may still be running."
+            )
+            assert failed["statusMessage"] == message
+            assert failed["error"] == {"code": -32001, "message": message}
+            assert text(rpc.until(started(rpc, "double", {"x": 2}), "completed")["result"]) == "4"
+        assert "crunch cancelled" in seen  # the async tool was cancelled
+        assert "crunch_sync returned" not in seen  # the thread runs on (till the gate opens)
+        gate.set()
 
 
 def test_a_confirmation_is_asked_through_input_requests() -> None:
@@ -418,9 +471,21 @@ def test_fastmcps_client_drives_a_toolreg_task_transparently(server: HttpServer)
 def test_task_is_checked_at_registration() -> None:
     with pytest.raises(ToolDefinitionError, match="task='always' must be 'optional'"):
         ToolRegistry().register_tool(task="always")(double)  # type: ignore[call-overload]
-    for bad in ({"max_running": 0}, {"ttl": -1}, {"poll_interval": float("nan")}):
+    for bad in (
+        {"max_running": 0},
+        {"ttl": -1},
+        {"poll_interval": float("nan")},
+        {"max_per_caller": 0},
+        {"max_per_caller": 40},
+        {"max_lifetime": 0},
+        {"max_lifetime": float("inf")},
+    ):
         with pytest.raises(UsageError):
             TaskOptions(**bad)
+    assert TaskOptions().max_per_caller == 8  # a quarter of max_running by default
+    assert TaskOptions(max_running=2).max_per_caller == 1
+    assert TaskOptions().max_lifetime == 3600
+    assert TaskOptions(max_lifetime=None).max_lifetime is None
     with pytest.raises(UsageError, match="max_kept=1"):
         TaskOptions(max_running=2, max_kept=1)
     with pytest.raises(UsageError, match="tasks= takes TaskOptions"):

@@ -406,7 +406,7 @@ class ToolService:
                 await reporter.close()
             return self.result(tool, result)
 
-        return self.tasks.start(owner, run)
+        return self.tasks.start(owner, run, caller.identity)
 
     def result(self, tool: Tool, result: ToolResult) -> dict[str, Any]:
         """The `CallToolResult` (wire form) of a dispatched call."""
