@@ -65,7 +65,7 @@ from ..toolsets import Toolset
 from .auth import UNRESTRICTED, Caller, address_caller, token_caller
 from .cache import ResultCache
 from .catalog import Catalog, call_result
-from .context import McpRequest, Note, Reporter
+from .context import LogLevels, McpRequest, Note, Reporter
 from .tasks import (
     EXTENSION,
     Task,
@@ -590,10 +590,18 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
         service.tasks.cancel(task_of(ctx, params))
         return {}
 
+    async def set_level(ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> Any:
+        """`logging/setLevel` (the 2025 protocols; 2026-07-28 asks per request instead):
+        the session's lines from then on are at that level or above."""
+        levels = ctx.lifespan_context
+        if isinstance(levels, LogLevels):
+            levels.set(_session_of(ctx), params.level)
+        return types.EmptyResult()
+
     @contextlib.asynccontextmanager
-    async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+    async def lifespan(_: Server[Any]) -> AsyncIterator[LogLevels]:
         async with service.tasks.serving():  # stopping: running tasks are cancelled
-            yield {}
+            yield LogLevels()  # per run: stdio's one connection, or every HTTP session
 
     server: Server[Any] = Server(
         name,
@@ -603,6 +611,8 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
         get_tool_input_schema=service.input_schema,
     )
     server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
+    # declares the `logging` capability: tools send their `ctx.log` lines to the client
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.add_request_handler("tasks/get", TaskParams, get_task)
     server.add_request_handler("tasks/update", UpdateParams, update_task)
     server.add_request_handler("tasks/cancel", TaskParams, cancel_task)
@@ -627,8 +637,23 @@ async def _client_meta(ctx: ServerRequestContext[Any], call_next: Any) -> Any:
     return await call_next(ctx)
 
 
+def _session_of(ctx: ServerRequestContext[Any]) -> str | None:
+    """The session a request belongs to, for its log level: "" for the one connection of
+    a stdio run (or an in-process client), the streamable-HTTP session id, or None for a
+    stateless HTTP request (no session: nothing is remembered between its requests)."""
+    if ctx.request is None:
+        return ""
+    headers = getattr(ctx.request, "headers", None)
+    session = None if headers is None else headers.get("mcp-session-id")
+    return f"http:{session}" if session else None
+
+
 def _sender(ctx: ServerRequestContext[Any], tool: str) -> Callable[[Note], Any]:
     levels = allowed_log_levels(ctx.protocol_version, ctx.meta)  # the 2026 per-request opt-in
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and isinstance(
+        ctx.lifespan_context, LogLevels
+    ):
+        levels = ctx.lifespan_context.allowed(_session_of(ctx)) or levels  # logging/setLevel
 
     async def send(note: Note) -> None:
         if note.kind == "progress":
