@@ -21,6 +21,10 @@ from mcp.client.streamable_http import streamable_http_client
 from toolreg import ToolContext, ToolRegistry
 from toolreg.mcp import HttpServer, asgi_app
 
+# the SDK's client warns that logging/setLevel is deprecated (2026-07-28 replaced it);
+# serving 2025 clients is what is tested here
+pytestmark = pytest.mark.filterwarnings("ignore:The logging capability is deprecated")
+
 registry = ToolRegistry()
 LEVELS = ("debug", "info", "warning", "error")
 
