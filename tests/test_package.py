@@ -34,6 +34,10 @@ HEAVY = (
     "uvicorn",
     "starlette",
     "anyio",
+    "pydantic_ai",
+    "agents",
+    "langchain_core",
+    "langchain_openai",
 )
 
 PROBE = f"""
@@ -189,7 +193,7 @@ LAYERS: list[set[str]] = [
     {"search"},
     {"toolsets"},
     {"registry"},
-    {"conversation", "stores", "telemetry", "compat", "mcp"},
+    {"conversation", "stores", "telemetry", "compat", "mcp", "adapters"},
     {"testing"},
     {"cli", "__main__"},
     {"__init__"},  # the package: re-exports only
