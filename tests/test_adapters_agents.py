@@ -127,9 +127,7 @@ def test_the_responses_model_works_the_same(
     with ScriptedServer([tool_call("add", a=2, b="3"), text("5")]) as server:
         assert asyncio.run(go(server)).final_output == "5"
         assert server.paths == ["/v1/responses", "/v1/responses"]
-        outputs = [
-            item for item in server.history(1) if item.get("type") == "function_call_output"
-        ]
+        outputs = [item for item in server.history(1) if item.get("type") == "function_call_output"]
     assert calls == [("add", 2, 3, "bob", "call_1")]
     assert [o["output"] for o in outputs] == ["5"]
 
@@ -158,7 +156,8 @@ def test_a_tool_that_needs_confirmation_interrupts_the_run_until_approved(
                 return approved, await Runner.run(agent, state)
 
         approved, rejected = asyncio.run(go())
-        assert approved.final_output == "deleted" and rejected.final_output == "kept"
+        assert approved.final_output == "deleted"
+        assert rejected.final_output == "kept"
         assert _tool_messages(server.history(1))["call_1"] == "deleted /tmp/a"
         # the SDK answers a rejected call itself
         assert _tool_messages(server.history(-1))["call_2"] == "Tool execution was not approved."
@@ -183,8 +182,12 @@ def test_confirm_a_function_asks_inline_instead(
     with ScriptedServer([tool_call("delete", path="/a"), text("no")]) as server:
         assert _run(server, tools, "delete").final_output == "no"
         answer = _tool_messages(server.history(1))["call_1"]
-    assert asked == [{"path": "/a"}] and calls == []
-    assert answer == "Tool 'delete' was not run: the user declined. Do not retry it unless the user asks."
+    assert asked == [{"path": "/a"}]
+    assert calls == []
+    assert (
+        answer
+        == "Tool 'delete' was not run: the user declined. Do not retry it unless the user asks."
+    )
 
 
 def test_context_is_a_function_of_the_sdks_tool_context(
@@ -197,9 +200,11 @@ def test_context_is_a_function_of_the_sdks_tool_context(
 
 
 def test_a_missing_context_fails_the_run(registry: ToolRegistry) -> None:
-    with ScriptedServer([tool_call("add", a=1, b=1), text("2")]) as server:
-        with pytest.raises(Exception) as failed:  # the SDK wraps it in its UserError
-            _run(server, function_tools(registry), "1+1")
+    with (
+        ScriptedServer([tool_call("add", a=1, b=1), text("2")]) as server,
+        pytest.raises(Exception) as failed,  # the SDK wraps it in its UserError
+    ):
+        _run(server, function_tools(registry), "1+1")
     causes = []
     error: BaseException | None = failed.value
     while error is not None:
@@ -217,7 +222,8 @@ def test_a_strict_tool_is_sent_strict_as_toolreg_exports_it() -> None:
         return query
 
     (tool,) = function_tools(registry)
-    assert tool.strict_json_schema is True and tool.defer_loading is True
+    assert tool.strict_json_schema is True
+    assert tool.defer_loading is True
     assert tool.params_json_schema == registry.get_tools(strict=True)[0]["function"]["parameters"]
 
 
@@ -285,14 +291,19 @@ def test_an_sdk_function_tool_registered_in_toolreg_is_validated_and_gets_the_co
 
     registry = ToolRegistry()
     tool = registry.add(from_function_tool(weather, read_only=True))
-    assert tool.read_only and tool.description == "Forecast for a city."
+    assert tool.read_only
+    assert tool.description == "Forecast for a city."
     assert set(tool.parameters["properties"]) == {"city", "days"}
 
-    ok = registry.dispatch_tool("weather", '{"city": "Oslo", "days": "3"}', context="u1", call_id="k")
-    assert ok.ok and ok.content == "sunny in Oslo for 3 days"
+    ok = registry.dispatch_tool(
+        "weather", '{"city": "Oslo", "days": "3"}', context="u1", call_id="k"
+    )
+    assert ok.ok
+    assert ok.content == "sunny in Oslo for 3 days"
     assert seen == [("u1", "k", "Oslo", 3)]
     bad = registry.dispatch_tool("weather", '{"town": "Oslo"}', context="u1")
-    assert bad.error_kind == "invalid_arguments" and len(seen) == 1
+    assert bad.error_kind == "invalid_arguments"
+    assert len(seen) == 1
 
 
 def test_an_sdk_tool_whose_schema_is_hostile_is_refused() -> None:

@@ -157,4 +157,3 @@ def from_function_tool(tool: FunctionTool, **options: Any) -> Tool:
         untrusted=True,
         **options,
     )
-

@@ -124,9 +124,7 @@ class ToolregToolset(AbstractToolset[Any]):
     ) -> None:
         where = "ToolregToolset()"
         self.bridge = Bridge(toolset, confirm=confirm, where=where)
-        self.context: Callable[[RunContext[Any]], Any] = (
-            checked_context(context, where) or _deps
-        )
+        self.context: Callable[[RunContext[Any]], Any] = checked_context(context, where) or _deps
         self.max_retries = max_retries
         self._id = id
         self._definitions: tuple[list[Offered], list[tuple[Offered, ToolDefinition]]] | None = None
@@ -201,4 +199,3 @@ class ToolregToolset(AbstractToolset[Any]):
         if not result.ok:
             raise _failure(result)
         return result.content
-
