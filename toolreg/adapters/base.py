@@ -188,7 +188,15 @@ class Bridge:
 
 
 def checked_context(context: object, where: str) -> Callable[[Any], Any] | None:
-    """`context=` of an adapter: None or a function of the framework's run context."""
+    """`context=` of an adapter: None or a function of the framework's run context.
+
+    Args:
+        context: what the application passed.
+        where: how the message names the adapter.
+
+    Raises:
+        UsageError: `context` is neither None nor callable.
+    """
     if context is not None and not callable(context):
         raise UsageError(
             f"{where}: context= takes a function of the framework's run context that returns "
@@ -200,7 +208,15 @@ def checked_context(context: object, where: str) -> Callable[[Any], Any] | None:
 def schema_of(schema: object, *, owner: str) -> Mapping[str, Any]:
     """A framework tool's JSON Schema of its arguments, or the `ToolDefinitionError` that
     says why it is not one (what is in it is checked by `Tool.from_schema(...,
-    untrusted=True)`)."""
+    untrusted=True)`).
+
+    Args:
+        schema: what the framework's tool gives as its argument schema.
+        owner: how the error names the tool.
+
+    Raises:
+        ToolDefinitionError: `schema` is not a mapping.
+    """
     if not isinstance(schema, Mapping):
         raise ToolDefinitionError(
             f"the tool's argument schema is a {type(schema).__name__}, not a JSON Schema object",
