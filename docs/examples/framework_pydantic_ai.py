@@ -31,7 +31,8 @@ script = [
     text("Written off."),
 ]
 with ScriptedServer(script) as server:
-    model = OpenAIChatModel("any-model", provider=OpenAIProvider(openai_client=server.async_client()))
+    provider = OpenAIProvider(openai_client=server.async_client())
+    model = OpenAIChatModel("any-model", provider=provider)
     agent = Agent(
         model,
         toolsets=[ToolregToolset(registry)],
