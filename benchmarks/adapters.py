@@ -122,6 +122,18 @@ async def _per_call(call: Call, calls: int) -> float:
     return (CLOCK() - start) / calls * 1e6
 
 
+async def _rounds(native: Call, adapted: Call, calls: int, rounds: int) -> dict[str, list[float]]:
+    """Per-call times of both paths, round by round, interleaved: a loaded machine slows
+    both alike."""
+    times: dict[str, list[float]] = {"native": [], "adapter": []}
+    await native()
+    await adapted()  # warm both up
+    for _ in range(rounds):
+        times["native"].append(await _per_call(native, calls))
+        times["adapter"].append(await _per_call(adapted, calls))
+    return times
+
+
 def measure(calls: int, rounds: int) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     skipped: dict[str, str] = {}
@@ -131,16 +143,7 @@ def measure(calls: int, rounds: int) -> dict[str, Any]:
         except ImportError as exc:
             skipped[name] = f"not installed ({exc.name})"
             continue
-        times: dict[str, list[float]] = {"native": [], "adapter": []}
-
-        async def rounds_of(native: Call = native, adapted: Call = adapted) -> None:
-            await native()
-            await adapted()  # warm both up
-            for _ in range(rounds):  # interleaved: a loaded machine slows both alike
-                times["native"].append(await _per_call(native, calls))
-                times["adapter"].append(await _per_call(adapted, calls))
-
-        asyncio.run(rounds_of())
+        times = asyncio.run(_rounds(native, adapted, calls, rounds))
         native_us = statistics.median(times["native"])
         adapter_us = statistics.median(times["adapter"])
         rows.append(
