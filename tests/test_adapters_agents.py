@@ -190,6 +190,16 @@ def test_confirm_a_function_asks_inline_instead(
     )
 
 
+def test_a_tool_whose_approval_was_switched_off_is_not_run_unconfirmed(
+    registry: ToolRegistry, calls: list[tuple[Any, ...]]
+) -> None:
+    tools = {t.name: t for t in function_tools(registry)}
+    tools["delete"].needs_approval = False  # the SDK will not ask: toolreg refuses instead
+    answer = _invoke(tools["delete"], '{"path": "/a"}')
+    assert answer.startswith("Tool 'delete' was not run: it needs the user's confirmation")
+    assert calls == []
+
+
 def test_context_is_a_function_of_the_sdks_tool_context(
     registry: ToolRegistry, calls: list[tuple[Any, ...]]
 ) -> None:

@@ -28,6 +28,13 @@ from toolreg.adapters.langchain import from_langchain, langchain_tools
 from toolreg.testing import ScriptedServer, call, text, tool_call, tool_calls
 
 
+@pytest.fixture(autouse=True)
+def _no_tracing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """LangSmith's tracing is off unless these say otherwise: nothing leaves the machine."""
+    for name in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGCHAIN_TRACING"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def _model(server: ScriptedServer) -> Any:
     return ChatOpenAI(model="m", base_url=server.base_url, api_key="test", max_retries=0)
 

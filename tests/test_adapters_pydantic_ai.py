@@ -311,12 +311,8 @@ def test_the_definitions_carry_toolregs_flags_and_follow_the_toolset(
         }
     }
     assert tools["delete"].tool_def.kind == "unapproved"
-    assert (
-        ToolregToolset(registry, confirm=None)
-        ._definition(ToolregToolset(registry).bridge.offered()[1])
-        .kind
-        == "function"
-    )
+    inline = asyncio.run(ToolregToolset(registry, confirm=None).get_tools(_run_context()))
+    assert inline["delete"].tool_def.kind == "function"
 
     registry.unregister("look")  # the next step sees the change
     assert list(asyncio.run(toolset.get_tools(_run_context()))) == ["delete"]

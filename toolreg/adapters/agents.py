@@ -86,7 +86,7 @@ def function_tools(
 def _function_tool(
     bridge: Bridge, offered: Offered, deps_of: Callable[[AgentsToolContext[Any]], Any]
 ) -> FunctionTool:
-    approval = offered.tool.needs_confirmation and bridge.deferred
+    made: FunctionTool
 
     async def invoke(ctx: AgentsToolContext[Any], arguments: str) -> str:
         result = await bridge.run(
@@ -94,20 +94,22 @@ def _function_tool(
             arguments,
             context=deps_of(ctx),
             call_id=ctx.tool_call_id,
-            # the SDK invokes a tool with needs_approval only once the call is approved
-            approved=approval,
+            # the SDK invokes a tool whose needs_approval is True only once the call is
+            # approved; read when the call runs, so a tool changed since is asked again
+            approved=bridge.deferred and made.needs_approval is True,
         )
         return result.content
 
-    return FunctionTool(
+    made = FunctionTool(
         name=offered.name,
         description=offered.description,
         params_json_schema=offered.parameters,
         on_invoke_tool=invoke,
         strict_json_schema=offered.strict,
-        needs_approval=approval,
+        needs_approval=offered.tool.needs_confirmation and bridge.deferred,
         defer_loading=offered.tool.defer_loading,
     )
+    return made
 
 
 def from_function_tool(tool: FunctionTool, **options: Any) -> Tool:
