@@ -249,7 +249,8 @@ def _bytes(identity: str) -> bytes:
     return identity.encode("utf-8", "surrogatepass")
 
 
-def _now() -> str:
+def timestamp() -> str:
+    """Now, as a task's `createdAt` / `lastUpdatedAt` (ISO 8601, UTC, milliseconds)."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -464,6 +465,12 @@ def lifetime_message(lifetime: float) -> str:
     )
 
 
+def progress_text(note: Note) -> str:
+    """A progress line as a task's status message: `"1/5: warming up"`."""
+    shown = f"{note.progress:g}" if note.total is None else f"{note.progress:g}/{note.total:g}"
+    return shown if not note.message else f"{shown}: {note.message}"
+
+
 def owned(owner: str, claimed: str) -> bool:
     """Whether `claimed` (a task's recorded owner) is `owner`, in constant time."""
     return secrets.compare_digest(_bytes(owner), _bytes(claimed))
@@ -497,7 +504,7 @@ class Task:
         self.attempt = 1
         self.status: Status = "working"
         self.message: str | None = None
-        self.created = self.updated = _now()
+        self.created = self.updated = timestamp()
         self.started = time.monotonic()
         self.finished: float | None = None
         self.result: dict[str, Any] | None = None
@@ -507,14 +514,13 @@ class Task:
         self._asked = 0
 
     def _touch(self) -> None:
-        self.updated = _now()
+        self.updated = timestamp()
 
     async def note(self, note: Note) -> None:
         """A `ToolContext.report_progress` line becomes the task's status message."""
         if note.kind != "progress" or self.status in TERMINAL:
             return  # log lines have nowhere to go in a task
-        shown = f"{note.progress:g}" if note.total is None else f"{note.progress:g}/{note.total:g}"
-        self.message = shown if not note.message else f"{shown}: {note.message}"
+        self.message = progress_text(note)
         self._touch()
 
     async def ask(self, request: dict[str, Any], timeout: float) -> Any:
