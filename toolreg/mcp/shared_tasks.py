@@ -48,7 +48,7 @@ import secrets
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, TypeVar
 
 import mcp_types as types
@@ -164,6 +164,8 @@ class SharedTaskStore:
         self._worker_run: asyncio.Task[None] | None = None
         self._serving = 0
         self._scripts: dict[str, Any] = {}
+        self._active: dict[str, asyncio.Future[dict[str, Any]]] = {}  # runs in this process
+        self._handing_over: set[str] = set()
 
     # -- keys ---------------------------------------------------------------------------
     def _record(self, task_id: str) -> str:
@@ -236,11 +238,14 @@ class SharedTaskStore:
 
     async def _close(self) -> None:
         run, stack = self._worker_run, self._stack
-        self._worker_run = self._stack = self._docket = None
         if run is not None:
-            run.cancel()
+            run.cancel()  # no new runs start here; then the running ones are handed over
+            for task_id, active in list(self._active.items()):
+                self._handing_over.add(task_id)
+                active.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await run
+        self._worker_run = self._stack = self._docket = None
         if stack is not None:
             try:
                 await stack.aclose()
@@ -448,26 +453,44 @@ class SharedTaskStore:
             note = f"Running again (run {runs}): the worker that ran it stopped."
             await self._live(task_id, message=note, updated=timestamp())
         handle = _Run(self, task_id, runs)
+        run = asyncio.ensure_future(asyncio.wait_for(self._runner(handle, job), left))
+        self._active[task_id] = run
         try:
-            result = await asyncio.wait_for(self._runner(handle, job), left)
+            result = await run
         except asyncio.CancelledError:
+            if task_id in self._handing_over:  # this worker is stopping: another takes over
+                self._handing_over.discard(task_id)
+                await self._hand_over(task_id)
+                return
             if await self._cancelled(task_id):
                 await self._end(task_id, caller, "cancelled", message="Cancelled by the client.")
-            raise  # else the worker is stopping: its claim lapses and another takes over
+            raise
         except asyncio.TimeoutError:
-            await self._end(
-                task_id, caller, "failed", error=_error(EXPIRED, lifetime_message(lifetime))
-            )
+            error = _error(EXPIRED, lifetime_message(lifetime))
+            await self._end(task_id, caller, "failed", error=error)
         except MCPError as exc:
             error = exc.error.model_dump(mode="json", exclude_none=True)
             await self._end(task_id, caller, "failed", error=error)
         except Exception:
             _log.exception("a task of the MCP server failed")
-            await self._end(
-                task_id, caller, "failed", error=_error(types.INTERNAL_ERROR, "Internal error")
-            )
+            error = _error(types.INTERNAL_ERROR, "Internal error")
+            await self._end(task_id, caller, "failed", error=error)
         else:
             await self._end(task_id, caller, "completed", result=result)
+        finally:
+            self._active.pop(task_id, None)
+
+    async def _hand_over(self, task_id: str) -> None:
+        """Queue the task's run again, for another worker (this one is stopping): the
+        next run finds the run count and does what the tool says (`on_worker_lost`).
+        If Redis cannot take it now, the run stays claimed by this worker, and is taken
+        over `reclaim_after` after this worker stops renewing its claim."""
+        try:
+            when = datetime.now(timezone.utc)
+            await asyncio.wait_for(self._docket.replace(_WORK, when, task_id)(task_id), _IO_TIMEOUT)
+        except Exception:
+            _log.warning("a running task could not be handed over; it will be reclaimed")
+            raise asyncio.CancelledError from None
 
     async def _cancelled(self, task_id: str) -> bool:
         """Whether the client cancelled the task (a run cancelled for another reason is
