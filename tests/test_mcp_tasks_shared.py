@@ -196,7 +196,7 @@ def test_results_outlive_every_worker_and_runs_are_taken_over(
     folders = {name: tmp_path / name for name in ("charge", "reindex", "ship", "export")}
     for folder in folders.values():
         folder.mkdir()
-    with workers(tasks) as (a, b):
+    with workers(tasks) as (a, _):
         first = Rpc(a.url)
         finished = started(first, "double", {"x": 21})
         result = first.until(finished, "completed")["result"]
