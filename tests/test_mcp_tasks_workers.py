@@ -67,9 +67,8 @@ def fresh(child: HttpChild) -> Rpc:
 
 def gone(pid: int) -> bool:
     """Whether the process `pid` has died (a zombie not yet reaped counts)."""
-    with contextlib.suppress(OSError):
-        with open(f"/proc/{pid}/status", encoding="ascii") as status:
-            return any(line.split() == ["State:", "Z", "(zombie)"] for line in status)
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/status", encoding="ascii") as status:
+        return any(line.split() == ["State:", "Z", "(zombie)"] for line in status)
     return True
 
 
