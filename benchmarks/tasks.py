@@ -271,7 +271,8 @@ def _redis(url: str | None) -> Iterator[str]:
 
 def _table(report: dict[str, Any]) -> str:
     lines = [
-        "| store | create -> complete p50 / p90 (ms) | tasks/get p50 / p90 (ms) | burst (tasks/s) |",
+        "| store | create -> complete p50 / p90 (ms) | tasks/get p50 / p90 (ms) "
+        "| burst (tasks/s) |",
         "|---|---|---|---|",
     ]
     for row in report["toolreg"]:

@@ -70,10 +70,13 @@ from .tasks import (
     EXTENSION,
     INTERRUPTED,
     LOST_MESSAGE,
+    JobRunner,
+    TaskBackend,
     TaskHandle,
     TaskJob,
     TaskOptions,
     TaskParams,
+    TaskStore,
     UpdateParams,
     can_elicit,
     declares_tasks,
@@ -81,7 +84,6 @@ from .tasks import (
     lost_policy,
     needs_tasks,
     task_key,
-    task_store,
 )
 
 __all__ = ["DEFAULT_MAX_THREADS", "ContextFactory", "ThreadSlots", "ToolService", "build_server"]
@@ -441,6 +443,18 @@ class ToolService:
             visible.remove(name)
         answer = await self.toolset.dispatcher.adispatch_tool(name, {}, allowed=visible)
         return MCPError(code=types.INVALID_PARAMS, message=answer.content)
+
+
+def task_store(options: TaskOptions | None, runner: JobRunner) -> TaskBackend:
+    """The backend `options` name: in this process, or shared (`options.backend`)."""
+    if options is not None and not isinstance(options, TaskOptions):
+        raise UsageError("tasks= takes TaskOptions(max_running=32, ttl=600), or None")
+    options = options or TaskOptions()
+    if options.backend is None:
+        return TaskStore(options, runner)
+    from .shared_tasks import SharedTaskStore  # needs pydocket: the `tasks` extra
+
+    return SharedTaskStore(options, runner)
 
 
 def _unheld(confirm: ConfirmCallback | None, slot: _Slot) -> ConfirmCallback | None:

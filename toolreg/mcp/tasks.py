@@ -92,7 +92,6 @@ __all__ = [
     "TaskStore",
     "declares_tasks",
     "needs_tasks",
-    "task_store",
 ]
 
 _log = logging.getLogger("toolreg.mcp")
@@ -425,18 +424,6 @@ class TaskBackend(Protocol):
     def serving(self) -> AbstractAsyncContextManager[None]:
         """The server's lifetime (tasks run only while it lasts)."""
         ...
-
-
-def task_store(options: TaskOptions | None, runner: JobRunner) -> TaskBackend:
-    """The backend `options` name: in this process, or shared (`options.backend`)."""
-    if options is not None and not isinstance(options, TaskOptions):
-        raise UsageError("tasks= takes TaskOptions(max_running=32, ttl=600), or None")
-    options = options or TaskOptions()
-    if options.backend is None:
-        return TaskStore(options, runner)
-    from .shared_tasks import SharedTaskStore  # needs pydocket: the `tasks` extra
-
-    return SharedTaskStore(options, runner)
 
 
 def not_found() -> MCPError:
