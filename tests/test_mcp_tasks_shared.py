@@ -12,15 +12,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import mcp_types as types
 import pytest
 from _store_support import RedisServer, redis_url  # noqa: F401 - the session fixture
 from _task_tools import registry
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mcp.server.auth.provider import AccessToken
+from pydantic import ValidationError
 from test_mcp_tasks import TASKS, Rpc, started, text
 
 from toolreg import ToolDefinitionError, ToolRegistry
 from toolreg.errors import UsageError
 from toolreg.mcp import HttpServer, ResourceServer, TaskOptions, asgi_app
+from toolreg.mcp.server import approved
 from toolreg.mcp.tasks import LOST_MESSAGE
 
 NOT_FOUND = {"code": -32602, "message": "Task not found."}
@@ -312,3 +317,52 @@ def test_on_worker_lost_is_checked_at_registration() -> None:
     registered = ToolRegistry()
     registered.register_tool(task="required", on_worker_lost="rerun")(tool)
     assert registered.get("tool").on_worker_lost == "rerun"  # type: ignore[union-attr]
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=10), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+YES = {"action": "accept", "content": {"confirm": True}}
+
+
+def approves(answer: Any) -> bool:
+    try:
+        return approved(types.ElicitResult.model_validate(answer))
+    except ValidationError:
+        return False
+
+
+@pytest.mark.slow
+# the servers' threads use `random` (pydocket's jitter) while hypothesis draws
+@pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisDeprecationWarning")
+def test_answers_of_any_shape_from_any_worker_approve_only_an_explicit_yes(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """Hostile `tasks/update`s, sent through the worker that does not run the task: any
+    JSON as the answer, other keys beside it, the same answer replayed. Each is
+    acknowledged; the tool runs only on an explicit yes, and only once."""
+    with workers(options(redis_url)) as (a, b):
+        first, second = Rpc(a.url), Rpc(b.url)
+
+        @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+        @given(
+            answer=st.one_of(st.just(YES), JSON),
+            others=st.dictionaries(st.text(max_size=12), JSON, max_size=3),
+        )
+        def check(answer: Any, others: dict[str, Any]) -> None:
+            task_id = started(first, "wipe", {"disk": "sdz"}, capabilities=ASKS)
+            ((key, _),) = second.until(task_id, "input_required")["inputRequests"].items()
+            update = {"taskId": task_id, "inputResponses": {**others, key: answer}}
+            for _ in range(2):  # replayed: the second is ignored (or finds it ended)
+                reply = second("tasks/update", update, capabilities=ASKS)
+                assert reply["result"]["resultType"] == "complete"
+            done = first.until(task_id, "completed")["result"]
+            assert done["isError"] is not approves(answer)
+            if approves(answer):
+                assert text(done).startswith("wiped sdz by ")
+
+        check()
