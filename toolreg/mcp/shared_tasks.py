@@ -275,7 +275,16 @@ class SharedTaskStore:
             ) from None
 
     # -- the requests -------------------------------------------------------------------
+    def _open_now(self) -> None:
+        """-32603 unless `serving()` has opened the store."""
+        if self._client is None or self._docket is None:
+            raise MCPError(
+                code=types.INTERNAL_ERROR,
+                message="The task store is not open (the server is not serving).",
+            )
+
     async def start(self, owner: str, job: TaskJob) -> dict[str, Any]:
+        self._open_now()
         options = self.options
         docket = self._docket
         task_id = secrets.token_urlsafe(32)
@@ -326,6 +335,7 @@ class SharedTaskStore:
         another caller's: the same answer)."""
         if not 0 < len(task_id) <= _MAX_ID:
             raise not_found()
+        self._open_now()
         raw = await self._io(self._client.hgetall(self._record(task_id)))
         data = {k.decode(): v.decode("utf-8", "replace") for k, v in raw.items()}
         if not data.get("status") or not owned(_digest(owner), data.get("owner", "")):
@@ -449,9 +459,11 @@ class SharedTaskStore:
             error = _error(EXPIRED, lifetime_message(lifetime))
             await self._end(task_id, caller, "failed", error=error)
             return
-        if runs > 1:
+        if runs > 1:  # an earlier run's questions went with it
             note = f"Running again (run {runs}): the worker that ran it stopped."
-            await self._live(task_id, message=note, updated=timestamp())
+            await self._live(
+                task_id, status="working", inputs="{}", message=note, updated=timestamp()
+            )
         handle = _Run(self, task_id, runs)
         run = asyncio.ensure_future(asyncio.wait_for(self._runner(handle, job), left))
         self._active[task_id] = run
