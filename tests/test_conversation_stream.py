@@ -140,6 +140,7 @@ def test_assembler_keeps_the_first_id_and_name_and_ignores_other_choices() -> No
     assembler.feed(fragment(index=0, id="a", function={"name": "f", "arguments": "{"}))
     assembler.feed(fragment(index=0, id="a", function={"name": "f", "arguments": "}"}))
     assembler.feed({"choices": [{"index": 1, "delta": {"content": "other choice"}}]})
+    assembler.feed(chunk({}, "tool_calls"))
     message = assembler.result()["message"]
     assert message["tool_calls"][0]["function"] == {"name": "f", "arguments": "{}"}
     assert message["content"] is None
