@@ -32,7 +32,7 @@ Answer = list[bytes | threading.Event] | Json
 HOLD = 5.0
 
 _ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
-_OPENAI_ID = re.compile(r"[a-zA-Z0-9_-]{1,40}")
+_OPENAI_ID = re.compile(r"[\x21-\x7e]{1,40}")  # OpenAI takes any text up to 40 characters
 
 
 def frames(events: Iterable[Json], *, named: bool = False, done: bool = False) -> list[bytes]:
@@ -228,6 +228,7 @@ def _error(message: str) -> Json:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and events go out in separate writes
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:

@@ -39,7 +39,13 @@ from _stream_server import (
     responses_text,
 )
 
-from toolreg import AsyncConversation, Conversation, ConversationError, ToolRegistry
+from toolreg import (
+    AsyncConversation,
+    Conversation,
+    ConversationError,
+    ToolCallReady,
+    ToolRegistry,
+)
 from toolreg.testing import ScriptedServer, call, text, tool_calls
 
 MODEL = "stream-model"
@@ -287,8 +293,13 @@ def test_anthropic_a_repeated_block_stop_does_not_start_the_call_twice(
     ]
     server.script(frames(events, named=True), anthropic_text("done"))
     client = anthropic.Anthropic(base_url=server.root_url, api_key="k", max_retries=0)
-    reply = Conversation(client, MODEL, registry=pings.registry, stream=True).send("ping")
+    seen: list[Any] = []
+    conversation = Conversation(
+        client, MODEL, registry=pings.registry, stream=True, on_event=seen.append
+    )
+    reply = conversation.send("ping")
     assert pings.ran == ["a"]
+    assert [e.call.call_id for e in seen if isinstance(e, ToolCallReady)] == ["toolu_1"]
     assert reply.text == "done"
 
 
@@ -474,3 +485,49 @@ def test_chat_heads_that_share_an_id_stream_into_two_calls_with_ids_of_their_own
     assert json.loads(
         server.requests[1]["messages"][1]["tool_calls"][1]["function"]["arguments"]
     ) == {"tag": "b"}
+
+
+@pytest.mark.parametrize("dialect", ["tools", "responses", "anthropic"])
+def test_calls_that_share_an_id_pause_and_resume_by_ids_of_their_own(dialect: str) -> None:
+    """The approval path names pending calls by the same ids: the paused turn's history,
+    its saved state and the resumed turn's answers all agree, and the endpoint takes them."""
+    pings = Pings(requires_confirmation=True)
+    turns = [tool_calls(call("ping", tag="a", id="dup"), call("ping", tag="b", id="dup"))]
+    with ScriptedServer([*turns, text("done")]) as scripted:
+        client: Any = scripted.anthropic_client() if dialect == "anthropic" else scripted.client()
+        options = {} if dialect == "anthropic" else {"dialect": dialect}
+        first = Conversation(client, MODEL, registry=pings.registry, confirm="defer", **options)
+        paused = first.send("ping twice")
+        ids = [p.call_id for p in paused.pending]
+        assert ids[0] == "dup"
+        assert ids[1] not in ("dup", "")
+        state = json.loads(json.dumps(first.export_state()))
+        later = Conversation.from_state(state, client, registry=pings.registry)
+        done = later.resume(dict.fromkeys(ids, True))
+        scripted.assert_all_consumed()
+        answers = tool_answers(scripted.requests[1])
+    assert pings.ran == ["a", "b"]
+    assert answers == [(ids[0], "pong a"), (ids[1], "pong b")]
+    assert done.text == "done"
+
+
+def test_responses_server_state_sends_the_whole_history_after_an_id_was_replaced() -> None:
+    """The server keeps the calls under the ids it sent: after toolreg gave one a new id,
+    the next request sends the whole history (no `previous_response_id`), which it takes."""
+    pings = Pings(read_only=False)
+    script = [
+        tool_calls(call("ping", tag="a", id="dup"), call("ping", tag="b", id="dup")),
+        tool_calls(call("ping", tag="c", id="fresh")),
+        text("done"),
+    ]
+    with ScriptedServer(script) as scripted:
+        conversation = Conversation(
+            scripted.client(), MODEL, registry=pings.registry, dialect="responses", state="server"
+        )
+        reply = conversation.send("ping")
+        scripted.assert_all_consumed()
+        second, third = scripted.requests[1], scripted.requests[2]
+    assert pings.ran == ["a", "b", "c"]
+    assert reply.text == "done"
+    assert "previous_response_id" not in second  # renamed: the whole history goes
+    assert third.get("previous_response_id") == "resp_scripted_2"  # none renamed: continued
