@@ -235,6 +235,21 @@ def test_chat_white_space_after_complete_arguments_does_not_run_the_call_again(
     assert [r.content for r in reply.tool_results] == ["pong a", "pong b"]
 
 
+def test_chat_arguments_one_character_at_a_time_start_once_they_are_whole(
+    server: StreamServer,
+) -> None:
+    """Braces, quotes and escapes inside the strings, each piece one character: the call
+    is complete only at its real end (and the stream reads in linear time)."""
+    pings = Pings()
+    text = json.dumps({"tag": 'a}"{\\"}' + "}" * 300})
+    seen: list[Any] = []
+    server.script(chat_stream(head(0, "call_a"), *(args(0, c) for c in text)), chat_text("done"))
+    reply = send(chat(server, pings, on_event=seen.append))
+    assert pings.ran == [json.loads(text)["tag"]]
+    assert [e.early for e in seen if isinstance(e, ToolCallReady)] == [True]
+    assert reply.text == "done"
+
+
 def test_chat_key_order_and_spacing_do_not_make_another_call(server: StreamServer) -> None:
     """The early run is matched by decoded arguments: the same object in other text."""
     pings = Pings()

@@ -50,7 +50,14 @@ from _stream_server import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolreg import AsyncConversation, Conversation, ConversationError, ToolContext, ToolRegistry
+from toolreg import (
+    AsyncConversation,
+    Conversation,
+    ConversationError,
+    ToolContext,
+    ToolRegistry,
+    ToolStarted,
+)
 
 MODEL = "stream-model"
 PROVIDERS = ["chat", "responses", "anthropic"]
@@ -313,12 +320,19 @@ ANSWERS = {"chat": chat_text, "responses": responses_text, "anthropic": anthropi
 
 
 def converse(
-    provider: str, asynchronous: bool, stream: Stream, ran: Ran, clients: dict[str, Any], loop: Any
+    provider: str,
+    asynchronous: bool,
+    stream: Stream,
+    ran: Ran,
+    clients: dict[str, Any],
+    loop: Any,
+    events: list[Any],
 ) -> tuple[Any, Any]:
-    """(the reply or the error, the conversation)."""
+    """(the reply or the error, the conversation); `events` gets the turn's events."""
     kind = "anthropic" if provider == "anthropic" else "chat"
     client = clients[f"async {kind}" if asynchronous else kind]
     options: Json = {"stream": True, "eager_tools": None if stream.eager else False}
+    options["on_event"] = events.append
     if provider == "responses":
         options["dialect"] = "responses"
     made: Any = (AsyncConversation if asynchronous else Conversation)(
@@ -353,7 +367,8 @@ def test_every_call_runs_once_with_exactly_its_arguments(
     stream = data.draw(streams(provider))
     ran = Ran()
     server.script(stream.frames, ANSWERS[provider]("done"))
-    outcome, conversation = converse(provider, asynchronous, stream, ran, clients, loop)
+    events: list[Any] = []
+    outcome, conversation = converse(provider, asynchronous, stream, ran, clients, loop, events)
     runs = list(ran.runs)
     ids = [call_id for call_id, _, _ in runs]
     assert len(set(ids)) == len(ids), f"a call ran twice: {runs}"
@@ -365,6 +380,10 @@ def test_every_call_runs_once_with_exactly_its_arguments(
         assert sorted(ids) == sorted(r.call_id for r in outcome.tool_results)  # type: ignore[type-var]
         assert server.refused == []  # each id its own, accepted, answered once
         assert outcome.text == "done"
+        # every call that could start early did: its arguments were whole before the end
+        early = {e.call.call_id for e in events if isinstance(e, ToolStarted) and e.early}
+        could = {r.call_id for r in outcome.tool_results if r.tool_name == "note"}
+        assert early == (could if stream.eager else set())
         return
     assert isinstance(outcome, ConversationError), outcome  # a cut stream is an error
     assert conversation.messages == []  # and keeps no history

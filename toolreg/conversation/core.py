@@ -728,7 +728,16 @@ class ConversationCore:
             return False
         if not (tool.eager or tool.read_only or tool.idempotent):
             return False
-        return call.name in self.offered_names() and self._validated(call) is not None
+        offered = self.offered_names()
+        if call.name not in offered:
+            return False
+        try:  # dispatch would run it as it is
+            self.registry.dispatcher.check_call(
+                call.name, call.arguments, context=self.context, allowed=offered
+            )
+        except ToolCallError:
+            return False
+        return True
 
     def _early_dispatch(self, call: ToolCall) -> dict[str, Any]:
         """What dispatch gets for a call started early: the round's own options."""

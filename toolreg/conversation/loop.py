@@ -368,7 +368,10 @@ def _named(calls: list[ToolCall], number: int) -> list[ToolCall]:
     """The calls, each with an id: a call of a dialect whose calls carry none on the wire
     (ChatGLM3, the legacy `functions`) gets the loop's own, `toolreg_<model call>_<place>`
     (never sent: their answers name no call). The others have theirs from `CallIds`."""
-    if all(c.call_id for c in calls):
+    for call in calls:
+        if not call.call_id:
+            break
+    else:
         return calls
     return [
         c if c.call_id else ToolCall(c.name, c.arguments, f"toolreg_{number}_{i}")
@@ -452,11 +455,11 @@ def _precheck(
     answered: dict[int, ToolResult] = {}
     started: dict[int, ToolCall] = {}
     made = s.policy.counted(state.results)  # the calls of this turn so far, by tool
-    early = {c.call_id: (c, a) for c, a in state.early}
+    early = {c.call_id: (c, a) for c, a in state.early} if state.early else None
     state.early.clear()
     for i, call in enumerate(calls):
         found = early.pop(call.call_id, None) if early else None
-        if found is not None and (found[1] is None or _call_key(found[0]) == _call_key(call)):
+        if found is not None and (found[1] is None or _same_call(found[0], call)):
             first, answer = found
             if answer is None or answer.error_kind != "call_limit":
                 made.append(call.name)  # as `over_limit` counted it when it was checked
@@ -479,10 +482,17 @@ def _ran_early(
     out = []
     for call, result in zip(calls, ran):
         first = firsts.get(call.call_id)
-        if first is not None and _call_key(first) != _call_key(call):
+        if first is not None and not _same_call(first, call):
             result = _ran_instead(result, first, call)
         out.append(result)
     return out
+
+
+def _same_call(a: ToolCall, b: ToolCall) -> bool:
+    """The same tool with the same decoded arguments (the same text: no decoding)."""
+    if a.name != b.name:
+        return False
+    return a.arguments == b.arguments or _call_key(a) == _call_key(b)
 
 
 def _ran_instead(result: ToolResult, first: ToolCall, call: ToolCall) -> ToolResult:

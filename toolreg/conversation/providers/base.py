@@ -16,7 +16,6 @@ history has it, a new one otherwise; the history keeps that id, for the call and
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ __all__ = [
     "CallIds",
     "IdRule",
     "Message",
+    "ObjectEnd",
     "Provider",
     "Request",
     "complete_object",
@@ -103,22 +103,16 @@ class Request:
     server_state: bool = False
 
 
-@dataclass(frozen=True, slots=True)
 class IdRule:
     """The call ids an endpoint takes back in a history: at most `longest` characters, all
-    matching `chars` (a character class); `prefix` starts the ids toolreg makes."""
+    matching `chars` (a character class; by default printable ASCII, no space); `prefix`
+    starts the ids toolreg makes."""
 
-    prefix: str
-    longest: int
-    chars: str = "\\x21-\\x7e"  # printable ASCII, no space
+    __slots__ = ("longest", "prefix", "takes")
 
-    def takes(self, call_id: str) -> bool:
-        return _pattern(self.chars, self.longest).fullmatch(call_id) is not None
-
-
-@functools.cache
-def _pattern(chars: str, longest: int) -> re.Pattern[str]:
-    return re.compile(f"[{chars}]{{1,{longest}}}")
+    def __init__(self, prefix: str, longest: int, chars: str = "\\x21-\\x7e") -> None:
+        self.prefix, self.longest = prefix, longest
+        self.takes: Callable[[str], object] = re.compile(f"[{chars}]{{1,{longest}}}").fullmatch
 
 
 class CallIds:
@@ -145,7 +139,7 @@ class CallIds:
         taken = self._taken
         if taken is None:
             taken = self._taken = set() if self.taken_of is None else self.taken_of()
-        if isinstance(sent, str) and sent not in taken and self.rule.takes(sent):
+        if isinstance(sent, str) and sent not in taken and self.rule.takes(sent) is not None:
             made = sent
         else:
             n = len(taken) + 1
@@ -168,6 +162,70 @@ def complete_object(arguments: Any) -> bool:
         return isinstance(strict_decoder.decode(arguments), dict)
     except (ValueError, RecursionError):
         return False
+
+
+_STRUCTURE = re.compile(r'[{}\[\]"\\]')
+
+
+class ObjectEnd:
+    """Where streamed JSON text stands, read piece by piece, each character once: whether it
+    is one object closed (`read` is True: the text may be whole; `complete_object` decides),
+    still open, or never one (text before its `{`, or after its `}`). Only brackets, quotes
+    and backslashes are looked at (a regex skips the rest), so a stream of tiny pieces costs
+    what its length costs, never a decoding per piece."""
+
+    __slots__ = ("depth", "offset", "read_pieces", "skip", "state", "string")
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.offset = 0  # characters read so far
+        self.read_pieces = 0
+        self.skip = -1  # the offset of a character a backslash escapes
+        self.state = 0  # 0: not begun, 1: in the object, 2: closed, 3: never an object
+        self.string = False
+
+    def read(self, pieces: list[str]) -> bool:
+        """Read the pieces not read yet; whether the text is one object, closed."""
+        for piece in pieces[self.read_pieces :]:
+            self._piece(piece)
+        self.read_pieces = len(pieces)
+        return self.state == 2
+
+    def _piece(self, piece: str) -> None:
+        start, self.offset = self.offset, self.offset + len(piece)
+        if self.state >= 2:
+            if self.state == 2 and not piece.isspace() and piece:
+                self.state = 3  # more than white space after the object
+            return
+        at = 0
+        if self.state == 0:
+            body = piece.lstrip()
+            if not body:
+                return
+            if body[0] != "{":
+                self.state = 3
+                return
+            self.state, at = 1, len(piece) - len(body)
+        for found in _STRUCTURE.finditer(piece, at):
+            where = start + found.start()
+            if where == self.skip:
+                continue
+            char = found.group()
+            if self.string:
+                if char == "\\":
+                    self.skip = where + 1
+                elif char == '"':
+                    self.string = False
+            elif char == '"':
+                self.string = True
+            elif char in "{[":
+                self.depth += 1
+            elif char in "}]":
+                self.depth -= 1
+                if self.depth == 0:
+                    rest = piece[found.end() :]
+                    self.state = 2 if not rest or rest.isspace() else 3
+                    return
 
 
 class Assembler(Protocol):

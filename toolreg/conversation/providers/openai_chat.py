@@ -22,7 +22,17 @@ from ...formats import Dialect, Format
 from ...formats.base import is_json_object
 from ...result import ToolCall, ToolResult
 from ..history import CALL_KEYS, units
-from .base import Answer, Answers, Assembler, CallIds, IdRule, Message, Request, complete_object
+from .base import (
+    Answer,
+    Answers,
+    Assembler,
+    CallIds,
+    IdRule,
+    Message,
+    ObjectEnd,
+    Request,
+    complete_object,
+)
 
 __all__ = ["Normalized", "OpenAIChat", "StreamAssembler", "normalize_completion", "plain"]
 
@@ -123,6 +133,9 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+_SHORT = 1024  # arguments up to this long are decoded when a piece ends with "}"
+
+
 class StreamAssembler:
     """Feeds on streamed chunks; `result()` is the same shape as `normalize_completion`, or
     a `ConversationError` when no chunk said why the answer ended (`finish_reason`: a
@@ -145,8 +158,9 @@ class StreamAssembler:
         self.chunks = 0
         self.id: str | None = None
         self.model: str | None = None
-        self._begun: list[int] = []  # call indices, in the order their calls began
-        self._touched: list[int] = []  # call indices with news since `completed` last looked
+        self.pieces: dict[int, list[str]] = {}  # each call's arguments, as they streamed
+        self._touched: dict[int, None] = {}  # calls with news since `completed` last looked
+        self._ends: dict[int, ObjectEnd] = {}  # where each call's arguments are (eager start)
         self._released: set[int] = set()  # the calls `completed` gave out
         self._changed = False  # the stream went on with a call after it was complete
 
@@ -208,41 +222,56 @@ class StreamAssembler:
             last = max(self.calls, default=-1)
             new = fragment.get("id") and fragment["id"] != self.calls.get(last, {}).get("id")
             index = last + 1 if new or last < 0 else last
-        piece = _piece((fragment.get("function") or {}).get("arguments"))
-        if index not in self.calls:
-            self._begun.append(index)
+        function = fragment.get("function") or {}
+        piece = _piece(function.get("arguments"))
+        call = self.calls.get(index)
+        if call is None:
+            call = self.calls[index] = {"id": None, "type": "function", "function": {"name": ""}}
+            self.pieces[index] = []
         elif index in self._released and piece.strip():
             self._changed = True  # more than white space after it was complete
-        call = self.calls.setdefault(
-            index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
-        )
         if fragment.get("id"):
             call["id"] = call["id"] or fragment["id"]
-        function = fragment.get("function") or {}
         if function.get("name") and not call["function"]["name"]:
             call["function"]["name"] = function["name"]
-        if piece:
-            call["function"]["arguments"] += piece
-            self._touched.append(index)
+        if piece:  # joined when read: a long stream of small pieces stays linear
+            self.pieces[index].append(piece)
+            self._touched[index] = None
+
+    def _call(self, index: int) -> dict[str, Any]:
+        """The call at `index` as read so far (its arguments joined), with its id."""
+        call = self.calls[index]
+        arguments = "".join(self.pieces[index])
+        one = {**call, "function": {**call["function"], "arguments": arguments}}
+        if self.ids is not None:
+            one["id"] = self.ids.id_for(index, call["id"])
+        return one
 
     def completed(self) -> list[dict[str, Any]]:
         """The calls whose arguments became a whole JSON object since the last time (never
         because another call began: providers interleave calls as they like), each as an
         assistant message that holds it alone. None more once the stream went on with a
         call it had completed (the whole answer decides then)."""
-        touched, self._touched = self._touched, []
-        if self._changed or not touched:
+        if not self._touched:
+            return []
+        touched, self._touched = self._touched, {}
+        if self._changed:
             return []
         out = []
-        for index in dict.fromkeys(touched):
-            call = self.calls[index]
-            if index in self._released or not complete_object(call["function"]["arguments"]):
-                continue
-            self._released.add(index)
-            one = {**call, "function": {**call["function"]}}
-            if self.ids is not None:
-                one["id"] = self.ids.id_for(index, call["id"])
-            out.append({"role": "assistant", "tool_calls": [one]})
+        for index in touched:
+            pieces = self.pieces[index]
+            if index in self._released or not pieces[-1].rstrip().endswith("}"):
+                continue  # an object closes with a "}" (no decoding before one)
+            if len(pieces) > 1 and sum(map(len, pieces)) > _SHORT:  # read once, not per piece
+                end = self._ends.get(index)
+                if end is None:
+                    end = self._ends[index] = ObjectEnd()
+                if not end.read(pieces):
+                    continue
+            call = self._call(index)
+            if complete_object(call["function"]["arguments"]):
+                self._released.add(index)
+                out.append({"role": "assistant", "tool_calls": [call]})
         return out
 
     def result(self) -> Normalized:
@@ -259,11 +288,7 @@ class StreamAssembler:
         if self.reasoning:  # goes back as a plain answer's does
             message["reasoning_content"] = "".join(self.reasoning)
         if self.calls:
-            ids = self.ids
-            message["tool_calls"] = [
-                self.calls[i] if ids is None else {**self.calls[i], "id": ids.id_for(i, c["id"])}
-                for i, c in sorted(self.calls.items())
-            ]
+            message["tool_calls"] = [self._call(i) for i in sorted(self.calls)]
         if self.function_call is not None:
             message["function_call"] = self.function_call
         return _normalized(message, self.finish_reason, self.usage, self.id, self.model)
