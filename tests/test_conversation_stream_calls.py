@@ -241,7 +241,7 @@ def test_chat_arguments_one_character_at_a_time_start_once_they_are_whole(
     """Braces, quotes and escapes inside the strings, each piece one character: the call
     is complete only at its real end (and the stream reads in linear time)."""
     pings = Pings()
-    text = json.dumps({"tag": 'a}"{\\"}' + "}" * 300})
+    text = json.dumps({"tag": 'a}"{\\"}' + "}" * 1100})  # long: read by ObjectEnd
     seen: list[Any] = []
     server.script(chat_stream(head(0, "call_a"), *(args(0, c) for c in text)), chat_text("done"))
     reply = send(chat(server, pings, on_event=seen.append))
