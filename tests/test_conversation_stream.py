@@ -162,7 +162,7 @@ JSON_VALUES = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     arguments=st.dictionaries(JSON_TEXT, JSON_VALUES, max_size=4),
     padding=st.sampled_from([0, 0, 1100, 3000]),  # long arguments: read by ObjectEnd

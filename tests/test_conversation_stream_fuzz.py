@@ -63,11 +63,11 @@ MODEL = "stream-model"
 PROVIDERS = ["chat", "responses", "anthropic"]
 
 FUZZ = settings(
-    max_examples=30,
+    max_examples=20,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-"""The fuzzer's profile: 30 streams per provider and driver (180 in all), a few seconds."""
+"""The fuzzer's profile: 20 streams per provider and driver (120 in all)."""
 
 Json = dict[str, Any]
 
