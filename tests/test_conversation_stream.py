@@ -162,6 +162,7 @@ JSON_VALUES = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     arguments=st.dictionaries(JSON_TEXT, JSON_VALUES, max_size=4),
