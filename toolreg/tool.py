@@ -35,6 +35,7 @@ from .jsonvalues import copy_json
 from .types import ANY_TYPES, Converter
 from .validation import Validator
 from .validation.keywords import Node
+from .validation.metaschema import conforms
 from .validation.nulls import NullDropper
 from .validation.refs import RefError, check_refs
 from .validation.untrusted import UntrustedSchemaError, check_size
@@ -437,7 +438,9 @@ def _check_untrusted(parameters: Mapping[str, Any], owner: str, name: str) -> No
 
 def _check_metaschema(schema: Mapping[str, Any], owner: str, what: str) -> None:
     """`schema` is valid Draft 2020-12 JSON Schema (else a `ToolDefinitionError` naming
-    `what` and where in it)."""
+    `what` and where in it). The fast check first; jsonschema for the rest, and the words."""
+    if conforms(schema):
+        return
     import jsonschema  # lazily: `import toolreg` stays light
 
     try:
