@@ -691,7 +691,7 @@ class Validator:
         try:
             if self._fallback is not None:
                 return self._fallback.is_valid_under(schema, value)
-            if self.untrusted:
+            if self.untrusted and isinstance(value, (str, dict, list)):  # what patterns see
                 with pattern_budget():
                     return self._compiler.compile(schema)(value) is None
             return self._compiler.compile(schema)(value) is None
