@@ -423,6 +423,7 @@ def check_same_verdicts(draft: int, case: tuple[dict[str, Any], Any]) -> None:
         assert refused.keyword == "$ref", refused
         reject()
     rewritten = normalized.schema
+    assert normalize_schema(rewritten).changes == ()  # once is enough
     try:
         check_refs(rewritten)  # the same $ref loops as the original's
     except RefError:
@@ -450,3 +451,55 @@ def test_a_rewritten_schema_accepts_and_refuses_what_the_original_does(draft: in
         check_same_verdicts(draft, case)
 
     check()
+
+
+# -- hostile: any JSON at all -----------------------------------------------------------------
+
+KEYWORDS = [
+    *("definitions", "dependencies", "items", "additionalItems", "id", "$id", "$ref"),
+    *("exclusiveMinimum", "minimum", "exclusiveMaximum", "maximum", "$recursiveRef"),
+    *("$recursiveAnchor", "required", "properties", "prefixItems", "$defs", "allOf", "not"),
+    *("$schema", "dependentRequired", "dependentSchemas", "type", "enum"),
+]
+REFS = ["#", "#/definitions/a", "#/items/0", "#/items/x", "#/dependencies", "#/%7e", "#a", "x#/a"]
+anything = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(),
+        st.text(max_size=4),
+        st.sampled_from([*REFS, DRAFT4, DRAFT7, DRAFT2019]),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3),
+        st.dictionaries(st.sampled_from([*KEYWORDS, "a", "0"]), inner, max_size=4),
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(anything)
+def test_any_json_is_rewritten_or_refused_with_a_draft_error_never_a_crash(value: Any) -> None:
+    before = json.dumps(value)
+    try:
+        normalized = normalize_schema(value)
+    except DraftError as exc:
+        refused: DraftError | None = exc
+    else:
+        refused = None
+    if refused is not None:
+        assert refused.keyword
+        assert refused.where.startswith("#")
+        return
+    assert json.dumps(value) == before  # the given value is left as it was
+    assert normalize_schema(normalized.schema).changes == ()
+
+
+def test_a_schema_deeper_than_the_stack_is_refused_not_a_crash() -> None:
+    schema: dict[str, Any] = {"definitions": {}}
+    for _ in range(5_000):
+        schema = {"not": schema}
+    with pytest.raises(DraftError, match="nests too deeply"):
+        normalize_schema(schema)

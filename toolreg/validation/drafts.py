@@ -141,7 +141,7 @@ def normalize_schema(schema: Any) -> Normalized:
     try:
         return _Rewrite(schema, draft).run()
     except RecursionError:
-        raise DraftError("$schema", "#", "the schema nests too deeply to rewrite") from None
+        raise DraftError("(nesting)", "#", "the schema nests too deeply to rewrite") from None
 
 
 def _draft_of(uri: object) -> str | None:
