@@ -237,6 +237,7 @@ def test_the_real_corpus_is_2020_12_already() -> None:
             "points into items, which draft-07 ignores beside $ref",
         ),
         ({"$recursiveRef": "#/$defs/a"}, "$recursiveRef", "#", "only $recursiveRef: '#'"),
+        ({"$recursiveRef": "#", "$ref": "#/$defs/a", "$defs": {"a": {}}}, "$ref", "#", "twice"),
         ({"properties": {"a": {"$id": "#1a"}}}, "$id", "#/properties/a", "not a name"),
     ],
 )

@@ -290,7 +290,7 @@ class _Rewrite:
                     "object's required array",
                 )
             elif key == "$ref":
-                out[key] = value
+                self._put(out, key, value, path)  # $recursiveRef may have made one
                 self.refs.append((out, path))
             else:
                 out[key] = value
