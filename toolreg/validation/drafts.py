@@ -388,7 +388,10 @@ class _Rewrite:
         self._put(out, "prefixItems", prefix, path)
         text = "items: [...] -> prefixItems"
         if "additionalItems" in schema:
-            out["items"] = self.node(schema["additionalItems"], (*path, "additionalItems"))
+            rest = schema["additionalItems"]
+            if not isinstance(rest, (dict, bool)):
+                raise DraftError("additionalItems", _pointer(path), "it is not a schema")
+            out["items"] = self.node(rest, (*path, "additionalItems"))
             text += ", additionalItems -> items"
         self.note(path, text)
 
