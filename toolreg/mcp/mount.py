@@ -531,6 +531,13 @@ class Mount(BaseToolset):
                 self._refuse(item.name, exc.problem)
                 continue
             self._built[item.name] = made[-1]
+            if made[-1][1].schema_changes:  # an older draft's keywords, rewritten as 2020-12
+                _log.info(
+                    "rewrote the remote tool %s of %s as JSON Schema 2020-12: %s",
+                    _shown(item.name),
+                    _shown(self._label()),
+                    _shown("; ".join(made[-1][1].schema_changes), 1000),
+                )
         return made
 
     def _portable(self, wanted: list[types.Tool], remote: list[types.Tool]) -> list[types.Tool]:
