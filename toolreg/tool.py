@@ -11,7 +11,7 @@ import inspect
 import json
 import math
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -127,6 +127,9 @@ class Tool:
     `output_schema` (a program the model writes reads the result by it); checked at
     registration, derived from the return annotation with `output_schema=True`."""
     is_async: bool = False
+    async_function: Callable[..., Awaitable[Any]] | None = field(default=None, repr=False)
+    """An async twin of a sync `function`, awaited instead of it by async dispatch (a tool
+    made from an HTTP API: a sync client for sync dispatch, an async one for async)."""
     params: tuple[ParamRecord, ...] = ()
     description_source: str = "none"
     strict_parameters: JsonSchema | None = field(default=None, repr=False)
@@ -195,6 +198,7 @@ class Tool:
         description: str = "",
         untrusted: bool = False,
         context_parameter: str | None = None,
+        async_function: Callable[..., Awaitable[Any]] | None = None,
         **options: Any,
     ) -> Tool:
         """A tool from an existing JSON Schema (checked against the metaschema) and a callable.
@@ -207,6 +211,8 @@ class Tool:
         `context_parameter="ctx"`: the callable also receives the call's `ToolContext` as
         that keyword argument (never in the schema: a name the schema's properties must not
         use, and that the model may not send).
+        `async_function=`: an async function taking the same arguments as the sync
+        `function`, which async dispatch awaits instead (sync dispatch calls `function`).
         """
         owner = qualified_name(function)
         _check_option_names(owner, options)
@@ -218,6 +224,15 @@ class Tool:
         if context_parameter is not None:
             _check_context_parameter(context_parameter, schema, owner)
             injected = ((context_parameter, "context"),)
+        if async_function is not None and (
+            not inspect.iscoroutinefunction(async_function)
+            or inspect.iscoroutinefunction(function)
+        ):
+            raise ToolDefinitionError(
+                "async_function= is the async twin of a sync function",
+                function=owner,
+                fix="pass a sync function and an `async def` taking the same arguments",
+            )
         return cls._checked(
             injected=injected,
             name=_check_name(name, owner),
@@ -225,6 +240,7 @@ class Tool:
             parameters=schema,
             function=function,
             is_async=inspect.iscoroutinefunction(function),
+            async_function=async_function,
             description_source="argument" if description else "none",
             owner=owner,
             untrusted=untrusted,
