@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -247,7 +248,14 @@ def _header_value(tool: str, spec: ParamSpec, value: Any) -> str:
     return text
 
 
+def _cookie(text: str) -> str:
+    """A cookie value: the characters RFC 6265 does not allow in one percent-encoded, the
+    others as they are (servers do not decode cookies)."""
+    return quote(text, safe="!#$&'()*+-./:<=>?@[]^_`{|}~")
+
+
 def _cookie_items(spec: ParamSpec, value: Any) -> list[str]:
+    _enc = _cookie  # the same writing, with a cookie's own encoding
     name = _enc(spec.name)
     if spec.as_json:
         return [f"{name}={_enc(json.dumps(value, ensure_ascii=False))}"]
@@ -330,7 +338,7 @@ def apply_secret(request: Prepared, scheme: SchemeSpec, secret: Secret) -> None:
     elif scheme.where == "query":
         request.secret_query.append(f"{_enc(scheme.param)}={_enc(secret.value)}")
     else:
-        request.cookies.append(f"{_enc(scheme.param)}={_enc(secret.value)}")
+        request.cookies.append(f"{_cookie(scheme.param)}={_cookie(secret.value)}")
 
 
 # -- where a call may go ----------------------------------------------------------------------
@@ -478,6 +486,14 @@ Received = tuple[int, str, str, bytes, bool]
 """(status, reason, content type, body, whether the body was cut at the limit)"""
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"})
+_log = logging.getLogger("toolreg.sources")
+
+
+def _stale_errors(httpx: Any) -> tuple[type[BaseException], ...]:
+    """What a request on a connection the server closed while it was idle fails with: an
+    idempotent request is sent once more (on a new connection), as browsers do."""
+    return (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError)
 
 
 def _request(httpx: Any, request: Prepared, deadline: Deadline) -> Any:
@@ -514,7 +530,13 @@ def send(
 
     try:
         for _ in range(MAX_REDIRECTS + 1):
-            response = transport.handle_request(_request(httpx2, request, deadline))
+            try:
+                response = transport.handle_request(_request(httpx2, request, deadline))
+            except _stale_errors(httpx2) as exc:  # a kept-alive connection the server had closed
+                if request.method not in _IDEMPOTENT:
+                    raise
+                _log.debug("retrying %s once: %s", tool, type(exc).__name__)
+                response = transport.handle_request(_request(httpx2, request, deadline))
             try:
                 status = response.status_code
                 location = response.headers.get("location")
@@ -549,7 +571,13 @@ async def asend(
 
     try:
         for _ in range(MAX_REDIRECTS + 1):
-            response = await transport.handle_async_request(_request(httpx2, request, deadline))
+            try:
+                response = await transport.handle_async_request(_request(httpx2, request, deadline))
+            except _stale_errors(httpx2) as exc:  # a kept-alive connection the server had closed
+                if request.method not in _IDEMPOTENT:
+                    raise
+                _log.debug("retrying %s once: %s", tool, type(exc).__name__)
+                response = await transport.handle_async_request(_request(httpx2, request, deadline))
             try:
                 status = response.status_code
                 location = response.headers.get("location")

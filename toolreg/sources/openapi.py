@@ -302,7 +302,7 @@ class OpenAPI(BaseToolset):
             if chosen is not None and (label, operation_id) not in chosen:
                 continue
             name = renames.get(label) or (renames.get(operation_id) if operation_id else None)
-            name = name or _tool_name(operation_id or f"{method}_{path}")
+            name = name or _tool_name(operation_id or f"{method} {path}")
             said = label + (f" (operationId {operation_id!r})" if operation_id else "")
             if name in taken:
                 raise OpenAPIError(
@@ -595,6 +595,7 @@ class OpenAPI(BaseToolset):
                 target = bundle.resolved(schema)
                 if not isinstance(target, dict):
                     return None
+                defs = _reachable(target, defs)
                 return {**target, "$defs": defs} if defs else target
             except RefRefused:
                 return None
@@ -841,7 +842,7 @@ class _Body:
 # -- small pieces -------------------------------------------------------------------------------
 
 
-def _reachable(properties: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+def _reachable(properties: Any, defs: dict[str, Any]) -> dict[str, Any]:
     """The `$defs` that `properties` use, directly or through one another (a body folded
     into the properties leaves its own definition unused)."""
     used: set[str] = set()
@@ -960,7 +961,7 @@ def _included(
         label = f"{method.upper()} {path}"
         operation_id = operation.get("operationId")
         operation_id = operation_id if isinstance(operation_id, str) else None
-        keys = {label, _tool_name(operation_id or f"{method}_{path}")}
+        keys = {label, _tool_name(operation_id or f"{method} {path}")}
         if operation_id:
             keys.add(operation_id)
         if keys & wanted:
