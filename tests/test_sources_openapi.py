@@ -20,7 +20,7 @@ from toolreg.sources import ApiResponse, OpenAPI, OpenAPIError
 from toolreg.toolsets import combined
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _openapi_app import app  # noqa: E402
+from _openapi_app import app
 
 DATA = Path(__file__).parent / "data" / "openapi"
 
@@ -60,9 +60,12 @@ def test_each_operation_is_a_tool_named_by_its_operation_id(api: OpenAPI) -> Non
     assert tool is not None
     assert tool.description.startswith("Read an item")
     assert tool.title == "Read an item"
-    assert tool.read_only and not tool.destructive
+    assert tool.read_only
+    assert not tool.destructive
     delete = api.get("delete_item")
-    assert delete is not None and delete.destructive and delete.idempotent
+    assert delete is not None
+    assert delete.destructive
+    assert delete.idempotent
 
 
 def test_every_parameter_location_is_folded_into_one_schema(api: OpenAPI) -> None:
@@ -95,10 +98,12 @@ def test_a_json_object_body_is_folded_in_beside_the_query(api: OpenAPI) -> None:
 
 def test_a_closed_response_object_is_the_output_schema(api: OpenAPI) -> None:
     created = api.get("create_item")
-    assert created is not None and created.output_schema is not None
+    assert created is not None
+    assert created.output_schema is not None
     assert set(created.output_schema["properties"]) == {"id", "name", "price", "tags"}
     item = api.get("get_item")
-    assert item is not None and item.output_schema is None  # an open dict: no strict schema
+    assert item is not None
+    assert item.output_schema is None
 
 
 def test_a_body_that_is_no_object_is_the_body_property(api: OpenAPI) -> None:
@@ -138,7 +143,8 @@ def test_a_call_sends_path_query_header_and_cookie(api: OpenAPI) -> None:
         "session_hint": "h-1:{x}",
     }
     assert isinstance(result.value, ApiResponse)
-    assert result.value.status == 200 and result.value.media_type == "application/json"
+    assert result.value.status == 200
+    assert result.value.media_type == "application/json"
 
 
 def test_a_call_sends_a_json_body_and_reads_the_created_item(api: OpenAPI) -> None:
@@ -152,13 +158,15 @@ def test_a_call_sends_a_json_body_and_reads_the_created_item(api: OpenAPI) -> No
 
 def test_arguments_are_checked_before_anything_is_sent(api: OpenAPI) -> None:
     result = call(api, "create_item", name="pen", price=-1)
-    assert not result.ok and result.error_kind == "invalid_arguments"
+    assert not result.ok
+    assert result.error_kind == "invalid_arguments"
     assert "price" in result.content
 
 
 def test_async_dispatch_goes_through_the_async_client(api: OpenAPI) -> None:
     tool = api.get("get_item")
-    assert tool is not None and tool.async_function is not None
+    assert tool is not None
+    assert tool.async_function is not None
 
     async def main() -> list[Any]:
         try:
@@ -175,7 +183,8 @@ def test_async_dispatch_goes_through_the_async_client(api: OpenAPI) -> None:
 
 def test_a_4xx_answers_the_model_with_its_status_and_an_excerpt(api: OpenAPI) -> None:
     result = call(api, "fail", code=404)
-    assert not result.ok and result.error_kind == "execution_error"
+    assert not result.ok
+    assert result.error_kind == "execution_error"
     assert result.content == (
         """Tool 'fail' failed: HTTP 404 Not Found: {"detail":"no such thing (code 404)"}"""
     )
@@ -215,7 +224,8 @@ def test_a_server_that_cannot_be_reached_is_a_redacted_failure(document: dict[st
 
 def test_a_redirect_is_followed_inside_the_base_url_only(api: OpenAPI) -> None:
     inside = call(api, "redirect_in")
-    assert inside.ok and json.loads(inside.content)["q"] == "moved"
+    assert inside.ok
+    assert json.loads(inside.content)["q"] == "moved"
     outside = call(api, "redirect_out")
     assert not outside.ok
     assert outside.content == (
@@ -227,7 +237,8 @@ def test_a_redirect_is_followed_inside_the_base_url_only(api: OpenAPI) -> None:
 def test_a_long_answer_is_cut_at_the_size_limit(server: HttpServer) -> None:
     with OpenAPI.from_url(server.url + "/openapi.json", max_response_bytes=1000) as api:
         result = call(api, "big", size=50_000)
-    assert result.ok and result.value.truncated
+    assert result.ok
+    assert result.value.truncated
     assert result.content == "x" * 1000 + "\n[cut: the response is longer than 1,000 bytes]"
 
 
@@ -240,9 +251,11 @@ def test_a_slow_api_times_out(server: HttpServer) -> None:
 
 def test_delete_needs_a_confirmation(api: OpenAPI) -> None:
     refused = call(api, "delete_item", item_id=4)
-    assert not refused.ok and refused.error_kind == "denied"
+    assert not refused.ok
+    assert refused.error_kind == "denied"
     done = api.dispatcher.dispatch_tool("delete_item", {"item_id": 4}, confirm=lambda *_: True)
-    assert done.ok and done.content == "HTTP 204 No Content"
+    assert done.ok
+    assert done.content == "HTTP 204 No Content"
 
 
 # -- options -----------------------------------------------------------------------------------
@@ -297,7 +310,8 @@ def test_operations_without_an_id_are_named_by_method_and_path() -> None:
     }
     api = OpenAPI(document)
     assert api.names[0] == "get_pets_petId_toys"
-    assert len(api.names[1]) == 64 and api.names[1].startswith("post_very-long-segment")
+    assert len(api.names[1]) == 64
+    assert api.names[1].startswith("post_very-long-segment")
     assert api.base_url == "http://127.0.0.1:1/api"
 
 
@@ -338,7 +352,8 @@ def test_the_petstore_documents(name: str, caplog: pytest.LogCaptureFixture) -> 
     assert add.parameters["required"] == ["name", "photoUrls"]
     assert set(add.parameters["$defs"]) == {"Category", "Tag"}
     find = api.get("findPetsByStatus")
-    assert find is not None and find.read_only
+    assert find is not None
+    assert find.read_only
     assert find.parameters["properties"]["status"]["items"]["enum"] == [
         "available",
         "pending",
@@ -362,11 +377,13 @@ def test_the_petstore_documents(name: str, caplog: pytest.LogCaptureFixture) -> 
 @pytest.mark.slow
 def test_a_large_real_api_stapi() -> None:
     api = OpenAPI.from_file(DATA / "stapi-3.0.json")
-    assert len(api.names) == 120 and api.refused == {}
+    assert len(api.names) == 120
+    assert api.refused == {}
     assert api.base_url == "http://stapi.co/api/v1/rest"
     assert api.names[:3] == ["get_animal", "get_animal_search", "post_animal_search"]
     form = api.operations["post_animal_search"].plan.body
-    assert form is not None and form.kind == "form"
+    assert form is not None
+    assert form.kind == "form"
     registry = ToolRegistry()
     for tool in api.tools():
         registry.add(tool)
