@@ -189,7 +189,7 @@ LAYERS: list[set[str]] = [
     {"search"},
     {"toolsets"},
     {"registry"},
-    {"conversation", "stores", "telemetry", "compat", "mcp"},
+    {"conversation", "stores", "telemetry", "compat", "mcp", "sources"},
     {"testing"},
     {"cli", "__main__"},
     {"__init__"},  # the package: re-exports only

@@ -225,8 +225,7 @@ class Tool:
             _check_context_parameter(context_parameter, schema, owner)
             injected = ((context_parameter, "context"),)
         if async_function is not None and (
-            not inspect.iscoroutinefunction(async_function)
-            or inspect.iscoroutinefunction(function)
+            not inspect.iscoroutinefunction(async_function) or inspect.iscoroutinefunction(function)
         ):
             raise ToolDefinitionError(
                 "async_function= is the async twin of a sync function",
