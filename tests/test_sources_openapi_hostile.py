@@ -278,7 +278,7 @@ def test_any_document_is_refused_cleanly_or_exports_everywhere(
         registry.get_tools(fmt)
 
 
-# -- style / explode on the wire --------------------------------------------------------------------
+# -- style / explode on the wire ----------------------------------------------------------------
 
 
 async def echo(scope: dict[str, Any], receive: Any, send: Any) -> None:
