@@ -49,6 +49,7 @@ toolreg_api_modules = [
     "toolreg.search",
     "toolreg.toolsets",
     "toolreg.mcp",
+    "toolreg.sources",
     "toolreg.compat.chatglm3",
 ]
 # Every public name has a docstring (tests/test_docstrings.py): the build fails on one

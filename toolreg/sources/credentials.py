@@ -145,7 +145,12 @@ class Credentials:
     or None (see the module); secrets with an expiry are kept per user and scheme, at most
     `max_kept` of them (the least recently used go first), until `leeway` seconds before
     they expire. `user(context)` says who a call's context is (default: the context itself,
-    when hashable)."""
+    when hashable).
+
+    Raises:
+        UsageError: an argument is wrong (`fetch` or `user` not callable, a negative
+            `leeway` or `max_kept`).
+    """
 
     def __init__(
         self,
