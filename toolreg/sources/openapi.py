@@ -390,7 +390,6 @@ class OpenAPI(BaseToolset):
             "title": summary.strip()[:200]
             if isinstance(summary, str) and summary.strip()
             else None,
-            "timeout": self.timeout + 1.0,  # the call's own limit reports first
             "result_filter": _shown,
             "tags": [t for t in tags if isinstance(t, str) and t][:20]
             if isinstance(tags, list)
