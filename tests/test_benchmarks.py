@@ -110,3 +110,19 @@ def test_search_benchmark_counts_tokens_offline_or_says_why_not() -> None:
         label, count = found
         assert "cl100k_base" in label
         assert count("hello world") == 2  # cl100k_base: "hello", " world"
+
+
+@pytest.mark.slow
+def test_openapi_benchmark_runs() -> None:
+    done = subprocess.run(
+        [sys.executable, "benchmarks/openapi.py", "--quick", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["build"]["tools"] == 120
+    assert {"sync", "async"} <= report["dispatch"].keys()

@@ -11,7 +11,7 @@ import inspect
 import json
 import math
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -129,6 +129,9 @@ class Tool:
     `output_schema` (a program the model writes reads the result by it); checked at
     registration, derived from the return annotation with `output_schema=True`."""
     is_async: bool = False
+    async_function: Callable[..., Awaitable[Any]] | None = field(default=None, repr=False)
+    """An async twin of a sync `function`, awaited instead of it by async dispatch (a tool
+    made from an HTTP API: a sync client for sync dispatch, an async one for async)."""
     params: tuple[ParamRecord, ...] = ()
     description_source: str = "none"
     schema_changes: tuple[str, ...] = ()
@@ -201,6 +204,7 @@ class Tool:
         description: str = "",
         untrusted: bool = False,
         context_parameter: str | None = None,
+        async_function: Callable[..., Awaitable[Any]] | None = None,
         **options: Any,
     ) -> Tool:
         """A tool from an existing JSON Schema (checked against the metaschema) and a callable.
@@ -213,6 +217,8 @@ class Tool:
         `context_parameter="ctx"`: the callable also receives the call's `ToolContext` as
         that keyword argument (never in the schema: a name the schema's properties must not
         use, and that the model may not send).
+        `async_function=`: an async function taking the same arguments as the sync
+        `function`, which async dispatch awaits instead (sync dispatch calls `function`).
         A schema of an older draft (4, 6, 7, 2019-09) is rewritten as 2020-12 says the same
         (`toolreg.validation.drafts`); `Tool.schema_changes` says what changed, and what
         cannot be rewritten is a `ToolDefinitionError` naming the keyword.
@@ -228,6 +234,14 @@ class Tool:
         if context_parameter is not None:
             _check_context_parameter(context_parameter, schema, owner)
             injected = ((context_parameter, "context"),)
+        if async_function is not None and (
+            not inspect.iscoroutinefunction(async_function) or inspect.iscoroutinefunction(function)
+        ):
+            raise ToolDefinitionError(
+                "async_function= is the async twin of a sync function",
+                function=owner,
+                fix="pass a sync function and an `async def` taking the same arguments",
+            )
         return cls._checked(
             injected=injected,
             name=_check_name(name, owner),
@@ -235,6 +249,7 @@ class Tool:
             parameters=schema,
             function=function,
             is_async=inspect.iscoroutinefunction(function),
+            async_function=async_function,
             description_source="argument" if description else "none",
             owner=owner,
             untrusted=untrusted,
