@@ -49,6 +49,7 @@ toolreg_api_modules = [
     "toolreg.search",
     "toolreg.toolsets",
     "toolreg.mcp",
+    "toolreg.sources",
     "toolreg.compat.chatglm3",
     "toolreg.adapters.pydantic_ai",
     "toolreg.adapters.agents",

@@ -206,7 +206,7 @@ LAYERS: list[set[str]] = [
     {"search"},
     {"toolsets"},
     {"registry"},
-    {"conversation", "stores", "telemetry", "compat", "mcp", "adapters"},
+    {"conversation", "stores", "telemetry", "compat", "mcp", "sources", "adapters"},
     {"testing"},
     {"cli", "__main__"},
     {"__init__"},  # the package: re-exports only

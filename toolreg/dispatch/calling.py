@@ -21,6 +21,8 @@
 | an MCP server's `context=`     | `make_context`   | the call is refused (`ToolDeniedError`): a   |
 | factory (deps from a request)  |                  | `ToolError`'s message as written, else a     |
 |                                |                  | fixed text (the exception chained, unshown)  |
+| a credential provider          | `credential`,    | the call fails: propagated unchanged, as the |
+| (`toolreg.sources.Credentials`)| `acredential`    | tool's own exception (redacted by `errors=`) |
 
 A sync tool that must not block the caller (one with a time limit, or any sync tool under
 async dispatch) runs in a thread of its own, with a copy of the caller's `contextvars`: an
@@ -69,11 +71,13 @@ if TYPE_CHECKING:  # loaded only when needed: asyncio (~20 ms) when something is
 __all__ = [
     "THREAD_WATCH",
     "acall",
+    "acredential",
     "aguard",
     "ask",
     "call",
     "call_hook",
     "convert",
+    "credential",
     "fill_default",
     "filter_result",
     "guard",
@@ -330,6 +334,9 @@ async def acall(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
     fn, timeout = tool.function, tool.timeout
     if tool.is_async:
         return await _with_deadline(tool, fn(*args, **kwargs), timeout)
+    twin = tool.async_function
+    if twin is not None:  # a sync function with an async twin: the twin, here
+        return await _with_deadline(tool, twin(*args, **kwargs), timeout)
     started = time.monotonic()
     value = await _with_deadline(tool, _thread_future(lambda: fn(*args, **kwargs)), timeout)
     if type(value) not in _PLAIN and inspect.isawaitable(value):
@@ -408,6 +415,28 @@ def filter_result(tool: Tool, result_filter: Callable[[Any], Any], value: Any) -
             f"Tool '{tool.name}' failed: its result could not be filtered.",
             tool_name=tool.name,
         ) from exc
+
+
+def credential(provider: Callable[[Any], Any], request: Any) -> Any:
+    """A credential provider asked for a call's credential, from sync code (an async provider
+    runs to completion here); its exception propagates: the call fails with it."""
+    value = provider(request)
+    if type(value) not in _PLAIN and inspect.isawaitable(value):
+        return run_coroutine(_awaited(value))
+    return value
+
+
+async def acredential(provider: Callable[[Any], Any], request: Any) -> Any:
+    """A credential provider asked for a call's credential, from async code (a sync provider
+    runs inline: it should be quick, a lookup); its exception propagates."""
+    value = provider(request)
+    if type(value) not in _PLAIN and inspect.isawaitable(value):
+        return await value
+    return value
+
+
+async def _awaited(value: Awaitable[T]) -> T:
+    return await value
 
 
 def call_hook(hook: Callable[[Any], T], event: Any) -> T:
