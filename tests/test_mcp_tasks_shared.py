@@ -366,3 +366,37 @@ def test_answers_of_any_shape_from_any_worker_approve_only_an_explicit_yes(
                 assert text(done).startswith("wiped sdz by ")
 
         check()
+
+
+def test_a_task_is_kept_without_the_callers_credentials(redis_url: str) -> None:  # noqa: F811
+    """The job kept in Redis, and the request a `context=` factory gets when the task runs
+    (in any worker), have no Authorization or Cookie header and no raw token."""
+    import redis
+
+    def verify(token: str) -> AccessToken | None:
+        subject = token.removeprefix("secret-")
+        return AccessToken(token=token, client_id="c", scopes=[], subject=subject)
+
+    auth = ResourceServer(
+        verify, resource="https://mcp.example.com/mcp", authorization_servers=["https://a"]
+    )
+    seen: list[Any] = []
+    tasks = options(redis_url)
+    headers = {"authorization": "Bearer secret-alice", "cookie": "sid=s3cr3t", "x-tenant": "t1"}
+    with workers(tasks, auth=auth, context=seen.append) as (a, b):
+        rpc = Rpc(a.url, headers)
+        task_id = started(rpc, "charge", {"folder": "/nonexistent"})
+        client = redis.Redis.from_url(redis_url)
+        record = client.hgetall(f"toolreg:tasks:{tasks.queue}:task:{task_id}")
+        client.close()
+        kept = b"".join(record.values())
+        assert b"t1" in kept  # the other headers are kept for the run
+        assert b"secret-alice" not in kept
+        assert b"s3cr3t" not in kept
+        assert b"alice" in kept  # the subject, for context factories and the run's caller
+        Rpc(b.url, headers)("tasks/cancel", {"taskId": task_id})
+    (request,) = seen
+    assert request.headers["x-tenant"] == "t1"
+    assert "authorization" not in request.headers
+    assert "cookie" not in request.headers
+    assert (request.token.subject, request.token.token) == ("alice", "")
