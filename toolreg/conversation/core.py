@@ -668,7 +668,8 @@ class ConversationCore:
         """The definitions the next model call offers: what the toolset offers for this
         step (`Toolset.offer`), narrowed by `tools=`, deferred loading and tool search."""
         held = self.registry.tools()
-        offer = self.registry.offer(StepContext(self.context, tuple(history), round_))
+        reader = self._settings.provider
+        offer = self.registry.offer(StepContext(self.context, tuple(history), round_, reader))
         self._step_offer = None if len(offer) == len(held) else frozenset(t.name for t in offer)
         allowed = self._allowed(held)
         found = set(self.discovered)
@@ -677,7 +678,8 @@ class ConversationCore:
         names = self._offered(allowed)
         fmt, strict = self._settings.fmt.name, options.strict or None
         if self.tool_search is not None:
-            chosen = set(select(self.registry, self.tool_search, names, history)) | found
+            chosen = set(select(self.registry, self.tool_search, names, history, reader))
+            chosen |= found
             names = [name for name in names if name in chosen]
         names = sent_names(mode, fmt, names, allowed)
         offered = self._definitions(names)
@@ -742,7 +744,8 @@ class ConversationCore:
         if call.name == searching and self.registry.get(call.name) is None:
             allowed = self._allowed()
             if any(t.defer_loading for t in allowed):
-                among = [t.name for t in allowed]
+                step = self._step_offer  # a tool the step did not offer is never found
+                among = [t.name for t in allowed if step is None or t.name in step]
                 definitions = found_loader(mode, self._settings.fmt.name, self._found_definitions)
                 return answer_search(self.registry, call, among, self.discovered, definitions)
             return None

@@ -1,14 +1,23 @@
 """Toolsets: what supplies the tools a model is offered and a call runs.
 
 `ToolRegistry` is a toolset; so is a `Mount` of an MCP server; `filtered`, `prefixed`,
-`combined` and `searchable` compose them. `Conversation(toolset=...)`, a toolset's
+`combined` and `searchable` compose them. `Conversation(registry=...)`, a toolset's
 `dispatcher` and `toolreg serve` / `asgi_app` take any of them. See `base` for the
 protocol.
 """
 
 from __future__ import annotations
 
-from .base import BaseToolset, StepContext, ToolMap, Toolset, check_search, label_of
+from .base import (
+    BaseToolset,
+    HistoryReader,
+    StepContext,
+    ToolMap,
+    Toolset,
+    check_search,
+    label_of,
+    searched_names,
+)
 from .views import (
     Combined,
     Filtered,
@@ -24,6 +33,7 @@ __all__ = [
     "BaseToolset",
     "Combined",
     "Filtered",
+    "HistoryReader",
     "Prefixed",
     "Searchable",
     "StepContext",
@@ -35,4 +45,5 @@ __all__ = [
     "label_of",
     "prefixed",
     "searchable",
+    "searched_names",
 ]

@@ -6,7 +6,9 @@ A toolset answers four questions:
 - `offer(step)`: the tools offered for one model call, given the run's `StepContext`
   (the application's context and the history so far); a subset of `tools()`;
 - `get(name)`: the tool a call names, or None (what dispatch looks up);
-- `search_tools(query, limit=5)`: the best matches for a query, best first.
+- `search_tools(query, limit=5)`: the best matches for a query, best first; with
+  `step=`, only among what `offer(step)` gives (a tool a step does not offer is never found
+  for it).
 
 and carries `revision` (a number that grows whenever `tools()` would answer differently:
 caches and the search index follow it) and `dispatcher` (the `Dispatcher` that runs calls
@@ -19,7 +21,7 @@ and `revision` only.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -30,18 +32,54 @@ from ..tool import Tool
 if TYPE_CHECKING:  # the index loads on the first search (its patterns take ~6 ms to compile)
     from ..search import SearchIndex
 
-__all__ = ["BaseToolset", "StepContext", "ToolMap", "Toolset", "check_search", "label_of"]
+__all__ = [
+    "BaseToolset",
+    "HistoryReader",
+    "StepContext",
+    "ToolMap",
+    "Toolset",
+    "check_search",
+    "label_of",
+    "searched_names",
+]
+
+
+@runtime_checkable
+class HistoryReader(Protocol):
+    """Reads a history in one wire format for what needs none: a conversation's provider
+    is one (`toolreg.conversation.history_reader(dialect)` gives one by the dialect)."""
+
+    def calls_in(self, history: Sequence[Mapping[str, Any]]) -> list[str]:
+        """The names of the tools called since the person last wrote, in order."""
+        ...
+
+    def user_text(self, entry: Mapping[str, Any]) -> str | None:
+        """The text of `entry` if the person wrote it, else None (tool results too)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
 class StepContext:
     """What a toolset knows of the step it offers tools for: the application's `context`
     (what `Conversation(context=...)` was given), the conversation's `history` so far (its
-    messages, read-only), and the model call's `round` in the turn (0 first)."""
+    messages in the wire format of its API, read-only), the model call's `round` in the
+    turn (0 first), and the `reader` of that format (`HistoryReader`: what the person
+    wrote, which tools were called), which a conversation always gives."""
 
     context: Any = None
     history: Sequence[Mapping[str, Any]] = field(default=())
     round: int = 0
+    reader: HistoryReader | None = None
+
+    def read(self) -> HistoryReader:
+        """`reader`; a `UsageError` when there is a history and none to read it with."""
+        if self.reader is None:
+            raise UsageError(
+                "StepContext(history=...) needs reader=, the history's wire format: e.g. "
+                "StepContext(history=messages, reader=toolreg.conversation.history_reader("
+                "'tools')) for chat completions messages"
+            )
+        return self.reader
 
 
 @runtime_checkable
@@ -71,9 +109,15 @@ class Toolset(Protocol):
         ...
 
     def search_tools(
-        self, query: str, *, limit: int = 5, among: Iterable[str] | None = None
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        among: Iterable[str] | None = None,
+        step: StepContext | None = None,
     ) -> list[Tool]:
-        """The `limit` tools that best match `query`, best first (`among`: only those names)."""
+        """The `limit` tools that best match `query`, best first (`among`: only those names;
+        `step`: only those `offer(step)` gives)."""
         ...
 
 
@@ -119,6 +163,20 @@ def check_search(query: object, limit: object) -> None:
         raise UsageError(f"search_tools() takes a query string, not {type(query).__name__}")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
         raise UsageError(f"search_tools(limit={limit!r}): a whole number >= 0")
+
+
+def searched_names(
+    toolset: Toolset, among: Iterable[str] | None, step: StepContext | None
+) -> Callable[[str], bool] | None:
+    """Which names a search may answer: those of `among` (one str is one name) that
+    `toolset.offer(step)` gives, when a step is given; None: any."""
+    accept: frozenset[str] | None = None
+    if among is not None:
+        accept = frozenset([among] if isinstance(among, str) else among)
+    if step is not None:
+        offered = frozenset(tool.name for tool in toolset.offer(step))
+        accept = offered if accept is None else accept & offered
+    return None if accept is None else accept.__contains__
 
 
 class BaseToolset:
@@ -177,14 +235,18 @@ class BaseToolset:
         return f"<{type(self).__name__} {self.label}: {len(self.tools())} tools>"
 
     def search_tools(
-        self, query: str, *, limit: int = 5, among: Iterable[str] | None = None
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        among: Iterable[str] | None = None,
+        step: StepContext | None = None,
     ) -> list[Tool]:
         """The `limit` tools of `tools()` that best match `query`, best first (the same
-        index and scoring as `ToolRegistry.search_tools`, see `toolreg.search`)."""
+        index and scoring as `ToolRegistry.search_tools`, see `toolreg.search`); `among`
+        keeps only those names, `step` only the tools `offer(step)` gives."""
         check_search(query, limit)
-        accept = None
-        if among is not None:
-            accept = frozenset([among] if isinstance(among, str) else among).__contains__
+        accept = searched_names(self, among, step)
         with self._search_lock:
             index = self._current_index()
             return [self._indexed[name] for name in index.search(query, limit, accept=accept)]

@@ -2,7 +2,7 @@
 
 ```python
 tools = combined(registry, prefixed(time_mount, "time"), filtered(files, tags=["read"]))
-Conversation(client, model, toolset=tools)
+Conversation(client, model, registry=tools)
 ```
 
 A view holds its parts and reads them on every question, so a registration, an
@@ -27,7 +27,7 @@ from ..errors import UsageError
 from ..formats import export_tools
 from ..formats.responses import namespace_tool
 from ..tool import Tool
-from .base import BaseToolset, StepContext, Toolset, label_of
+from .base import BaseToolset, StepContext, Toolset, label_of, searched_names
 
 if TYPE_CHECKING:  # toolreg.search loads on first use (its patterns take ~6 ms to compile)
     from openai.types.responses import NamespaceToolParam
@@ -326,23 +326,32 @@ class Searchable(_View):
         return self.inner.get(name)
 
     def search_tools(
-        self, query: str, *, limit: int = 5, among: Iterable[str] | None = None
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        among: Iterable[str] | None = None,
+        step: StepContext | None = None,
     ) -> list[Tool]:
+        if step is not None:  # what the inner toolset offers the step: what it may find
+            accept = searched_names(self.inner, among, step)
+            among = [t.name for t in self.inner.tools() if accept is None or accept(t.name)]
         return self.inner.search_tools(query, limit=limit, among=among)
 
     def offer(self, step: StepContext) -> list[Tool]:
-        from ..search.selection import called_names, query_text  # lazily, as above
-
         offered = self.inner.offer(step)
-        history: Any = list(step.history)
         always = set(self.option.always)
-        keep = set(called_names(history))
-        keep.update(t.name for t in offered if t.name in always or t.tags & always)
-        query = query_text(history, self.option.messages)
-        if query:
-            among = [t.name for t in offered]
-            found = self.inner.search_tools(query, limit=self.option.limit, among=among)
-            keep.update(t.name for t in found)
+        keep = {t.name for t in offered if t.name in always or t.tags & always}
+        if step.history:
+            from ..search.selection import query_text  # lazily, as above
+
+            reader = step.read()
+            keep.update(reader.calls_in(step.history))
+            query = query_text(step.history, self.option.messages, reader.user_text)
+            if query:
+                among = [t.name for t in offered]
+                found = self.inner.search_tools(query, limit=self.option.limit, among=among)
+                keep.update(t.name for t in found)
         return [tool for tool in offered if tool.name in keep]
 
 
