@@ -36,7 +36,7 @@ from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch
 from ..tool import Tool
-from ..toolsets import StepContext, Toolset
+from ..toolsets import StepContext, Toolset, namespaces_of
 from .endpoints import endpoint_url
 from .events import (
     ApprovalRequired,
@@ -61,6 +61,7 @@ from .offer import (
     check_always,
     check_deferred_search,
     found_loader,
+    namespaced,
     not_loaded,
     offers_search,
     reload_found,
@@ -685,6 +686,10 @@ class ConversationCore:
         offered = self._definitions(names)
         if mode == "function":  # a found tool is a plain function here
             offered = [{k: v for k, v in d.items() if k != "defer_loading"} for d in offered]
+        if fmt == "responses":  # the API's namespaces: a prefixed toolset with a description
+            spaces = namespaces_of(self.registry)
+            if spaces:
+                offered = namespaced(offered, spaces, self._settings.tool_choice)
         if offers_search(mode, fmt, allowed, found):
             if search_call(mode, fmt) == SEARCH_TOOL and self.registry.get(SEARCH_TOOL) is not None:
                 raise UsageError(

@@ -30,11 +30,11 @@ from ..dispatch import Dispatcher, DispatchSettings
 from ..errors import InvalidArgumentsError, ToolCallError, UnknownToolError, UsageError
 from ..formats import anthropic as anthropic_format
 from ..formats import export_tools
-from ..formats.responses import TOOL_SEARCH_CALL, tool_search_tool
+from ..formats.responses import TOOL_SEARCH_CALL, namespace_tool, tool_search_tool
 from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch, query_text
 from ..tool import Tool
-from ..toolsets import HistoryReader, Toolset
+from ..toolsets import HistoryReader, Namespace, Toolset
 
 __all__ = [
     "DEFERRED_SEARCH",
@@ -47,6 +47,7 @@ __all__ = [
     "check_deferred_search",
     "found_loader",
     "found_names",
+    "namespaced",
     "not_loaded",
     "offers_search",
     "reload_found",
@@ -221,6 +222,40 @@ def select(
     if query:
         keep.update(t.name for t in registry.search_tools(query, limit=option.limit, among=names))
     return [name for name in names if name in keep]
+
+
+def namespaced(
+    definitions: list[dict[str, Any]], spaces: list[Namespace], choice: str
+) -> list[dict[str, Any]]:
+    """The Responses API's definitions with each namespace's offered members as one
+    `namespace` tool, where its first member stood (a call in it is read back by its flat
+    name). A namespace holding the tool `choice` names stays flat (a forced call names a
+    function of its own)."""
+    where: dict[str, Namespace] = {}
+    for space in spaces:
+        if choice not in space.members:
+            for name in space.members:
+                where.setdefault(name, space)
+    if not where:
+        return definitions
+    out: list[dict[str, Any] | Namespace] = []
+    members: dict[str, list[Any]] = {}
+    for definition in definitions:
+        named: Any = definition.get("name") if definition.get("type") == "function" else None
+        found = where.get(named) if isinstance(named, str) else None
+        if found is None:
+            out.append(definition)
+            continue
+        if found.name not in members:
+            members[found.name] = []
+            out.append(found)
+        members[found.name].append(definition)
+    return [
+        dict(namespace_tool(d.name, d.description, members[d.name]))
+        if isinstance(d, Namespace)
+        else d
+        for d in out
+    ]
 
 
 def _search_tools(

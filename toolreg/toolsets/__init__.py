@@ -11,11 +11,14 @@ from __future__ import annotations
 from .base import (
     BaseToolset,
     HistoryReader,
+    Namespace,
+    Namespaced,
     StepContext,
     ToolMap,
     Toolset,
     check_search,
     label_of,
+    namespaces_of,
     searched_names,
 )
 from .views import (
@@ -34,6 +37,8 @@ __all__ = [
     "Combined",
     "Filtered",
     "HistoryReader",
+    "Namespace",
+    "Namespaced",
     "Prefixed",
     "Searchable",
     "StepContext",
@@ -43,6 +48,7 @@ __all__ = [
     "combined",
     "filtered",
     "label_of",
+    "namespaces_of",
     "prefixed",
     "searchable",
     "searched_names",

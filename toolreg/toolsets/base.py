@@ -35,11 +35,14 @@ if TYPE_CHECKING:  # the index loads on the first search (its patterns take ~6 m
 __all__ = [
     "BaseToolset",
     "HistoryReader",
+    "Namespace",
+    "Namespaced",
     "StepContext",
     "ToolMap",
     "Toolset",
     "check_search",
     "label_of",
+    "namespaces_of",
     "searched_names",
 ]
 
@@ -80,6 +83,33 @@ class StepContext:
                 "'tools')) for chat completions messages"
             )
         return self.reader
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    """Tools of a toolset that an API with namespaces (the Responses API) offers as one
+    `namespace` tool: `name` (every member's name starts with `name_`), what the model reads
+    of them as a whole (`description`), and the member tool names (`members`)."""
+
+    name: str
+    description: str
+    members: frozenset[str]
+
+
+@runtime_checkable
+class Namespaced(Protocol):
+    """A toolset that groups some of its tools into `Namespace`s (every `BaseToolset`; a
+    `prefixed(..., description=...)` view has one). Optional: a toolset without the
+    method has none."""
+
+    def namespaces(self) -> list[Namespace]:
+        """The groups of its tools, each under its own name."""
+        ...
+
+
+def namespaces_of(toolset: object) -> list[Namespace]:
+    """`toolset`'s namespaces (none for a toolset that has no `namespaces`)."""
+    return toolset.namespaces() if isinstance(toolset, Namespaced) else []
 
 
 @runtime_checkable
@@ -213,6 +243,11 @@ class BaseToolset:
     # -- shared -------------------------------------------------------------------------------
     def offer(self, step: StepContext) -> list[Tool]:
         return self.tools()
+
+    def namespaces(self) -> list[Namespace]:
+        """The groups of tools an API with namespaces offers as one (none, unless a
+        subclass says otherwise; see `prefixed(..., description=...)`)."""
+        return []
 
     @property
     def dispatcher(self) -> Dispatcher:
