@@ -86,7 +86,8 @@ def test_the_responses_loop_sends_a_namespace_and_runs_a_call_made_in_it(stream:
     assert reply.tool_results[0].tool_name == "crm_find_order"
     assert reply.text == "It shipped."
     echoed = [i for i in server.requests[1]["input"] if i.get("type") == "function_call"]
-    assert echoed[0]["namespace"] == "crm" and echoed[0]["name"] == "find_order"
+    assert echoed[0]["namespace"] == "crm"
+    assert echoed[0]["name"] == "find_order"
     assert server.errors == []
 
 
