@@ -160,6 +160,8 @@ class ConversationCore:
         chosen = {name: given[name] for name in _OPTION_NAMES}  # every field: the record's
         chosen["dialect"] = dialect
         options = ConversationOptions._of(chosen)
+        provider = provider_for(dialect, client, assistant_content)
+        check_request_options(request_options, _sdk_parameters(provider, client))
         check_deferred_search(options.deferred_search, dialect)
         _check_state_option(options.state, dialect, request_options)
         self.options = options
@@ -195,7 +197,7 @@ class ConversationCore:
             )
         self._settings = LoopSettings(
             model=model,
-            provider=provider_for(dialect, client, assistant_content),
+            provider=provider,
             tools=self._tool_definitions,
             tool_choice=tool_choice,
             max_rounds=max_rounds,
@@ -220,7 +222,6 @@ class ConversationCore:
             guardrails=guards,
             eager=self._eager if eager_tools is not False and stream and parallel else None,
         )
-        provider = self._settings.provider
         if max_calls:
             self._settings.policy.check_names([t.name for t in self.registry.tools()])
         provider.check_choice(tool_choice)  # one the dialect cannot express fails now
@@ -816,16 +817,80 @@ def _unknown_request_options(chat: ConversationCore, saved: Mapping[str, Any]) -
     TypeError in the middle of a resume); none are known when there is no such method."""
     if not saved:
         return []
+    parameters = _sdk_parameters(chat._settings.provider, chat.client)
+    return [] if parameters is None else sorted(k for k in saved if k not in parameters)
+
+
+_OWN_OPTIONS: tuple[str, ...] = ()  # the constructor's keywords (filled below)
+_SPELLED = {"toolset": "registry", "toolsets": "registry"}  # said another way, in the docs
+_SIGNATURES: dict[Any, frozenset[str] | None] = {}  # a create method -> its keywords
+
+
+def _sdk_parameters(provider: Any, client: Any) -> frozenset[str] | None:
+    """The keywords the client's create method for this dialect takes, when its signature
+    says so; None when it does not (no such method, or one that takes **kwargs)."""
     try:
-        parameters = inspect.signature(chat._settings.provider.create(chat.client)).parameters
-    except (AttributeError, TypeError, ValueError):
-        return []
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return []
-    return sorted(k for k in saved if k not in parameters)
+        method = provider.create(client)
+    except AttributeError:
+        return None
+    key = getattr(method, "__func__", method)
+    try:
+        return _SIGNATURES[key]
+    except (KeyError, TypeError):  # not seen yet, or not hashable
+        pass
+    try:
+        parameters = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        found = None
+    else:
+        kinds = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+        loose = any(p.kind in kinds for p in parameters.values())
+        found = None if loose else frozenset(parameters)
+    with contextlib.suppress(TypeError):
+        if len(_SIGNATURES) > 64:  # a client class per test, say: the map stays small
+            _SIGNATURES.clear()
+        _SIGNATURES[key] = found
+    return found
+
+
+def check_request_options(given: Mapping[str, Any], sdk: frozenset[str] | None) -> None:
+    """Refuse a keyword that is neither a conversation option nor a request option, with
+    the nearest valid name. A keyword the SDK's create method takes (`sdk`) is a request
+    option; when that method's keywords are known, any other is refused; when they are not
+    (a client of another make, a method that takes **kwargs), only a near miss of one of the
+    conversation's own options is (`difflib`, ratio 0.75 or more: `max_round`,
+    `tool_retry`), and the rest go to the endpoint as they are."""
+    import difflib  # only when there are request options
+
+    for key in given:
+        if key in _SPELLED:
+            raise UsageError(
+                f"Conversation({key}=...): the conversation's toolset is given as "
+                f"{_SPELLED[key]}= (any Toolset: a ToolRegistry, a Mount, a combined, "
+                "prefixed, filtered or searchable view)"
+            )
+        if sdk is not None and key in sdk:
+            continue
+        near = difflib.get_close_matches(key, _OWN_OPTIONS, n=1, cutoff=0.75)
+        if not near and sdk is None:
+            continue  # nothing says it is wrong: the endpoint decides
+        if not near and sdk is not None:
+            near = difflib.get_close_matches(key, sorted(sdk), n=1, cutoff=0.6)
+        hint = f"; did you mean {near[0]}=?" if near else ""
+        where = ""
+        if sdk is not None:
+            where = " nor a parameter of the client's create method"
+            if "extra_body" in sdk:
+                hint += f" (a parameter only your endpoint knows: extra_body={{{key!r}: ...}})"
+        raise UsageError(f"Conversation({key}=...) is not an option of Conversation{where}{hint}")
 
 
 _HOOK_NAMES = tuple(f.name for f in dataclasses.fields(Hooks))
+_OWN_OPTIONS = tuple(
+    name
+    for name in inspect.signature(ConversationCore.__init__).parameters
+    if name not in ("self", "client", "model", "request_options")
+)
 
 
 def _check_sync_hooks(hooks: Hooks | None, on_text: Any, on_event: Any) -> None:
