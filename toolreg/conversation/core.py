@@ -20,6 +20,7 @@ from collections.abc import (
     Callable,
     Generator,
     Iterable,
+    Iterator,
     Mapping,
     Sequence,
 )
@@ -29,7 +30,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 from typing_extensions import Self
 
 from ..dispatch import ConfirmCallback
-from ..errors import ConversationError, ConversationStateError, ToolCallError, UsageError
+from ..errors import (
+    ConversationError,
+    ConversationStateError,
+    StateStoreError,
+    ToolCallError,
+    ToolregError,
+    UsageError,
+)
 from ..formats import DIALECTS, Dialect, export_tools
 from ..observe import OBSERVER, ModelCallTrace
 from ..registry import ToolRegistry, default_registry
@@ -381,7 +389,7 @@ class ConversationCore:
         settings, turn_state = self._begin(messages, output_type, keep=True)
         reply = yield from self._turn_flow(run_loop(settings, turn_state))
         reply = self._end(reply, settings, turn_state, keep=True)
-        yield from self._save_flow()
+        yield from self._save_flow(reply)
         return (yield from _finished(reply))
 
     def _run_flow(self, messages: Iterable[Message], output_type: Any) -> Flow:
@@ -400,10 +408,10 @@ class ConversationCore:
             raise
         except BaseException:
             self._interrupted(settings, turn_state)
-            yield from self._save_flow(failed=True)
+            yield from self._save_flow(None, failed=True)
             raise
         reply = self._end(reply, settings, turn_state, keep=True)
-        yield from self._save_flow()
+        yield from self._save_flow(reply)
         return (yield from _finished(reply))
 
     def _turn_flow(self, loop: Generator[Step, Any, Reply]) -> Flow:
@@ -415,8 +423,11 @@ class ConversationCore:
     def _load_flow(self, resuming: bool = False) -> Generator[StoreStep, Any, None]:
         stored = self._stored
         if stored is not None:
-            store = stored.store
-            self._take(stored.loaded((yield StoreStep(store, "load", (stored.id,)))))
+            if stored.unsaved:  # the last turn's save failed: it is saved first
+                yield from self._save_flow(None)
+            with _before_anything_ran():
+                found = yield from _store_step(stored.store, "load", (stored.id,))
+            self._take(stored.loaded(found))
             if resuming:
                 stored.resumable()
 
@@ -425,24 +436,36 @@ class ConversationCore:
         if stored is not None:
             store = stored.store
             claim = (stored.claim, stored.token, RESUME_TTL)
-            marker = stored.claimed((yield StoreStep(store, "claim", claim)))
-            stored.saved((yield StoreStep(store, "save", (stored.id, marker, stored.version))))
+            with _before_anything_ran():
+                marker = stored.claimed((yield from _store_step(store, "claim", claim)))
+                args = (stored.id, marker, stored.version)
+                stored.saved((yield from _store_step(store, "save", args)))
 
-    def _save_flow(self, failed: bool = False) -> Generator[StoreStep, Any, None]:
+    def _save_flow(
+        self, reply: Reply | None, failed: bool = False
+    ) -> Generator[StoreStep, Any, None]:
+        """Save the conversation after a turn (`reply`; None: the last turn's, again).
+        When the store cannot be written (`StateStoreError`), the conversation keeps the
+        turn and saves it first next time; the error says what the turn ran."""
         stored = self._stored
         if stored is None:
             return
-        store = stored.store
         try:
             args = (stored.id, stored.state(self), stored.version)
-            saved = yield StoreStep(store, "save", args)
-        except Exception:
-            if not failed:
-                raise
-            # the turn's own failure is what the caller sees; the store keeps the
-            # "resumed" marker, and the next load says that the resume did not finish
-            return
+            saved = yield from _store_step(stored.store, "save", args)
+        except Exception as exc:
+            if failed:
+                # the turn's own failure is what the caller sees; the store keeps the
+                # "resumed" marker, and the next load says that the resume did not finish
+                return
+            if isinstance(exc, StateStoreError):
+                stored.unsaved = True
+                if reply is not None:
+                    stored.unsaved_reply = reply
+            _tell_what_ran(exc, stored.unsaved_reply if reply is None else reply, stored)
+            raise
         stored.saved(saved)
+        stored.unsaved, stored.unsaved_reply = False, None
 
     @property
     def pending(self) -> list[PendingCall]:
@@ -1012,6 +1035,69 @@ class StoreStep:
 
 
 Flow: TypeAlias = Generator[Step | StoreStep | StreamEvent, Any, Reply]
+
+
+def _store_step(
+    store: Any, kind: Literal["load", "save", "claim"], args: tuple[Any, ...]
+) -> Generator[StoreStep, Any, Any]:
+    """Call the store; what a store of one's own raises that is not toolreg's is a
+    `StateStoreError` naming the store (its text is not shown: it may hold a secret; it is
+    the error's `__cause__`)."""
+    try:
+        return (yield StoreStep(store, kind, args))
+    except ToolregError:
+        raise
+    except Exception as exc:
+        name = type(store).__name__
+        raise StateStoreError(
+            f"the state store {name}: cannot {kind} {args[0]!r}: it raised {type(exc).__name__}",
+            store=name,
+            operation=kind,
+            id=str(args[0]),
+        ) from exc
+
+
+@contextlib.contextmanager
+def _before_anything_ran() -> Iterator[None]:
+    """A store's failure before the turn: it says that nothing ran."""
+    try:
+        yield
+    except StateStoreError as err:
+        if not err.outcome:
+            err.outcome = "nothing ran, and the conversation is as it was"
+        raise
+
+
+_SHOWN_CALLS = 10  # calls a save's failure names, at most
+
+
+def _tell_what_ran(exc: BaseException, reply: Reply | None, stored: Stored) -> None:
+    """Say, on the error of a turn's failed save, which tool calls that turn ran (they are
+    not run again) and where the turn is now."""
+    ran = [] if reply is None else list(reply.tool_results)
+    shown = [
+        f"{r.tool_name} ({r.call_id or 'no id'}: {'ok' if r.ok else r.error_kind or 'failed'})"
+        for r in ran[:_SHOWN_CALLS]
+    ]
+    more = f" and {len(ran) - _SHOWN_CALLS} more" if len(ran) > _SHOWN_CALLS else ""
+    did = (
+        f"the last turn ran {len(ran)} tool call(s), {', '.join(shown)}{more}, which will "
+        "not run again"
+        if ran
+        else "the last turn ran no tool"
+    )
+    if stored.unsaved:
+        where = (
+            "its reply and results are on this error (.reply, .ran) and in the "
+            "conversation, which saves them first at its next send() or resume()"
+        )
+    else:
+        where = "its reply and results are in the conversation, not in the store"
+    outcome = f"{did}; {where}"
+    if isinstance(exc, StateStoreError):
+        exc.ran, exc.reply, exc.outcome = tuple(ran), reply, outcome
+    elif isinstance(exc, ToolregError) and exc.args and isinstance(exc.args[0], str):
+        exc.args = (f"{exc.args[0]}; {outcome}", *exc.args[1:])
 
 
 def _finished(reply: Reply) -> Generator[StreamEvent, Any, Reply]:
