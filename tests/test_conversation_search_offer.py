@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from toolreg import AsyncConversation, Conversation, StepContext, Tool, ToolRegistry
+from toolreg import (
+    AsyncConversation,
+    Conversation,
+    StepContext,
+    Tool,
+    ToolRegistry,
+    searchable,
+)
 from toolreg.dispatch import DispatchSettings
 from toolreg.search import ToolSearch
 from toolreg.testing import ScriptedServer, call, raw, text, tool_call, tool_calls
@@ -238,3 +245,15 @@ def test_parallel_calls_all_stay_offered_on_anthropic() -> None:
         chat = Conversation(server.anthropic_client(), MODEL, registry=office(), tool_search=1)
         chat.send("weather in Paris")
     assert _names(server.requests[1]["tools"]) == ["get_weather", "list_files"]
+
+
+@pytest.mark.parametrize("dialect", ["tools", "responses", "anthropic"])
+def test_a_searchable_view_reads_the_history_through_the_provider(dialect: str) -> None:
+    """`registry=searchable(...)`: the view's own `offer` reads the step's history with the
+    conversation's provider (`StepContext.reader`), on every API."""
+    script = [tool_call("get_weather", city="Paris", id="c1"), text("Sunny.")]
+    with ScriptedServer(script) as server:
+        client, options = _client(server, dialect)
+        view = searchable(office(), limit=1, messages=1)
+        Conversation(client, MODEL, registry=view, **options).send("weather in Paris?")
+    assert [_names(r["tools"]) for r in server.requests] == [["get_weather"], ["get_weather"]]
