@@ -36,7 +36,6 @@ __all__ = [
     "BaseToolset",
     "HistoryReader",
     "Namespace",
-    "Namespaced",
     "StepContext",
     "ToolMap",
     "Toolset",
@@ -94,22 +93,6 @@ class Namespace:
     name: str
     description: str
     members: frozenset[str]
-
-
-@runtime_checkable
-class Namespaced(Protocol):
-    """A toolset that groups some of its tools into `Namespace`s (every `BaseToolset`; a
-    `prefixed(..., description=...)` view has one). Optional: a toolset without the
-    method has none."""
-
-    def namespaces(self) -> list[Namespace]:
-        """The groups of its tools, each under its own name."""
-        ...
-
-
-def namespaces_of(toolset: object) -> list[Namespace]:
-    """`toolset`'s namespaces (none for a toolset that has no `namespaces`)."""
-    return toolset.namespaces() if isinstance(toolset, Namespaced) else []
 
 
 @runtime_checkable
@@ -207,6 +190,11 @@ def searched_names(
         offered = frozenset(tool.name for tool in toolset.offer(step))
         accept = offered if accept is None else accept & offered
     return None if accept is None else accept.__contains__
+
+
+def namespaces_of(toolset: object) -> list[Namespace]:
+    """`toolset`'s namespaces: a `BaseToolset`'s `namespaces()`; none for another toolset."""
+    return toolset.namespaces() if isinstance(toolset, BaseToolset) else []
 
 
 class BaseToolset:
