@@ -59,7 +59,7 @@ MAX_REPEATS = 2  # times a term counts in one field of a tool
 MAX_TERMS = 64  # distinct terms of one tool, all fields together
 MAX_NAME_TERMS = 16  # distinct terms of a tool's name field (name, title, tags)
 MAX_READ = 4096  # words of one tool read at most (its length counts no more)
-LONG = 2.0  # times the average length past which a tool's length counts in full
+LONG = 3.0  # times the average length past which a tool's length counts in full
 
 
 def tool_fields(tool: Tool) -> dict[str, list[str]]:
