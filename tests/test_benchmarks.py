@@ -26,7 +26,10 @@ def test_quick_benchmark_runs_and_reports_every_section() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
     sections = {"registration", "dispatch", "import", "concurrency", "scale", "loop", "targets"}
-    assert sections <= report.keys()
+    assert sections | {"schemas"} <= report.keys()
+    built = {row["label"] for row in report["schemas"]["rows"]}
+    assert {"toolreg register_schema", "toolreg mount", "FastMCP ProxyTool.from_mcp_tool"} <= built
+    assert not report["schemas"]["failed"]
     assert report["targets"], "the targets table is empty"
     loop_rows = {row["label"] for row in report["loop"]["rows"]}
     assert {"toolreg Conversation, tools", "toolreg Conversation, responses"} <= loop_rows

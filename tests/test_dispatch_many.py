@@ -14,6 +14,8 @@ from toolreg import ToolCall, ToolRegistry
 
 NAP = 0.2
 
+INTERRUPTED = "interrupted while running, so it may have had effects."
+
 
 class Gauge:
     """Counts how many calls run at the same time (a counter under a lock)."""
@@ -244,4 +246,8 @@ def test_timeouts_inside_a_batch() -> None:
         return i
 
     results = reg.dispatch_many([("stuck", {"i": i}) for i in range(3)])
-    assert [r.content for r in results] == ["0", "Tool 'stuck' timed out after 0.05 s.", "2"]
+    assert [r.content for r in results] == [
+        "0",
+        f"Tool 'stuck' timed out after 0.05 s: {INTERRUPTED}",
+        "2",
+    ]

@@ -29,7 +29,10 @@ asyncio's default executor: that pool has `min(32, cpus + 4)` threads, so on a s
 machine a few slow tools would queue behind each other, and a timed-out tool that keeps
 running would hold a slot the application needs. Reusing an idle thread saves starting one
 (~150-300 µs of CPU, thirty dispatches' worth; it dominated an MCP server's cost per call);
-a thread idle for `_IDLE_SECONDS` ends. A time limit that runs out raises `ToolTimeoutError`.
+a thread idle for `_IDLE_SECONDS` ends. A time limit that runs out raises `ToolTimeoutError`,
+which says the call was interrupted while running (it may have had effects). A caller that
+bounds its threads hears when each one ends through `THREAD_WATCH`: a sync tool's thread
+runs on past its time limit.
 
 A sync function that returns an awaitable (a plain wrapper around an async function) has
 that awaitable awaited, under the same time limit.
@@ -64,6 +67,7 @@ if TYPE_CHECKING:  # loaded only when needed: asyncio (~20 ms) when something is
     import queue
 
 __all__ = [
+    "THREAD_WATCH",
     "acall",
     "aguard",
     "ask",
@@ -84,8 +88,20 @@ _PLAIN = frozenset({str, int, float, bool, dict, list, tuple, type(None)})  # ne
 
 def _timeout_error(tool: Tool, timeout: float) -> ToolTimeoutError:
     return ToolTimeoutError(
-        f"Tool '{tool.name}' timed out after {timeout:g} s.", tool_name=tool.name, timeout=timeout
+        f"Tool '{tool.name}' timed out after {timeout:g} s: interrupted while running, so it "
+        "may have had effects.",
+        tool_name=tool.name,
+        timeout=timeout,
     )
+
+
+THREAD_WATCH: contextvars.ContextVar[Callable[[], Callable[[], None]] | None] = (
+    contextvars.ContextVar("toolreg_thread_watch", default=None)
+)
+"""Set by a caller that bounds the threads of the calls it makes (`toolreg serve`'s
+`max_threads`): called when a sync tool's call starts its thread under async dispatch, in
+that caller's context; the function it returns is called from the thread once the tool has
+returned, also long after its time limit ended the call (Python cannot stop a thread)."""
 
 
 def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
@@ -229,34 +245,50 @@ def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None
 
 
 def _thread_future(fn: Callable[[], T]) -> asyncio.Future[T]:
-    """A future of the running loop, resolved when `fn` finishes in a thread of its own."""
+    """A future of the running loop, resolved when `fn` finishes in a thread of its own
+    (`THREAD_WATCH`, when set, hears of the thread's start and end)."""
     import asyncio  # lazy: see the module's imports
 
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
-    _start(functools.partial(_settling, fn, loop, future))
+    watch = THREAD_WATCH.get()
+    ended = None if watch is None else watch()
+    try:
+        _start(functools.partial(_settling, fn, loop, future, ended))
+    except BaseException:  # no thread could start: nothing runs, nothing stays held
+        if ended is not None:
+            ended()
+        raise
     return future
 
 
 def _settling(
-    fn: Callable[[], T], loop: asyncio.AbstractEventLoop, future: asyncio.Future[T]
+    fn: Callable[[], T],
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[T],
+    ended: Callable[[], None] | None,
 ) -> Callable[[], None]:
     """`_thread_future`'s work: how to hand `fn`'s outcome to `future` (see `_start` for the
     `del`)."""
     try:
-        return functools.partial(_hand_over, loop, future, *_outcome(fn))
+        return functools.partial(_hand_over, loop, future, ended, *_outcome(fn))
     finally:
-        del fn, loop, future
+        del fn, loop, future, ended
 
 
 def _hand_over(
     loop: asyncio.AbstractEventLoop,
     future: asyncio.Future[Any],
+    ended: Callable[[], None] | None,
     value: Any,
     error: BaseException | None,
 ) -> None:
-    with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
-        loop.call_soon_threadsafe(_settle, future, value, error)
+    try:
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+            loop.call_soon_threadsafe(_settle, future, value, error)
+    finally:
+        if ended is not None:
+            ended()
 
 
 def call(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -131,7 +131,8 @@ class Mount(BaseToolset):
     (`["uvx", "mcp-server-time"]`; its environment is the SDK's safe default plus `env`).
     `prefix` goes before every remote name; `include` keeps only those remote names;
     `timeout` bounds every call and `connect_timeout` starting, connecting and listing, in
-    seconds; `headers` go with every HTTP request (e.g. `{"Authorization": "Bearer ..."}`);
+    seconds (a server that does not answer in time fails the mount then, its connection
+    stopped at once); `headers` go with every HTTP request (e.g. `{"Authorization": "Bearer ..."}`);
     `errlog` is where a stdio server's stderr goes (a file with a descriptor; default: this
     process's stderr). When traced, each call sends the trace context; `baggage=True` also
     sends the application's OpenTelemetry baggage (off by default: the server is not yours).
@@ -392,7 +393,7 @@ class Mount(BaseToolset):
         try:
             await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
         except BaseException as raised:
-            await self._finish()
+            await self._abandon(ready)
             exc = _innermost(raised)
             if isinstance(exc, ToolregError):
                 raise exc from None
@@ -438,13 +439,30 @@ class Mount(BaseToolset):
                 await self._stop.wait()
         except BaseException as exc:
             if not ready.done():
-                ready.set_exception(exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    ready.cancel()  # stopped while starting: `_start` has its own reason
+                else:
+                    ready.set_exception(exc)
             elif not isinstance(exc, asyncio.CancelledError):
                 _log.warning("the MCP server %s went away: %s", self._label(), _reason(exc))
         finally:
             self._client = None
             for task in list(self._tasks):
                 task.cancel()
+
+    async def _abandon(self, ready: asyncio.Future[None]) -> None:
+        """A mount that did not open in time (or failed): its owner is stopped at once,
+        not given another `connect_timeout` to end (it is waiting on a server that does not
+        answer), and no outcome is left unread for asyncio to log."""
+        self._state = "closed"
+        owner = self._owner
+        if owner is not None and not owner.done():
+            owner.cancel()
+            with contextlib.suppress(BaseException):
+                await owner
+        if ready.done() and not ready.cancelled():
+            ready.exception()  # read: `_start` reports it in its own words
+        self._offer({})
 
     async def _finish(self) -> None:
         """Stop the owner task (the client closes, a stdio server ends) and unmount."""
@@ -513,6 +531,13 @@ class Mount(BaseToolset):
                 self._refuse(item.name, exc.problem)
                 continue
             self._built[item.name] = made[-1]
+            if made[-1][1].schema_changes:  # an older draft's keywords, rewritten as 2020-12
+                _log.info(
+                    "rewrote the remote tool %s of %s as JSON Schema 2020-12: %s",
+                    _shown(item.name),
+                    _shown(self._label()),
+                    _shown("; ".join(made[-1][1].schema_changes), 1000),
+                )
         return made
 
     def _portable(self, wanted: list[types.Tool], remote: list[types.Tool]) -> list[types.Tool]:
