@@ -27,6 +27,7 @@ from toolreg import (
     Conversation,
     ConversationStateError,
     StateConflictError,
+    StateStoreError,
     ToolRegistry,
     UsageError,
 )
@@ -264,8 +265,9 @@ def test_max_bytes_is_checked(bad: Any, tmp_path: Path) -> None:
 def test_sqlite_wants_a_file(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="use MemoryStore"):
         SQLiteStore(":memory:")
-    with pytest.raises(sqlite3.OperationalError):
+    with pytest.raises(StateStoreError, match="directory is missing") as caught:
         SQLiteStore(tmp_path / "no" / "such" / "folder" / "x.db")
+    assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
 
 
 def test_sqlite_runs_in_wal_mode(tmp_path: Path) -> None:

@@ -18,6 +18,9 @@ ToolregError
 │       ├── RetryRequestedError the tool raised `ToolRetry`: the model may try again
 │       └── ToolFailedError    the tool raised `ToolFailed`: final, the model is told so
 ├── ConversationError          e.g. the endpoint answered something unusable
+├── StateStoreError            a state store cannot be read or written (a corrupt, locked or
+│                              read-only SQLite file, Redis down): names the file or URL,
+│                              and what a turn whose save failed had run
 ├── GuardrailTripped           a guardrail raised: the conversation turn is stopped
 └── UsageError                 toolreg itself was misused: a bad option, a wrong type;
     │                          also a ValueError and a TypeError
@@ -64,6 +67,7 @@ __all__ = [
     "RepeatedCallError",
     "RetryRequestedError",
     "StateConflictError",
+    "StateStoreError",
     "ToolCallError",
     "ToolDefinitionError",
     "ToolDeniedError",
@@ -282,6 +286,32 @@ class ConversationError(ToolregError):
     def __str__(self) -> str:
         text = super().__str__()
         return text if self.endpoint is None else f"{self.endpoint}: {text}"
+
+
+class StateStoreError(ToolregError):
+    """A state store cannot be read or written: a SQLite file that is corrupt, locked past
+    its `busy_timeout` or read-only, a Redis server that is down or refuses the command, a
+    store of one's own that raised. The store's own exception is `__cause__`.
+
+    `store` names it (the file, or the URL without credentials); `operation` is "load",
+    "save", "claim" or "delete"; `id` the conversation (or claim) id. A failed load or
+    claim ran nothing. When the save at the end of a turn fails, the turn's tools did run:
+    `ran` holds their results (what ran, with which outcome) and `reply` the turn's reply;
+    the conversation keeps them and saves them first at its next `send` or `resume`, and
+    the message says so."""
+
+    def __init__(self, message: str, *, store: str, operation: str, id: str | None = None) -> None:
+        self.store = store
+        self.operation = operation
+        self.id = id
+        self.ran: tuple[object, ...] = ()
+        self.reply: object = None
+        self.outcome = ""  # what the conversation says of the turn, when one ran
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        return f"{text}; {self.outcome}" if self.outcome else text
 
 
 class GuardrailTripped(ToolregError):

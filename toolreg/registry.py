@@ -23,6 +23,7 @@ from .dispatch.calling import rank
 from .errors import DuplicateToolError, ToolDefinitionError, ToolNotFoundError, UsageError
 from .formats import export_tools
 from .tool import ResultFilter, Tool
+from .toolsets.base import searched_names
 
 if TYPE_CHECKING:  # the index loads on the first search (its patterns take ~6 ms to compile)
     from .search import SearchIndex
@@ -325,19 +326,23 @@ class ToolRegistry:
 
     # -- search ---------------------------------------------------------------------------
     def search_tools(
-        self, query: str, *, limit: int = 5, among: Iterable[str] | None = None
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        among: Iterable[str] | None = None,
+        step: StepContext | None = None,
     ) -> list[Tool]:
         """The `limit` tools whose definitions best match `query`, best first (none when no
         word matches). Names (split on `_ . -` and camelCase), descriptions, parameter names
         and descriptions are searched, in any language (see `toolreg.search`); `among`
-        keeps only those tool names. With a `ranker`, it orders the index's candidates."""
+        keeps only those tool names, `step` only those `offer(step)` gives. With a
+        `ranker`, it orders the index's candidates."""
         if not isinstance(query, str):
             raise UsageError(f"search_tools() takes a query string, not {type(query).__name__}")
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise UsageError(f"search_tools(limit={limit!r}): a whole number >= 0")
-        accept = None
-        if among is not None:
-            accept = frozenset(_name_list(among) if isinstance(among, str) else among).__contains__
+        accept = searched_names(self, among, step)
         ranker = self.ranker
         wanted = limit if ranker is None else max(4 * limit, _CANDIDATES)
         with self._lock:

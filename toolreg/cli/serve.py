@@ -383,7 +383,8 @@ def _rate_limit(
                 "--rate-limit 60/min"
             )
         return None
-    from ..mcp.limits import RateLimit, parse_rate, redacted
+    from ..mcp.limits import RateLimit, parse_rate
+    from ..stores.redis import redacted
 
     overall: str | None = None
     tools: dict[str, str] = {}

@@ -69,6 +69,8 @@ class Stored:
         self.version: int | None = None
         self.paused: dict[str, Any] | None = None  # the loaded state of a paused turn
         self.token = uuid.uuid4().hex
+        self.unsaved = False  # a turn's save failed: the next send or resume saves it first
+        self.unsaved_reply: Any = None  # that turn's reply
 
     def loaded(self, stored: StoredState | None) -> tuple[Loaded, dict[str, Any]] | None:
         """What was read, checked: the loaded state and its dict, or None for none."""

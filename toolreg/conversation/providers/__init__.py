@@ -31,6 +31,7 @@ __all__ = [
     "Request",
     "dialect_for",
     "dialect_names",
+    "history_reader",
     "provider_for",
 ]
 
@@ -74,3 +75,22 @@ def provider_for(
     if fmt.dialect is not None and fmt.dialect.api == "responses":
         return OpenAIResponses(fmt)
     return OpenAIChat(fmt, assistant_content)
+
+
+def history_reader(dialect: str = "tools") -> Provider:
+    """What reads a history in `dialect`'s wire format (`toolsets.HistoryReader`): the
+    provider a conversation in that dialect uses, for a `StepContext` of one's own loop,
+    e.g. `StepContext(history=messages, reader=history_reader("tools"))`.
+
+    Args:
+        dialect: one of `dialect_names()` ("tools" for chat completions messages,
+            "responses" for Responses API items, "anthropic" for Messages API messages).
+
+    Raises:
+        UsageError: a dialect that is none of them.
+    """
+    if dialect not in dialect_names():
+        raise UsageError(
+            f"history_reader({dialect!r}): one of {', '.join(map(repr, dialect_names()))}"
+        )
+    return provider_for(dialect, None)
