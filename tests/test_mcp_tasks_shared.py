@@ -368,7 +368,10 @@ def test_answers_of_any_shape_from_any_worker_approve_only_an_explicit_yes(
         check()
 
 
-def test_a_task_is_kept_without_the_callers_credentials(redis_url: str) -> None:  # noqa: F811
+def test_a_task_is_kept_without_the_callers_credentials(
+    redis_url: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
     """The job kept in Redis, and the request a `context=` factory gets when the task runs
     (in any worker), have no Authorization or Cookie header and no raw token."""
     import redis
@@ -385,7 +388,8 @@ def test_a_task_is_kept_without_the_callers_credentials(redis_url: str) -> None:
     headers = {"authorization": "Bearer secret-alice", "cookie": "sid=s3cr3t", "x-tenant": "t1"}
     with workers(tasks, auth=auth, context=seen.append) as (a, b):
         rpc = Rpc(a.url, headers)
-        task_id = started(rpc, "charge", {"folder": "/nonexistent"})
+        task_id = started(rpc, "charge", {"folder": str(tmp_path)})
+        status_message(rpc, task_id, "1: pid ")  # it runs (its job is kept till it ends)
         client = redis.Redis.from_url(redis_url)
         record = client.hgetall(f"toolreg:tasks:{tasks.queue}:task:{task_id}")
         client.close()
