@@ -10,7 +10,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-SKIPPING = '''
+SKIPPING = """
 import pytest
 
 @pytest.mark.parametrize("n", range(3))
@@ -23,7 +23,7 @@ def test_platform():
 
 def test_runs():
     pass
-'''
+"""
 
 
 def run(folder: Path, *args: str) -> str:

@@ -24,6 +24,7 @@ __all__ = [
     "load_module",
     "load_target",
     "readable",
+    "require_mcp_extra",
     "sample_names",
     "sample_path",
 ]
@@ -36,6 +37,15 @@ _FILE_OF: dict[str, str] = {}
 
 class TargetError(Exception):
     """A target that cannot be loaded; the message says how to fix it."""
+
+
+def require_mcp_extra(what: str) -> None:
+    """A TargetError that says how to install the `mcp` extra when it is missing: `what`
+    begins the message (`toolreg serve needs`)."""
+    try:
+        from .. import mcp  # noqa: F401  the extra, loaded only by the commands that need it
+    except ModuleNotFoundError as exc:
+        raise TargetError(f"{what} the mcp extra: pip install 'toolreg[mcp]' ({exc})") from None
 
 
 def sample_dir() -> Path | None:
@@ -291,12 +301,9 @@ def _mounted(
         spec = shlex.split(server)
         if not spec:
             raise TargetError("mcp: needs a URL or a command, e.g. mcp:'uvx mcp-server-time'")
-    try:
-        from ..mcp import McpConnectionError, mount  # the `mcp` extra, for mcp: targets only
-    except ImportError as exc:
-        raise TargetError(
-            f"mcp: targets need the mcp extra: pip install 'toolreg[mcp]' ({exc})"
-        ) from None
+    require_mcp_extra("mcp: targets need")
+    from ..mcp import McpConnectionError, mount  # the `mcp` extra, for mcp: targets only
+
     registry = ToolRegistry()
     # a command runs like one typed in the shell: with this process's environment; the
     # person at the terminal who names a server and a tool decides, as the annotations did
