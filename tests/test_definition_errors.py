@@ -259,7 +259,7 @@ DEFINITION_ERRORS = [
         e_ge_on_str,
         "name",
         "ge applies to integer or number values, not to string values",
-        "remove ge",
+        "remove ge, or put it on an integer or number type",
         id="ge-on-str",
     ),
     pytest.param(
@@ -280,11 +280,15 @@ DEFINITION_ERRORS = [
         e_length_on_int,
         "n",
         "min_length/max_length applies to array or object or string values",
-        "remove min_length",
+        "remove min_length/max_length, or put it on an array or object or string type",
         id="length-on-int",
     ),
     pytest.param(
-        e_format_on_int, "n", "format applies to string values", "remove format", id="format-on-int"
+        e_format_on_int,
+        "n",
+        "format applies to string values",
+        "remove format, or put it on a string type",
+        id="format-on-int",
     ),
     pytest.param(
         e_ge_on_union, "x", "not to a union of several types", "remove ge", id="ge-on-union"

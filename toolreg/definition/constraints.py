@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ToolDefinitionError
+from ..errors import ToolDefinitionError, with_article
 from ..jsonvalues import NOT_JSONABLE
 from ..params import Param
 from ..types import to_jsonable
@@ -107,7 +107,7 @@ def _require_type(target: JsonSchema, allowed: set[str], what: str, fail: Fail) 
     kinds = " or ".join(sorted(allowed))
     raise fail(
         f"{what} applies to {kinds} values, not to {_kind_text(target)}",
-        f"remove {what}, or put it on a {kinds} type",
+        f"remove {what}, or put it on {with_article(kinds)} type",
     )
 
 

@@ -14,7 +14,7 @@ from typing import Any, Literal, NamedTuple
 
 import typing_extensions
 
-from ..errors import ToolDefinitionError
+from ..errors import ToolDefinitionError, with_article
 from ..params import EMPTY_PARAM, UNSET, Param, ToolContext, _InjectedMarker
 from ..types import LITERAL_ORIGINS
 
@@ -435,7 +435,7 @@ def _kind_of(value: object) -> str:
         return f"the class {value.__qualname__}"
     if inspect.isbuiltin(value):
         return f"the builtin {getattr(value, '__qualname__', None) or repr(value)}"
-    return f"a {type(value).__qualname__} object"
+    return f"{with_article(type(value).__qualname__)} object"
 
 
 def _parameters(target: Any) -> list[tuple[str, Any, Any]]:

@@ -49,7 +49,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..errors import UsageError
+from ..errors import UsageError, with_article
 from ..stores.redis import RedisStore
 
 __all__ = ["RATE_LIMIT_CODE", "Limiter", "RateLimit", "RateLimitUnavailable", "parse_rate"]
@@ -355,7 +355,7 @@ def redacted(url: str) -> str:
         return f"unix://{parts.path}"
     host = parts.hostname or ""
     if not host:
-        return f"<a {parts.scheme or 'schemeless'} URL without a host>"
+        return f"<{with_article(parts.scheme or 'schemeless')} URL without a host>"
     shown = f"[{host}]" if ":" in host else host
     return f"{parts.scheme}://{shown}" + ("" if port is None else f":{port}")
 
