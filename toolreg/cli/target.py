@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
+from ..errors import with_article
 from ..registry import ToolRegistry, default_registry
 from ..toolsets import Toolset
 
@@ -218,6 +219,24 @@ def _registry_in(module: ModuleType, target: str) -> ToolRegistry:
     return default_registry
 
 
+_MISSING = object()
+
+
+def _attribute(module: ModuleType, attribute: str) -> Any:
+    """The module's `attribute`: one it defines, or one its module-level `__getattr__`
+    (PEP 562) makes on first use, such as a registry built lazily; `_MISSING` if neither."""
+    namespace = vars(module)
+    if attribute in namespace:
+        return namespace[attribute]
+    lazy = namespace.get("__getattr__")
+    if callable(lazy) and attribute.isidentifier():
+        try:
+            return lazy(attribute)
+        except AttributeError:
+            pass
+    return _MISSING
+
+
 def _named_registry(
     module: ModuleType, target: str, module_part: str, attribute: str, toolset: bool = False
 ) -> Any:
@@ -229,9 +248,9 @@ def _named_registry(
         if named
         else (f"it names no registry; pass {module_part} alone for the tools it registers")
     )
-    if attribute not in vars(module):
+    value = _attribute(module, attribute)
+    if value is _MISSING:
         raise TargetError(f"{module_part} has no attribute '{attribute}' ({there})")
-    value = vars(module)[attribute]
     if toolset and isinstance(value, Toolset):
         return value
     if not isinstance(value, ToolRegistry):
@@ -248,8 +267,7 @@ def _kind(value: object) -> str:
         return "a class"
     if callable(value) and hasattr(value, "__code__"):
         return "a function"
-    name = type(value).__name__
-    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+    return with_article(type(value).__name__)
 
 
 def load_target(
