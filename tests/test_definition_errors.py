@@ -500,11 +500,16 @@ def test_duplicate_name_in_one_registry() -> None:
     assert reg["weather"].function is weather  # the first one is kept, not silently replaced
 
 
-def test_duplicate_of_the_same_function_is_also_an_error() -> None:
+def test_the_same_function_registered_again_replaces_it_with_a_warning() -> None:
+    # as a notebook cell run again does (tests/test_registry_redefinition.py); add() and
+    # register_schema() of a taken name stay errors
     reg = ToolRegistry()
     reg.register_tool(weather)
-    with pytest.raises(DuplicateToolError):
+    with pytest.warns(UserWarning, match="registered again from the same place"):
         reg.register_tool(weather)
+    assert reg.names() == ["weather"]
+    with pytest.raises(DuplicateToolError):
+        reg.add(Tool.from_function(weather))
 
 
 def test_replace_true_replaces() -> None:
