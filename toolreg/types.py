@@ -39,6 +39,7 @@ __all__ = [
     "BARE_CONTAINERS",
     "LITERAL_ORIGINS",
     "MAPPING_ORIGINS",
+    "PATTERN_WORDS",
     "SEQUENCE_ORIGINS",
     "SET_ORIGINS",
     "TYPES",
@@ -107,6 +108,11 @@ class TypeRecord:
     validated JSON value into `cls` (this type or, when `subclasses`, a subclass such as
     `class UserId(str)`), or None when the JSON value already is the Python value;
     `to_json` turns a value back into JSON (None: it already is JSON).
+
+    `number_text`: for a number that travels as a JSON number or, exactly, as a numeric
+    string (`Decimal`: `anyOf` number / string with `pattern`), what the string holds in
+    words ("a decimal number"). Its bounds (`Param(gt=...)`) go on the number branch and are
+    said in words on the string branch; dispatch checks both exactly on the converted value.
     """
 
     python: type
@@ -114,6 +120,7 @@ class TypeRecord:
     converter: Callable[[type], Converter | None]
     to_json: Converter | None = None
     subclasses: bool = True
+    number_text: str | None = None
 
 
 # -- JSON -> Python ---------------------------------------------------------------------------
@@ -266,10 +273,21 @@ TYPES: tuple[TypeRecord, ...] = (
         {"anyOf": [{"type": "number"}, {"type": "string", "pattern": DECIMAL_PATTERN}]},
         lambda cls: _wrap(cls, "a decimal number" if cls is Decimal else f"a valid {cls.__name__}"),
         str,  # exact: no float rounding of money
+        number_text="a decimal number",
     ),
     TypeRecord(PurePath, {"type": "string", "format": "path"}, lambda cls: cls, str),
 )
 """Every supported scalar type. Order matters for subclasses: `datetime` before `date`."""
+
+PATTERN_WORDS: Mapping[str, str] = {
+    branch["pattern"]: r.number_text
+    for r in TYPES
+    if r.number_text
+    for branch in r.schema["anyOf"]
+    if "pattern" in branch
+}
+"""The patterns of the type table's numeric strings, in words for messages: a value that
+does not match `DECIMAL_PATTERN` "is not a decimal number" (the model is not shown a regex)."""
 
 _BY_TYPE: dict[Any, TypeRecord] = {r.python: r for r in TYPES}
 _BY_TYPE[Path] = _BY_TYPE[PurePath]

@@ -8,13 +8,17 @@ A converter raises `ConversionError` with the path of the bad value.
 
 from __future__ import annotations
 
+import decimal
 import enum
+import operator
 import typing
 from collections import abc
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from ..errors import exception_text
+from ..params import EMPTY_PARAM, Param
 from ..types import (
     LITERAL_ORIGINS,
     MAPPING_ORIGINS,
@@ -29,8 +33,9 @@ from ..types import (
 )
 from ..validation import Validator
 from . import fields as _fields
+from .constraints import exact_number, numeric_constraints
 from .pydantic_types import conversion_problems, pydantic_converter
-from .schema import SchemaBuilder
+from .schema import SchemaBuilder, number_text
 from .signature import split_annotated
 
 __all__ = ["converter_for"]
@@ -58,7 +63,18 @@ class _Builder:
         self.owner = owner
         self.classes: dict[Any, Converter | None] = {}
 
-    def build(self, tp: Any) -> Converter | None:
+    def build(self, tp: Any, param: Param = EMPTY_PARAM) -> Converter | None:
+        """The converter of `tp`; `param`: the metadata that came with it from outside (a
+        parameter's or a field's), merged with any `Annotated` metadata of `tp` itself."""
+        converter = self._build(tp)
+        bare, inner = split_annotated(tp)
+        if inner is not EMPTY_PARAM:
+            param = inner.merged(param)
+        if all(v is None for v in numeric_constraints(param)) or number_text(bare) is None:
+            return converter
+        return _exactly_bounded(converter, param)
+
+    def _build(self, tp: Any) -> Converter | None:
         if tp in _SCALARS:
             return _SCALARS[tp]
         tp = split_annotated(tp)[0]
@@ -170,7 +186,7 @@ class _Builder:
 
     def _fields(self, cls: type, kind: str) -> Converter:
         fields = _fields.class_fields(cls, self.owner)
-        convs = {f.name: c for f in fields if (c := self.build(f.annotation)) is not None}
+        convs = {f.name: c for f in fields if (c := self.build(f.annotation, f.param)) is not None}
         make: Callable[..., Any] = dict if kind == "typeddict" else cls
 
         def convert(value: dict[str, Any]) -> Any:
@@ -193,6 +209,53 @@ class _Builder:
                 raise ConversionError((), text, user_text=True) from exc
 
         return convert
+
+
+_FAILS = (
+    ("gt", ">", operator.le),
+    ("ge", ">=", operator.lt),
+    ("lt", "<", operator.ge),
+    ("le", "<=", operator.gt),
+)
+
+
+def _exactly_bounded(converter: Converter | None, param: Param) -> Converter:
+    """`converter`, then `param`'s bounds and `multiple_of` checked exactly on the value it
+    made (a `Decimal`, from a JSON number or a numeric string alike): the validator checks
+    only the number branch's keywords, in floats, and a numeric string not at all."""
+    bounds = []
+    for attr, op, fails in _FAILS:
+        bound = exact_number(getattr(param, attr))
+        if bound is not None:
+            bounds.append((fails, bound, f"must be {op} {bound}"))
+    step = exact_number(param.multiple_of)
+
+    def convert(value: Any) -> Any:
+        number = value if converter is None else converter(value)
+        if number is None:
+            return None
+        problems = [text for fails, bound, text in bounds if fails(number, bound)]
+        if step is not None and not _is_multiple(number, step):
+            problems.append(f"must be a multiple of {step}")
+        if problems:
+            more = tuple(ConversionError((), text) for text in problems[1:])
+            raise ConversionError((), problems[0], more=more)
+        return number
+
+    return convert
+
+
+def _is_multiple(value: Decimal, step: Decimal) -> bool:
+    """Whether `value` is a whole multiple of `step`, exactly, in time bounded by their
+    digits (not by their exponents: 1E+999999999 is one digit). An integral quotient has at
+    most the value's digits plus about 2.33 per digit of the step (powers of 2 and 5), so
+    the precision below holds it exactly: an inexact quotient is not integral."""
+    digits = len(value.as_tuple().digits) + 3 * len(step.as_tuple().digits) + 5
+    context = decimal.Context(prec=digits, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN, traps=[])
+    quotient = context.divide(value, step)
+    if context.flags[decimal.Inexact] or not quotient.is_finite():
+        return False
+    return quotient == quotient.to_integral_value(context=context)
 
 
 def _enum(cls: type[enum.Enum]) -> Converter:
@@ -225,19 +288,22 @@ _CONVERTERS: dict[Any, Converter | None] = {}
 _MAX_CONVERTERS = 4096
 
 
-def converter_for(tp: Any, owner: str) -> Converter | None:
-    """The converter for one parameter type (None: pass the JSON value through).
+def converter_for(tp: Any, owner: str, param: Param = EMPTY_PARAM) -> Converter | None:
+    """The converter for one parameter type (None: pass the JSON value through); `param`:
+    the parameter's metadata (its numeric bounds, on a `Decimal`, are checked here).
 
-    Remembered per annotation: a converter depends on the type alone, and the same types
-    recur across tools (`owner` only names the function in a registration error)."""
+    Remembered per annotation: a converter depends on the type alone (and those bounds), and
+    the same types recur across tools (`owner` only names the function in an error)."""
+    bounds = numeric_constraints(param)
+    key = tp if all(v is None for v in bounds) else (tp, bounds)
     try:
-        return _CONVERTERS[tp]
+        return _CONVERTERS[key]
     except KeyError:
         pass
     except TypeError:  # an unhashable annotation: built each time
-        return _Builder(owner).build(tp)
-    converter = _Builder(owner).build(tp)
+        return _Builder(owner).build(tp, param)
+    converter = _Builder(owner).build(tp, param)
     if len(_CONVERTERS) >= _MAX_CONVERTERS:
         _CONVERTERS.clear()
-    _CONVERTERS[tp] = converter
+    _CONVERTERS[key] = converter
     return converter

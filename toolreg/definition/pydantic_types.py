@@ -154,7 +154,9 @@ def _problem(error: dict[str, Any]) -> ConversionError:
             return ConversionError(loc, worded)
     if kind in _BOUNDS and _BOUNDS[kind][0] in ctx:
         key, op = _BOUNDS[kind]
-        return ConversionError(loc, f"must be {op} {render(ctx[key])}")
+        bound = ctx[key]  # a Decimal bound (condecimal(gt=0)) as written, not "Decimal"
+        shown = str(bound) if isinstance(bound, decimal.Decimal) else render(bound)
+        return ConversionError(loc, f"must be {op} {shown}")
     if kind in _LENGTHS and _LENGTHS[kind][0] in ctx:
         key, side, noun = _LENGTHS[kind]
         return ConversionError(loc, f"must have {side} {count(ctx[key], noun)}")

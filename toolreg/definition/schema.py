@@ -38,7 +38,7 @@ from .constraints import apply_param, jsonable
 from .pydantic_types import pydantic_schema
 from .signature import MISSING, split_annotated
 
-__all__ = ["FieldLike", "JsonSchema", "SchemaBuilder"]
+__all__ = ["FieldLike", "JsonSchema", "SchemaBuilder", "number_text"]
 
 JsonSchema = dict[str, Any]
 
@@ -90,7 +90,7 @@ class SchemaBuilder:
             refs = self._refs
             schema = self.build(tp)
             if param is not EMPTY_PARAM:
-                schema = apply_param(schema, param, self.definition_error)
+                schema = apply_param(schema, param, self.definition_error, number_text(tp))
             if key is None or refs != self._refs:  # a $ref inside: this tool's own
                 return schema
             if len(_FRAGMENTS) >= _MAX_FRAGMENTS:
@@ -323,6 +323,18 @@ class SchemaBuilder:
                     "change the default, or widen the type (e.g. `int | None = None`)",
                 )
         schema["default"] = value
+
+
+def number_text(tp: Any) -> str | None:
+    """For a number that may travel as a numeric string (`Decimal`, `Decimal | None`), what
+    the string holds in words (its type record's `number_text`); None for any other type."""
+    if typing.get_origin(tp) in UNION_ORIGINS:
+        others = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(others) != 1:
+            return None
+        tp = others[0]
+    record = record_for(tp) if isinstance(tp, type) else None
+    return record.number_text if record is not None else None
 
 
 _FIX_TYPES = (
