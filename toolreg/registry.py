@@ -6,13 +6,17 @@ Every `ToolRegistry()` is fresh and independent. The module-level `register_tool
 
 from __future__ import annotations
 
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from types import FunctionType
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, overload
 
-from typing_extensions import Unpack
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:
+    from typing_extensions import Unpack
 
 from . import formats
 from .dispatch import (

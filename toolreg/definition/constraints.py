@@ -8,18 +8,16 @@ described (the schema builder passes its own).
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Any
 
 from ..errors import ToolDefinitionError, with_article
 from ..jsonvalues import NOT_JSONABLE, copy_json
 from ..params import Param
-from ..types import to_jsonable
+from ..types import TypeRecord, to_jsonable
 
-__all__ = ["Fail", "apply_param", "exact_number", "jsonable", "numeric_constraints"]
+__all__ = ["Fail", "apply_param", "jsonable", "numeric_constraints"]
 
 JsonSchema = dict[str, Any]
 Fail = Callable[[str, str], ToolDefinitionError]
@@ -27,18 +25,18 @@ Fail = Callable[[str, str], ToolDefinitionError]
 
 
 def apply_param(
-    schema: JsonSchema, param: Param, fail: Fail, number_text: str | None = None
+    schema: JsonSchema, param: Param, fail: Fail, number: TypeRecord | None = None
 ) -> JsonSchema:
     """Apply `Param` metadata (description, constraints, examples...) to a schema.
 
-    `number_text`: the schema is a number that may travel as a numeric string (a `Decimal`:
-    `anyOf` number / string), and this is what the string holds, in words: its bounds go on
-    the number branch as keywords and are said on the string branch in words (dispatch
-    checks them on the converted value, `definition.conversion`)."""
+    `number`: the schema is of a number that may travel as a numeric string (a `Decimal`:
+    `anyOf` number / string), this is its type's record: its bounds go on the number branch
+    as keywords and are said on the string branch in words (dispatch checks them on the
+    converted value, `definition.conversion`)."""
     out = dict(schema)
     target = _constraint_target(out)
-    if number_text is not None and any(v is not None for v in numeric_constraints(param)):
-        _apply_text_number(out, param, fail, number_text)
+    if number is not None and any(v is not None for v in numeric_constraints(param)):
+        _apply_text_number(out, param, fail, number)
     else:
         _apply_numeric(target, param, fail)
     _apply_lengths(target, param, fail)
@@ -78,22 +76,8 @@ def numeric_constraints(param: Param) -> tuple[Any, Any, Any, Any, Any]:
     return (param.gt, param.ge, param.lt, param.le, param.multiple_of)
 
 
-def exact_number(value: Any) -> Decimal | None:
-    """A bound as an exact `Decimal`: an int, a float as written (`0.1` is 0.1, not the
-    binary float's expansion) or a finite Decimal; None for anything else."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return Decimal(value)
-    if isinstance(value, float):
-        return Decimal(repr(value)) if math.isfinite(value) else None
-    if isinstance(value, Decimal):
-        return value if value.is_finite() else None
-    return None
-
-
-def _json_number(value: Decimal) -> int | float:
-    """`value` as a JSON Schema keyword's number (the schema is JSON: no Decimal in it)."""
+def _json_number(value: Any) -> int | float:
+    """An exact bound (a Decimal) as a JSON Schema keyword's number (the schema is JSON)."""
     if value == value.to_integral_value() and value.adjusted() < 300:
         return int(value)
     return float(value)
@@ -102,7 +86,7 @@ def _json_number(value: Decimal) -> int | float:
 _SAID = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
 
 
-def _apply_text_number(out: JsonSchema, param: Param, fail: Fail, number_text: str) -> None:
+def _apply_text_number(out: JsonSchema, param: Param, fail: Fail, record: TypeRecord) -> None:
     """Bounds on a number that may travel as a numeric string: keywords on the number branch,
     words on the string branch. `multiple_of` only in words: JSON Schema's `multipleOf` is
     tested in binary floats, where 0.07 is not a multiple of 0.01."""
@@ -110,24 +94,27 @@ def _apply_text_number(out: JsonSchema, param: Param, fail: Fail, number_text: s
     number = next(b for b in branches if b.get("type") == "number")
     text = next(b for b in branches if b.get("type") == "string")
     out["anyOf"] = branches
-    bounds: dict[str, Decimal] = {}
+    exact_of, words = record.exact, record.number_text
+    if exact_of is None or words is None:
+        raise TypeError(f"{record.python.__name__} is no number that travels as text")
+    bounds: dict[str, Any] = {}
     for attr, keyword in _NUMERIC.items():
         value = getattr(param, attr)
         if value is None:
             continue
-        exact = exact_number(value)
+        exact = exact_of(value)
         if exact is None:
             raise fail(f"{attr}={value!r} must be a number", f"pass a number, e.g. {attr}=0")
         bounds[attr] = exact
         number[keyword] = _json_number(exact)
     said = [f"{_SAID[attr]} {bound}" for attr, bound in bounds.items()]
     if param.multiple_of is not None:
-        step = exact_number(param.multiple_of)
+        step = exact_of(param.multiple_of)
         if step is None or step <= 0:
             raise fail("multiple_of must be > 0", "pass a positive number")
         said.append(f"a multiple of {step}")
         number["description"] = f"a multiple of {step}"
-    text["description"] = f"{number_text} {' and '.join(said)}"
+    text["description"] = f"{words} {' and '.join(said)}"
     for low_key in ("ge", "gt"):
         for high_key in ("le", "lt"):
             low, high = bounds.get(low_key), bounds.get(high_key)

@@ -8,34 +8,33 @@ A converter raises `ConversionError` with the path of the bad value.
 
 from __future__ import annotations
 
-import decimal
 import enum
 import operator
 import typing
 from collections import abc
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Any
 
 from ..errors import exception_text
 from ..params import EMPTY_PARAM, Param
 from ..types import (
+    BUILTIN_TYPES,
     LITERAL_ORIGINS,
     MAPPING_ORIGINS,
     SEQUENCE_ORIGINS,
     SET_ORIGINS,
-    TYPES,
     UNION_ORIGINS,
     WRAPPER_ORIGINS,
     ConversionError,
     Converter,
+    TypeRecord,
     record_for,
 )
 from ..validation import Validator
 from . import fields as _fields
-from .constraints import exact_number, numeric_constraints
+from .constraints import numeric_constraints
 from .pydantic_types import conversion_problems, pydantic_converter
-from .schema import SchemaBuilder, number_text
+from .schema import SchemaBuilder, text_number
 from .signature import split_annotated
 
 __all__ = ["converter_for"]
@@ -48,8 +47,9 @@ def _nested(path: str | int, conv: Converter, value: Any) -> Any:
         raise exc.under(path) from None
 
 
-_SCALARS: dict[Any, Converter | None] = {r.python: r.converter(r.python) for r in TYPES}
-"""The exact scalar types' converters, for the one dictionary look-up most annotations need."""
+_SCALARS: dict[Any, Converter | None] = {r.python: r.converter(r.python) for r in BUILTIN_TYPES}
+"""The built-in scalar types' converters, for the one dictionary look-up most annotations
+need (the others' come from `record_for`)."""
 
 
 # Bare `tuple`, `set` and `frozenset` still need their Python type (JSON only has lists).
@@ -70,9 +70,10 @@ class _Builder:
         bare, inner = split_annotated(tp)
         if inner is not EMPTY_PARAM:
             param = inner.merged(param)
-        if all(v is None for v in numeric_constraints(param)) or number_text(bare) is None:
+        if all(v is None for v in numeric_constraints(param)):
             return converter
-        return _exactly_bounded(converter, param)
+        number = text_number(bare)
+        return converter if number is None else _exactly_bounded(converter, param, number)
 
     def _build(self, tp: Any) -> Converter | None:
         if tp in _SCALARS:
@@ -219,23 +220,27 @@ _FAILS = (
 )
 
 
-def _exactly_bounded(converter: Converter | None, param: Param) -> Converter:
+def _exactly_bounded(converter: Converter | None, param: Param, number: TypeRecord) -> Converter:
     """`converter`, then `param`'s bounds and `multiple_of` checked exactly on the value it
     made (a `Decimal`, from a JSON number or a numeric string alike): the validator checks
-    only the number branch's keywords, in floats, and a numeric string not at all."""
+    only the number branch's keywords, in floats, and a numeric string not at all. `number`:
+    the type's record, whose `exact` and `is_multiple` do the arithmetic."""
+    exact, is_multiple = number.exact, number.is_multiple
+    if exact is None or is_multiple is None:
+        raise TypeError(f"{number.python.__name__} is no number that travels as text")
     bounds = []
     for attr, op, fails in _FAILS:
-        bound = exact_number(getattr(param, attr))
+        bound = exact(getattr(param, attr))
         if bound is not None:
             bounds.append((fails, bound, f"must be {op} {bound}"))
-    step = exact_number(param.multiple_of)
+    step = exact(param.multiple_of)
 
     def convert(value: Any) -> Any:
         number = value if converter is None else converter(value)
         if number is None:
             return None
         problems = [text for fails, bound, text in bounds if fails(number, bound)]
-        if step is not None and not _is_multiple(number, step):
+        if step is not None and not is_multiple(number, step):
             problems.append(f"must be a multiple of {step}")
         if problems:
             more = tuple(ConversionError((), text) for text in problems[1:])
@@ -243,19 +248,6 @@ def _exactly_bounded(converter: Converter | None, param: Param) -> Converter:
         return number
 
     return convert
-
-
-def _is_multiple(value: Decimal, step: Decimal) -> bool:
-    """Whether `value` is a whole multiple of `step`, exactly, in time bounded by their
-    digits (not by their exponents: 1E+999999999 is one digit). An integral quotient has at
-    most the value's digits plus about 2.33 per digit of the step (powers of 2 and 5), so
-    the precision below holds it exactly: an inexact quotient is not integral."""
-    digits = len(value.as_tuple().digits) + 3 * len(step.as_tuple().digits) + 5
-    context = decimal.Context(prec=digits, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN, traps=[])
-    quotient = context.divide(value, step)
-    if context.flags[decimal.Inexact] or not quotient.is_finite():
-        return False
-    return quotient == quotient.to_integral_value(context=context)
 
 
 def _enum(cls: type[enum.Enum]) -> Converter:
