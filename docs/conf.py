@@ -50,6 +50,10 @@ toolreg_api_modules = [
     "toolreg.toolsets",
     "toolreg.mcp",
     "toolreg.compat.chatglm3",
+    "toolreg.adapters.pydantic_ai",
+    "toolreg.adapters.agents",
+    "toolreg.adapters.langchain",
+    "toolreg.adapters.base",
 ]
 # Every public name has a docstring (tests/test_docstrings.py): the build fails on one
 # without (a list here would name known gaps; there are none).

@@ -36,6 +36,24 @@ def test_quick_benchmark_runs_and_reports_every_section() -> None:
     assert {"export", "rebuild", "resume overhead"} <= report["loop"]["state"]["rows"].keys()
 
 
+def test_the_adapters_benchmark_runs_each_installed_framework() -> None:
+    done = subprocess.run(
+        [sys.executable, "benchmarks/adapters.py", "--quick", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    measured = {row["framework"] for row in report["rows"]}
+    assert measured | report["skipped"].keys() == {"pydantic-ai", "openai-agents", "langchain-core"}
+    for row in report["rows"]:
+        assert row["native_us"] > 0
+        assert row["adapter_us"] > 0
+
+
 @pytest.mark.slow
 def test_serve_load_runs_every_configuration() -> None:
     done = subprocess.run(
