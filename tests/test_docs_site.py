@@ -13,6 +13,7 @@ is a failure.
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -228,9 +229,7 @@ def test_the_documented_command_builds_and_serves_the_site_locally() -> None:
     # the docs extra installs what the command runs, and the command exists
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     docs_extra = " ".join(project["optional-dependencies"]["docs"])
-    # (and what the reference imports: toolreg.mcp needs the SDK; .ci/run builds and serves
-    # the site in a venv with the docs extra alone, which is what checks the whole list)
-    for distribution in ("sphinx", "myst-parser", "furo", "sphinx-autobuild", "mcp"):
+    for distribution in ("sphinx", "myst-parser", "furo", "sphinx-autobuild"):
         assert re.search(rf"(^|\s){re.escape(distribution)}\b", docs_extra), distribution
     module = SERVE.split()[2]
     done = subprocess.run(
@@ -247,15 +246,53 @@ def test_the_documented_command_builds_and_serves_the_site_locally() -> None:
 SPHINX_TOOLCHAIN = ("sphinx", "myst-parser", "furo", "sphinx-autobuild")
 
 
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0]
+
+
+def _own_extras(requirements: list[str]) -> list[str]:
+    """The extras of toolreg itself that `requirements` name (`toolreg[mcp,agents]`)."""
+    own = [r for r in requirements if _name(r) == "toolreg"]
+    return [e.strip() for r in own for e in r[r.index("[") + 1 : r.index("]")].split(",")]
+
+
+def test_the_docs_extra_brings_what_the_reference_imports() -> None:
+    # autodoc imports every module the reference documents: `pip install -e '.[docs]'` alone
+    # must bring the SDKs they import (toolreg.mcp: mcp; toolreg.adapters.X: the framework),
+    # through toolreg's own extras. .ci/run builds and serves the site in such a venv.
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = project["optional-dependencies"]
+    brought = _own_extras(extras["docs"])
+    conf = ast.parse((DOCS / "conf.py").read_text(encoding="utf-8"))
+    modules = next(
+        ast.literal_eval(node.value)
+        for node in conf.body
+        if isinstance(node, ast.Assign)
+        and any(getattr(t, "id", "") == "toolreg_api_modules" for t in node.targets)
+    )
+    for module in modules:
+        parts = module.split(".")
+        if parts[1:2] == ["mcp"]:
+            needed = "mcp"
+        elif parts[1:2] == ["adapters"] and parts[2] != "base":
+            needed = parts[2].replace("_", "-")
+        else:
+            continue
+        assert needed in extras, f"{module}: no extra {needed!r}"
+        assert needed in brought, f"the docs extra does not bring toolreg[{needed}] ({module})"
+
+
 def test_the_dev_extra_brings_the_docs_toolchain_on_python_3_11_and_later() -> None:
     # `.ci/run` tests with `.[dev]` only: the site's build above must have what it needs
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     extras = project["optional-dependencies"]
-    dev = {re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0]: r for r in extras["dev"]}
+    dev = {_name(r): r for r in extras["dev"]}
     for requirement in extras["docs"]:
-        name = re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0]
-        assert name in dev, f"the dev extra lacks {name}"
-        if name in SPHINX_TOOLCHAIN:
-            assert dev[name] == f"{requirement}; python_version >= '3.11'", dev[name]
-        else:  # what the reference imports (toolreg.mcp needs the mcp SDK), on every Python
-            assert dev[name] == requirement, dev[name]
+        name = _name(requirement)
+        if name == "toolreg":  # toolreg's own extras: the dev extra has what they bring
+            for extra in _own_extras([requirement]):
+                for needed in extras[extra]:
+                    assert _name(needed) in dev, f"the dev extra lacks {needed} (toolreg[{extra}])"
+            continue
+        assert name in SPHINX_TOOLCHAIN, requirement
+        assert dev.get(name) == f"{requirement}; python_version >= '3.11'", dev.get(name)
