@@ -630,7 +630,7 @@ def test_store_options_are_checked(options: dict[str, Any], problem: str) -> Non
 
 
 def test_the_async_driver_needs_async_methods() -> None:
-    with ScriptedServer([]) as server, pytest.raises(UsageError, match="not a AsyncStateStore"):
+    with ScriptedServer([]) as server, pytest.raises(UsageError, match="not an AsyncStateStore"):
         AsyncConversation(
             server.async_client(), MODEL, state_store=SyncOnly(), conversation_id="c1"
         )

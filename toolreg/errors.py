@@ -95,6 +95,31 @@ def exception_text(exc: BaseException, limit: int = 500) -> str:
         return ""
 
 
+# Words that begin with a vowel letter read as a consonant (a union, a user, a one-off),
+# and with a consonant letter read as a vowel (an hour). Acronyms are read letter by letter.
+_A_BEFORE = ("one", "once", "uni", "usa", "use", "usi", "usu", "uti", "url", "eu")
+_AN_BEFORE = ("hour", "honest", "honor", "honour", "heir")
+_VOWEL_NAMED = "AEFHILMNORSX"  # letters whose names begin with a vowel: an HTTP..., an MCP...
+
+
+def with_article(noun: str) -> str:
+    """`noun` after "a" or "an", as it is read aloud, for messages: an integer, an object,
+    an array, a string, a union, a UUID, an HTTPError, an MCP server."""
+    word = noun.lstrip("`'\"(")
+    capitals = len(word) - len(word.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+    if capitals >= 2:  # an acronym (HTTP, UUID, IPv4Address): the first letter's name
+        vowel = word[0] in _VOWEL_NAMED
+    else:
+        lower = word.lower()
+        if lower.startswith(_AN_BEFORE):
+            vowel = True
+        elif lower.startswith(_A_BEFORE):
+            vowel = False
+        else:
+            vowel = lower[:1] in ("a", "e", "i", "o", "u")
+    return f"{'an' if vowel else 'a'} {noun}"
+
+
 class ToolregError(Exception):
     """Base class of every exception raised by toolreg."""
 

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import UsageError as ToolregUsageError
-from .target import TargetError, load_target
+from .target import TargetError, load_target, require_mcp_extra
 
 __all__ = ["add_parser", "cmd_serve", "worker_app"]
 
@@ -119,6 +119,7 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser], target_he
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    require_mcp_extra("toolreg serve needs")
     if args.transport == "stdio":
         options = (
             ("--token", args.token),

@@ -20,9 +20,7 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from time import perf_counter as _clock
-from typing import Any, Concatenate, Generic, TypeVar, Union, overload
-
-from typing_extensions import ParamSpec
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, Union, overload
 
 from ..errors import (
     InvalidArgumentsError,

@@ -28,7 +28,7 @@ import weakref
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import StateStoreError, UsageError, exception_text
+from ..errors import StateStoreError, UsageError, exception_text, with_article
 from .base import (
     DEFAULT_MAX_BYTES,
     StoredState,
@@ -292,7 +292,7 @@ def redacted(url: str) -> str:
         return f"unix://{parts.path}"
     host = parts.hostname or ""
     if not host:
-        return f"<a {parts.scheme or 'schemeless'} URL without a host>"
+        return f"<{with_article(parts.scheme or 'schemeless')} URL without a host>"
     shown = f"[{host}]" if ":" in host else host
     return f"{parts.scheme}://{shown}" + ("" if port is None else f":{port}")
 
@@ -302,7 +302,7 @@ def _client_url(client: Any) -> str:
     hold no credentials we show)."""
     settings = getattr(getattr(client, "connection_pool", None), "connection_kwargs", None)
     if not isinstance(settings, dict):
-        return f"<a {type(client).__name__}>"
+        return f"<{with_article(type(client).__name__)}>"
     path = settings.get("path")
     if isinstance(path, str):
         return f"unix://{path}"

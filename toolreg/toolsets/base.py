@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..dispatch import Dispatcher, DispatchSettings
-from ..errors import UsageError
+from ..errors import UsageError, with_article
 from ..tool import Tool
 
 if TYPE_CHECKING:  # the index loads on the first search (its patterns take ~6 ms to compile)
@@ -166,7 +166,7 @@ def label_of(toolset: object) -> str:
         return toolset.label
     names = [tool.name for tool in toolset.tools()] if isinstance(toolset, Toolset) else []
     shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
-    return f"a {type(toolset).__name__} ({shown or 'no tools'})"
+    return f"{with_article(type(toolset).__name__)} ({shown or 'no tools'})"
 
 
 def check_search(query: object, limit: object) -> None:

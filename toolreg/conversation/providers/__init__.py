@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ...errors import UsageError
+from ...errors import UsageError, with_article
 from ...formats import DIALECTS
 from .anthropic import AnthropicMessages
 from .base import Answer, Answers, Assembler, Message, Provider, Request
@@ -54,7 +54,7 @@ def dialect_for(client: Any, dialect: str | None) -> str:
         return ANTHROPIC if anthropic else "tools"
     if anthropic and dialect != ANTHROPIC:
         raise UsageError(
-            f"dialect={dialect!r}: an {type(client).__name__} client speaks Anthropic's "
+            f"dialect={dialect!r}: {with_article(type(client).__name__)} client speaks Anthropic's "
             'Messages API; leave dialect out (or give dialect="anthropic")'
         )
     if dialect == ANTHROPIC and not anthropic and getattr(client, "messages", None) is None:
