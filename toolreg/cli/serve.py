@@ -333,8 +333,8 @@ def _task_options(
                     "--tasks redis://127.0.0.1:6379/0"
                 )
         return None
-    from ..mcp.limits import redacted
     from ..mcp.tasks import TaskOptions
+    from ..stores.redis import redacted
 
     settings: dict[str, Any] = {"backend": url}
     if queue is not None:

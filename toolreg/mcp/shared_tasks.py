@@ -55,8 +55,8 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from ..errors import UsageError
+from ..stores.redis import redacted
 from .context import Note
-from .limits import redacted
 from .tasks import (
     EXPIRED,
     TERMINAL,

@@ -74,10 +74,10 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import UsageError
+from ..stores.redis import redacted
 from ..tool import Tool
 from .auth import Caller
 from .context import McpRequest, Note
-from .limits import redacted
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 """The extension's identifier."""
