@@ -7,7 +7,7 @@ Every `ToolRegistry()` is fresh and independent. The module-level `register_tool
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, overload
 
 from typing_extensions import Unpack
@@ -158,6 +158,7 @@ class ToolRegistry:
         eager: bool | None = None,
         allowed_callers: Iterable[Literal["direct", "programmatic"]] = (),
         output_schema: Mapping[str, Any] | bool | None = None,
+        lock: str | Callable[[dict[str, Any]], Hashable | None] | None = None,
         replace: bool = False,
     ) -> Callable[[F], F]: ...
 

@@ -1,0 +1,132 @@
+"""Idempotency keys: one stable key per tool call, for tools with side effects to deduplicate.
+
+```python
+@register_tool(destructive=True)
+def charge(amount: int, ctx: ToolContext[Shop]) -> str:
+    ctx.deps.payments.charge(amount, idempotency_key=ctx.idempotency_key)  # once, whatever retries
+    return "charged"
+```
+
+A conversation gives every call it runs a key (`ToolCall.idempotency_key`, the tool's
+`ToolContext.idempotency_key`, `ToolResult.idempotency_key`, hooks, stream events and
+telemetry spans), derived by `idempotency_key` from
+
+1. the conversation's id (its `conversation_id` with a state store; otherwise one made when
+   the conversation is built, kept by `export_state` / `from_state`),
+2. the turn's id (made for the turn's first round of calls, kept with a paused turn),
+3. the call's id (the model's, or `toolreg_<round>_<index>` for a call without a usable one:
+   the id a pending call gets),
+4. the tool's name, and
+5. the call's arguments as the model sent them, decoded and written as canonical JSON
+   (`canonical_arguments`: sorted keys, no whitespace, `ensure_ascii=False`).
+
+So the key is the same whenever the same call is run again: a resume after approval (in
+this process or from a saved state in another), a re-dispatch of a paused turn after a
+crash, a durable replay; and a call the model makes again in the same turn, with the same
+arguments, after its tool failed while it ran (`ToolRetry`, a time limit, an exception)
+keeps the key of the call it repeats. Different arguments (a person's edit included) give a
+different key. `dispatch_tool(..., idempotency_key=...)` takes a key from a loop of the
+application's own.
+
+Over MCP the key travels in the request's `_meta` under `META_KEY`
+(`"io.toolreg/idempotency-key"`: the MCP specification names none; SEP-3182's proposed
+`idempotencyKey` parameter was not adopted): a mounted server receives it, and `toolreg
+serve` hands a key it receives to the tool's `ToolContext`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from collections.abc import Mapping
+from typing import Any
+
+from .jsonvalues import strict_decoder
+
+__all__ = [
+    "MAX_KEY_CHARS",
+    "META_KEY",
+    "canonical_arguments",
+    "idempotency_key",
+    "key_of",
+    "new_id",
+    "received_key",
+]
+
+META_KEY = "io.toolreg/idempotency-key"
+"""The key of a tool call's idempotency key in an MCP request's `_meta`."""
+
+MAX_KEY_CHARS = 255
+"""The longest idempotency key dispatch and `toolreg serve` accept from a caller."""
+
+_VERSION = "toolreg-idempotency-1"  # the derivation's own name: a new one changes every key
+
+
+def canonical_arguments(arguments: str | bytes | Mapping[str, Any] | None) -> str:
+    """A call's arguments as canonical JSON (sorted keys, no whitespace, `ensure_ascii=False`),
+    decoded first when they are JSON text. `None` and `""` are `{}` (as dispatch reads them);
+    text that is no JSON (or too deep to decode) is kept as one JSON string, so it still
+    gives one key, different from any valid arguments."""
+    if arguments is None or arguments == "" or arguments == b"":
+        return "{}"
+    value: Any = arguments
+    if isinstance(arguments, (str, bytes, bytearray)):
+        try:
+            value = strict_decoder.decode(
+                arguments if isinstance(arguments, str) else bytes(arguments).decode("utf-8")
+            )
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+            text = arguments if isinstance(arguments, str) else repr(bytes(arguments))
+            return _dumps(text)
+    try:
+        return _dumps(value)
+    except (TypeError, ValueError, RecursionError):  # a mapping of non-JSON values
+        return _dumps(repr(value))
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def key_of(conversation_id: str, turn_id: str, call_id: str, tool_name: str, canonical: str) -> str:
+    """`idempotency_key` with the arguments already written by `canonical_arguments`."""
+    head = _dumps([_VERSION, conversation_id, turn_id, call_id, tool_name])
+    material = f"{head[:-1]},{canonical}]"  # the canonical JSON of the whole list
+    digest = bytearray(hashlib.sha256(material.encode("utf-8", "surrogatepass")).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x80  # RFC 9562 UUID version 8 (custom)
+    digest[8] = (digest[8] & 0x3F) | 0x80  # ... and its variant
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def idempotency_key(
+    conversation_id: str,
+    turn_id: str,
+    call_id: str,
+    tool_name: str,
+    arguments: str | bytes | Mapping[str, Any] | None,
+) -> str:
+    """The idempotency key of one tool call (see the module docstring for where each part
+    comes from): the SHA-256 of the canonical JSON of the list `["toolreg-idempotency-1",
+    conversation_id, turn_id, call_id, tool_name, arguments]` (arguments as
+    `canonical_arguments` writes them), its first 128 bits written as a UUID (version 8:
+    36 characters, which payment and ticket APIs accept as an idempotency key).
+
+    Example:
+        key = idempotency_key("chat-42", turn_id, "call_1", "charge", '{"amount": 5}')
+    """
+    return key_of(conversation_id, turn_id, call_id, tool_name, canonical_arguments(arguments))
+
+
+def new_id() -> str:
+    """A new random id (128 bits, hex): a conversation's or a turn's."""
+    return secrets.token_hex(16)
+
+
+def received_key(value: object) -> str | None:
+    """An idempotency key from outside (an MCP request's `_meta`, a caller of dispatch) if it
+    is one: text of 1 to `MAX_KEY_CHARS` printable characters; else None."""
+    if type(value) is not str or not 0 < len(value) <= MAX_KEY_CHARS or not value.isprintable():
+        return None
+    return value
