@@ -179,7 +179,7 @@ def test_conversation_driver_loads_on_first_use() -> None:
 # "definition"). Every module of the package must be placed: a new one fails until it is.
 LAYERS: list[set[str]] = [
     {"errors"},
-    {"params", "result", "jsonvalues"},
+    {"params", "result", "jsonvalues", "idempotency"},
     {"types"},
     {"validation"},
     {"definition"},

@@ -193,8 +193,9 @@ class CancelSignal:
             if self._event is None:
                 self._event = threading.Event()
             event = self._event
-            if self._set:
-                event.set()
+            finished = self.is_set()  # set meanwhile, before the event existed
+        if finished:
+            event.set()
         return event.wait(timeout)
 
     def set(self) -> None:
@@ -227,14 +228,21 @@ class CancelScope:
     """The calls a conversation runs in one round (or starts early): `cancel()` sets the
     `CancelSignal` of each call dispatched in it, and of each dispatched after."""
 
-    __slots__ = ("_cancelled", "_signals")
+    __slots__ = ("_cancelled", "_heard", "_signals")
 
     def __init__(self) -> None:
         self._signals: list[CancelSignal] = []
         self._cancelled = False
+        self._heard = False
+
+    @property
+    def heard(self) -> bool:
+        """Whether a call dispatched in it can hear its cancel signal (one was added)."""
+        return self._heard
 
     def add(self, signal: CancelSignal) -> None:
         with _GUARD:
+            self._heard = True
             if not self._cancelled:
                 self._signals.append(signal)
                 return

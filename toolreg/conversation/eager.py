@@ -23,7 +23,7 @@ from ..result import ToolCall, ToolResult
 
 if TYPE_CHECKING:  # imported when used: `import toolreg` stays light
     import asyncio
-    from concurrent.futures import Future, ThreadPoolExecutor  # noqa: F401 (quoted below)
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 __all__ = ["AsyncEarlyRuns", "EarlyRuns"]
 
@@ -51,13 +51,16 @@ class EarlyRuns(_Runs["Future[ToolResult]"]):
         super().__init__(workers)
         self.pool: ThreadPoolExecutor | None = None
 
-    def start(self, call: ToolCall, run: Callable[[], ToolResult]) -> None:
+    def start(self, call: ToolCall, run: Callable[[], ToolResult | None]) -> Future[ToolResult]:
+        """Start `run` for `call`; its future (what `claim` gives the round)."""
         if self.pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
             self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="toolreg-eager")
         context = contextvars.copy_context()  # the caller's, as dispatch_many gives
-        self.runs.append((call, self.pool.submit(context.run, run)))
+        future: Future[ToolResult] = self.pool.submit(context.run, run)  # type: ignore[arg-type]
+        self.runs.append((call, future))
+        return future
 
     def discard(self) -> None:
         """Cancel the runs no round took that have not started; abandon the others."""
@@ -76,7 +79,10 @@ class AsyncEarlyRuns(_Runs["asyncio.Task[ToolResult]"]):
         super().__init__(workers)
         self.gate: asyncio.Semaphore | None = None
 
-    def start(self, call: ToolCall, run: Callable[[], Awaitable[ToolResult]]) -> None:
+    def start(
+        self, call: ToolCall, run: Callable[[], Awaitable[ToolResult | None]]
+    ) -> asyncio.Task[ToolResult]:
+        """Start `run` for `call` as a task (what `claim` gives the round)."""
         import asyncio  # loaded by the running event loop already
 
         if self.gate is None:
@@ -85,9 +91,11 @@ class AsyncEarlyRuns(_Runs["asyncio.Task[ToolResult]"]):
 
         async def gated() -> ToolResult:
             async with gate:
-                return await run()
+                return await run()  # type: ignore[return-value]  # None: a stopped turn's
 
-        self.runs.append((call, asyncio.ensure_future(gated())))
+        task = asyncio.ensure_future(gated())
+        self.runs.append((call, task))
+        return task
 
     async def discard(self) -> None:
         """Cancel the runs no round took, and wait until they have stopped."""

@@ -28,12 +28,13 @@ from ..errors import (
     RepeatedCallError,
     ToolCallError,
     ToolDeniedError,
-    ToolExecutionError,
+    ToolInterruptedError,
     UsageError,
 )
 from ..formats import Format
+from ..idempotency import canonical_arguments, key_of, new_id
 from ..jsonvalues import safe_json
-from ..result import ToolCall, ToolResult
+from ..result import Outcome, ToolCall, ToolResult
 from .guardrails import Guardrails, GuardStep
 from .history import trim_to_limits
 from .output import OutputSpec
@@ -57,11 +58,13 @@ __all__ = [
     "LoopSettings",
     "ModelStep",
     "PausedRound",
+    "RoundProgress",
     "Step",
     "ToolsStep",
     "TurnState",
     "Verdict",
     "abandon",
+    "rekey_paused",
     "resume_loop",
     "run_loop",
 ]
@@ -84,13 +87,26 @@ class ModelStep:
     early: Callable[[Message], Generator[Step, Any, ToolCall | None]] | None = None
 
 
+@dataclass(slots=True)
+class RoundProgress:
+    """What a driver knows of a round's runs when the round is stopped (an exception, a
+    reader that closed the stream): the calls (indices into `ToolsStep.calls`) whose run
+    began, and the results of those that finished. A call with no result ran when it was
+    `started`, else it never began."""
+
+    started: set[int] = field(default_factory=set)
+    results: dict[int, ToolResult] = field(default_factory=dict)
+
+
 @dataclass(frozen=True, slots=True)
 class ToolsStep:
     """Run these calls; answer with their `ToolResult`s in the same order. `approved`: a
-    person approved exactly these calls (`confirm="defer"`), so they run unasked."""
+    person approved exactly these calls (`confirm="defer"`), so they run unasked. A driver
+    that cannot answer (the round is stopped) fills `progress` before it raises."""
 
     calls: list[ToolCall]
     approved: bool = False
+    progress: RoundProgress = field(default_factory=RoundProgress)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +205,13 @@ class TurnState:
     # calls of the answer being streamed whose prechecks ran already (eager start), each
     # with the answer they left (None: it runs); not saved: a turn pauses after its round
     early: list[tuple[ToolCall, ToolResult | None]] = field(default_factory=list)
+    # the idempotency keys' parts (see `toolreg.idempotency`): the conversation's id, and
+    # the turn's (made for its first round of calls)
+    conversation_id: str = ""
+    turn_id: str = ""
+    # (tool, canonical arguments) -> the key of a call of this turn that failed while it
+    # ran: the model's call made again with the same arguments keeps its key
+    retry_keys: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 def run_loop(s: LoopSettings, state: TurnState) -> Generator[Step, Any, Reply]:
@@ -239,7 +262,10 @@ def resume_loop(
         verdict = verdicts[pending.call_id]
         if verdict.approved:
             arguments = pending.arguments if verdict.arguments is None else verdict.arguments
-            call = ToolCall(pending.tool_name, arguments, pending.call_id)
+            # the key of the model's call, unless a person changed its arguments
+            shown = paused.calls[i] if verdict.arguments is None else None
+            key = _key(state, pending.tool_name, pending.call_id, shown, arguments)
+            call = ToolCall(pending.tool_name, arguments, pending.call_id, key)
             if verdict.arguments is not None:  # edited: the input guardrails check them again
                 refused = yield from s.guardrails.check_input(
                     call, state.calls_made, verdict.arguments, edited=True
@@ -252,9 +278,13 @@ def resume_loop(
             why = _declined(pending.tool_name, verdict.reason)
             denial = ToolDeniedError(why, tool_name=pending.tool_name)
             paused.results[i] = _synthetic(paused.calls[i], denial)
-    ran: list[ToolResult] = (
-        (yield ToolsStep([c for _, c in approved], approved=True)) if approved else []
-    )
+    step = ToolsStep([c for _, c in approved], approved=True)
+    try:
+        ran: list[ToolResult] = (yield step) if approved else []
+    except BaseException:  # the run was stopped: what is known of each call answers it
+        for j, (i, call) in enumerate(approved):
+            paused.results[i] = _known(s, call, step.progress, j)
+        raise
     ran = yield from s.guardrails.check_outputs(state.calls_made, ran)
     for (i, call), result in zip(approved, ran):
         edited = verdicts[call.call_id or ""].arguments
@@ -269,6 +299,19 @@ def resume_loop(
     return (yield from run_loop(s, state))
 
 
+def rekey_paused(state: TurnState) -> None:
+    """A paused turn read from a saved state: its pending calls get their idempotency keys
+    again, worked out from the saved parts (the keys they had when the turn paused)."""
+    paused = state.paused
+    if paused is None:
+        return
+    for i, pending in paused.pending.items():
+        shown = paused.calls[i]
+        key = _key(state, pending.tool_name, pending.call_id, shown, None)
+        paused.calls[i] = ToolCall(shown.name, shown.arguments, shown.call_id, key)
+        paused.pending[i] = dataclasses.replace(pending, idempotency_key=key)
+
+
 def abandon(s: LoopSettings, state: TurnState) -> None:
     """After a resumed turn failed: answer whatever its paused round left unanswered (a call
     whose outcome is unknown says so), so the history stays valid and nothing runs twice."""
@@ -276,13 +319,11 @@ def abandon(s: LoopSettings, state: TurnState) -> None:
     if paused is None:
         return
     for i, call in enumerate(paused.calls):
-        if i not in paused.results:
-            lost = ToolExecutionError(
-                f"Tool '{call.name}' was interrupted; whether it ran is unknown.",
-                tool_name=call.name,
-            )
-            paused.results[i] = _synthetic(call, lost)
-    state.history.extend(s.provider.results([paused.results[i] for i in range(len(paused.calls))]))
+        if i not in paused.results:  # stopped before its run began
+            paused.results[i] = _stopped(call, "not_started")
+    done = [paused.results[i] for i in range(len(paused.calls))]
+    state.history.extend(s.provider.results(done))
+    state.results.extend(done)
     state.paused = None
 
 
@@ -347,31 +388,77 @@ def _took(s: LoopSettings, state: TurnState, answer: Answer, drop_calls: bool) -
         state.known = len(state.history) if whole else 0
 
 
-def _call_key(call: ToolCall) -> tuple[str, str]:
-    args = call.arguments
-    try:
-        decoded = json.loads(args) if isinstance(args, (str, bytes)) else args
-        text = json.dumps(decoded, sort_keys=True, ensure_ascii=False)
-    except (TypeError, ValueError, RecursionError):
-        text = str(args)
-    return call.name, text
+def _call_key(call: ToolCall, canonical: str | None = None) -> tuple[str, str]:
+    """A call as the repeat guard and the retry keys compare it: its tool and its
+    arguments as canonical JSON."""
+    return call.name, canonical_arguments(call.arguments) if canonical is None else canonical
+
+
+def _key_id(call: ToolCall, index: int, ids: list[Any], number: int) -> str:
+    """The call id in a call's idempotency key: the model's, or for a call without a usable
+    one (none, or one another call of the round has) the id `_pending` gives it."""
+    call_id = call.call_id
+    if isinstance(call_id, str) and call_id and ids.count(call_id) == 1:
+        return call_id
+    return f"toolreg_{number}_{index}"
+
+
+def _key(state: TurnState, name: str, key_id: str, shown: ToolCall | None, arguments: Any) -> str:
+    """The idempotency key of a call (`toolreg.idempotency`): of the call the model made
+    (`shown`), or of one with these `arguments` (edited by a person). The same call made
+    again after its tool failed while it ran keeps that call's key (`retry_keys`)."""
+    if not state.turn_id:
+        state.turn_id = new_id()
+    canonical = canonical_arguments(arguments if shown is None else shown.arguments)
+    retried = state.retry_keys.get((name, canonical))
+    if retried is not None:
+        return retried
+    return key_of(state.conversation_id, state.turn_id, key_id, name, canonical)
+
+
+def _keyed(state: TurnState, calls: list[ToolCall], number: int) -> list[ToolCall]:
+    """The round's calls, each with its idempotency key (a call started early keeps the
+    key it started with)."""
+    ids = [c.call_id for c in calls]
+    out = []
+    for i, call in enumerate(calls):
+        early = next((c for c, _ in state.early if c == call), None)
+        key = (
+            early.idempotency_key
+            if early is not None and early.idempotency_key is not None
+            else _key(state, call.name, _key_id(call, i, ids, number), call, None)
+        )
+        out.append(ToolCall(call.name, call.arguments, call.call_id, key))
+    return out
 
 
 def _round(
     s: LoopSettings, state: TurnState, text: str, calls: list[ToolCall]
 ) -> Generator[Step, Any, Reply | None]:
     """One round of calls: checks, the calls that can run now, then either the observations
-    or, when some calls wait for approval, a paused turn."""
+    or, when some calls wait for approval, a paused turn. A round stopped on its way (an
+    exception, a reader that closed the stream) answers every call with what is known of
+    it (`_record_stopped`) before the exception goes on."""
+    calls = _keyed(state, calls, state.calls_made)
     answered = yield from _precheck(s, state, calls)
     pending = _pending(s, state, calls, answered)
     for i, waiting in pending.items():
-        calls[i] = ToolCall(calls[i].name, calls[i].arguments, waiting.call_id)
+        calls[i] = ToolCall(
+            calls[i].name, calls[i].arguments, waiting.call_id, calls[i].idempotency_key
+        )
     to_run = [c for i, c in enumerate(calls) if i not in answered and i not in pending]
-    ran: list[ToolResult] = (yield ToolsStep(to_run)) if to_run else []
-    ran = yield from s.guardrails.check_outputs(state.calls_made, ran)
-    done = _merge(calls, answered, ran, pending)
-    for i in sorted(done):
-        yield from _hook(s, "after_tool_call", ToolResultEvent(state.calls_made, done[i]))
+    step = ToolsStep(to_run)
+    ran: list[ToolResult] | None = None
+    checked: list[ToolResult] | None = None
+    try:
+        ran = (yield step) if to_run else []
+        checked = yield from s.guardrails.check_outputs(state.calls_made, ran)
+        done = _merge(calls, answered, checked, pending)
+        for i in sorted(done):
+            yield from _hook(s, "after_tool_call", ToolResultEvent(state.calls_made, done[i]))
+    except BaseException:
+        _record_stopped(s, state, calls, answered, to_run, step.progress, ran, checked)
+        raise
     if pending:
         state.paused = PausedRound(calls, done, pending)
         finished = [*state.results, *(done[i] for i in sorted(done))]
@@ -396,7 +483,9 @@ def _pending(
         call_id = call.call_id
         if not isinstance(call_id, str) or not call_id or ids.count(call_id) > 1:
             call_id = f"toolreg_{state.calls_made}_{i}"
-        pending[i] = PendingCall(call_id, call.name, arguments)
+        pending[i] = PendingCall(
+            call_id, call.name, arguments, idempotency_key=call.idempotency_key
+        )
     return pending
 
 
@@ -454,9 +543,10 @@ def _check(
         state.stop_requested = True
         return _synthetic(call, repeated)
     own = None if s.answer is None else s.answer(call)  # e.g. a tool search
-    if own is None:  # a call for dispatch: the input guardrails first
-        own = yield from s.guardrails.check_input(call, number)
-    return own
+    if own is not None:  # the conversation answered it itself: no tool ran
+        outcome: Outcome = "completed" if own.ok else "not_started"
+        return dataclasses.replace(own, outcome=outcome, idempotency_key=call.idempotency_key)
+    return (yield from s.guardrails.check_input(call, number))  # for dispatch: checked first
 
 
 def _early(
@@ -473,6 +563,11 @@ def _early(
     call = calls[0]
     if s.approval is not None and s.approval(call) is not None:
         return None  # it waits for a person
+    key_id = call.call_id if isinstance(call.call_id, str) and call.call_id else None
+    key_id = key_id or f"toolreg_{state.calls_made + 1}_{len(state.early)}"
+    call = ToolCall(
+        call.name, call.arguments, call.call_id, _key(state, call.name, key_id, call, None)
+    )
     made = s.policy.counted(state.results)  # and the calls this answer started already
     made += [c.name for c, a in state.early if a is None or a.error_kind != "call_limit"]
     answer = yield from _check(s, state, call, state.calls_made + 1, made)
@@ -503,9 +598,86 @@ def _repeated(call: ToolCall, earlier: str, refused_in: int) -> RepeatedCallErro
 
 
 def _synthetic(call: ToolCall, error: ToolCallError) -> ToolResult:
+    """The loop's own answer to a call that did not run."""
     return ToolResult(
-        tool_name=call.name, call_id=call.call_id, ok=False, content=error.message, error=error
+        tool_name=call.name,
+        call_id=call.call_id,
+        ok=False,
+        content=error.message,
+        error=error,
+        outcome="not_started",
+        idempotency_key=call.idempotency_key,
     )
+
+
+def _stopped(call: ToolCall, outcome: Outcome) -> ToolResult:
+    """The answer to a call of a round that was stopped before its result came: it never
+    began ("not_started"), or it was running ("interrupted")."""
+    if outcome == "not_started":
+        text = f"Tool '{call.name}' was not run: the turn was stopped before it started."
+        error: ToolCallError = ToolDeniedError(text, tool_name=call.name)
+    else:
+        text = (
+            f"Tool '{call.name}' was interrupted while it was running (the turn was "
+            "stopped): what it did is not known."
+        )
+        error = ToolInterruptedError(text, tool_name=call.name)
+    return ToolResult(
+        tool_name=call.name,
+        call_id=call.call_id,
+        ok=False,
+        content=text,
+        error=error,
+        outcome=outcome,
+        idempotency_key=call.idempotency_key,
+    )
+
+
+def _known(s: LoopSettings, call: ToolCall, progress: RoundProgress, index: int) -> ToolResult:
+    """What is known of call `index` of a stopped run: its result (withheld when an output
+    guardrail had yet to read it), or whether it had begun."""
+    result = progress.results.get(index)
+    if result is None:
+        return _stopped(call, "interrupted" if index in progress.started else "not_started")
+    if result.ok and s.guardrails.guards_output(result.tool_name):
+        text = (
+            f"Tool '{call.name}' ran, but the turn was stopped before its result was "
+            "checked: it is withheld."
+        )
+        return dataclasses.replace(result, content=text, value=None)
+    return result
+
+
+def _record_stopped(
+    s: LoopSettings,
+    state: TurnState,
+    calls: list[ToolCall],
+    answered: dict[int, ToolResult],
+    to_run: list[ToolCall],
+    progress: RoundProgress,
+    ran: list[ToolResult] | None,
+    checked: list[ToolResult] | None,
+) -> None:
+    """A round stopped on its way: every call of it answered in the history and the turn's
+    results with what is known of it (run, running, never begun), so that a conversation
+    that keeps them tells the model the truth and runs nothing twice."""
+    if checked is None and ran is not None:  # every call ran; the output checks did not
+        progress = RoundProgress(set(range(len(to_run))), dict(enumerate(ran)))
+    source = iter(checked if checked is not None else [None] * len(to_run))
+    results: list[ToolResult] = []
+    j = 0
+    for i, call in enumerate(calls):
+        if i in answered:
+            results.append(answered[i])
+            continue
+        if j < len(to_run) and to_run[j] is call:
+            done = next(source)
+            results.append(done if done is not None else _known(s, call, progress, j))
+            j += 1
+        else:  # waiting for approval: it never began
+            results.append(_stopped(call, "not_started"))
+    state.history.extend(s.provider.results(results))
+    state.results.extend(results)
 
 
 def _merge(
@@ -530,7 +702,14 @@ def _after_tools(
     state.results.extend(results)
     state.tool_rounds += 1
     state.after_observations = True
-    keys = {_call_key(c): r.content for c, r in zip(calls, results)}
+    keys: dict[tuple[str, str], str] = {}
+    for call, result in zip(calls, results):
+        key = _call_key(call)
+        keys[key] = result.content
+        if result.ok:
+            state.retry_keys.pop(key, None)
+        elif result.outcome != "not_started" and call.idempotency_key is not None:
+            state.retry_keys[key] = call.idempotency_key  # made again: the same key
     kept = (s.max_repeats or 2) - 1  # the rounds the guard looks back at
     state.recent = [*state.recent[-kept:], keys]
     spent = s.policy.retries_spent(state.results)

@@ -352,7 +352,7 @@ def _run_async(
     of its own and the caller stops waiting at the limit: `asyncio.run` would otherwise
     wait for the cancelled tool (and the loop's executor) to wind down. `signal`, once set,
     cancels the tool's task."""
-    coro = _with_deadline(tool, awaitable, limit, signal)
+    coro = _with_deadline(tool, awaitable, limit, signal, bridge=True)
     if limit is None:
         return run_coroutine(coro)
     import asyncio  # lazy: see the module's imports
@@ -399,6 +399,7 @@ async def _with_deadline(
     limit: float | None,
     signal: CancelSignal | None = None,
     in_thread: bool = False,
+    bridge: bool = False,
 ) -> T:
     """Await `awaitable`, at most `limit` seconds (the error names the tool's own limit).
 
@@ -406,16 +407,21 @@ async def _with_deadline(
     task; the tool then has `CANCEL_GRACE` seconds to end, and a result it reaches in that
     time (a value after all, or a `ToolCancelled` with its own words) answers the call. A
     sync tool (`in_thread`) cannot be cancelled, only signalled: without a `signal`, nothing
-    is waited for. With a `signal` and no limit, setting the signal cancels the task."""
-    if limit is None and signal is None:
+    is waited for. With `bridge` (sync dispatch: nothing else can cancel the task), setting
+    the signal from outside cancels the task."""
+    if limit is None and (signal is None or not (in_thread or bridge)):
         try:
-            return await awaitable
+            return await awaitable  # a cancellation reaches the tool itself
+        except BaseException:
+            if signal is not None:
+                signal.set()
+            raise
         finally:
             del awaitable  # a future that failed holds its exception: no cycle through here
     import asyncio  # lazy: see the module's imports
 
     task = asyncio.ensure_future(awaitable)
-    if signal is not None and not in_thread:
+    if signal is not None and bridge:
         signal.on_set(functools.partial(_cancel_soon, asyncio.get_running_loop(), task))
     try:
         done, _ = await asyncio.wait({task}, timeout=limit)

@@ -172,7 +172,7 @@ class Dispatcher:
         key = idempotency_key
         try:
             tool, args, positional, kwargs, signal = self._begin(
-                name, arguments, context, allowed, call_id, key
+                name, arguments, context, allowed, call_id, key, sync=True
             )
             if tool.needs_confirmation:
                 with one_question():  # also from dispatch_many's threads
@@ -390,10 +390,12 @@ class Dispatcher:
         allowed: Iterable[str] | None,
         call_id: str | None,
         key: str | None = None,
+        sync: bool = False,
     ) -> _Prepared:
         """The tool and its call, or the `ToolCallError` that stops it (the model's fault).
         The call gets a cancel signal when something could hear it: a tool that reads its
-        `ToolContext`, or a conversation's round (`cancel_scope`), whose stop sets it."""
+        `ToolContext`; and, under a conversation's round (`cancel_scope`, whose stop sets
+        it), an async tool run from sync code (the signal cancels its task)."""
         if key is not None and type(key) is not str:
             raise UsageError(
                 f"dispatch_tool(idempotency_key={key!r}): must be a str (or None), "
@@ -402,12 +404,13 @@ class Dispatcher:
         tool = self._lookup(name, allowed, context)
         args = self._arguments(tool, arguments, context)
         plan = tool.plan
-        scope = cancel_scope.get()
         signal = None
-        if scope is not None or plan.reads_context:
-            signal = CancelSignal()
-            if scope is not None:
-                scope.add(signal)
+        if plan.reads_context or (sync and tool.is_async):
+            scope = cancel_scope.get()
+            if plan.reads_context or scope is not None:
+                signal = CancelSignal()
+                if scope is not None:
+                    scope.add(signal)
         positional, kwargs = bind(tool, args, context, call_id, self.settings.errors, key, signal)
         return tool, args, positional, kwargs, signal
 
@@ -521,7 +524,9 @@ class Dispatcher:
             message += " No tools are available."
         return UnknownToolError(message, tool_name=shown, suggestions=matches)
 
-    def _execution_error(self, tool: Tool, exc: Exception, context: Any) -> ToolExecutionError:
+    def _execution_error(
+        self, tool: Tool, exc: Exception, context: Any
+    ) -> ToolExecutionError | ToolInterruptedError:
         chosen = _chosen_message(exc) if isinstance(exc, ToolError) else None
         if isinstance(exc, ToolCancelled):  # it stopped when asked, and says what it did
             _log_refusal(tool.name, chosen or "(cancelled)")

@@ -10,6 +10,7 @@ back once, when the tool has really stopped.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections import deque
 from collections.abc import Callable, Hashable
@@ -81,7 +82,7 @@ class ResourceLocks:
 
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
-        waiter = _Waiter(lambda: loop.call_soon_threadsafe(_resolve, future))
+        waiter = _Waiter(functools.partial(_wake_on, loop, future))
         with self.guard:
             waiting = self._held.get(key)
             if waiting is None:
@@ -127,6 +128,10 @@ class ResourceLocks:
                 return
             except RuntimeError:  # its event loop is closed: nobody takes it there
                 continue
+
+
+def _wake_on(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) -> None:
+    loop.call_soon_threadsafe(_resolve, future)  # RuntimeError: the loop is closed
 
 
 def _resolve(future: asyncio.Future[Any]) -> None:
