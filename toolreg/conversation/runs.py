@@ -31,7 +31,9 @@ __all__ = ["AsyncTurnRuns", "RunRecord", "TurnRuns", "progress_of"]
 
 @dataclass(slots=True)
 class RunRecord:
-    """One call's run: whether it began, and its result once it has one."""
+    """One call's run: whether it began (dispatch took it; a run whose dispatch raised an
+    application error, which it does only before the tool runs, did not), and its result
+    once it has one."""
 
     started: bool = False
     result: ToolResult | None = None
@@ -70,6 +72,9 @@ class TurnRuns:
                 token = cancel_scope.set(self.scope)  # the caller's own context, at times
                 try:
                     result = run()
+                except Exception:  # dispatch refused it before the tool (no context...)
+                    record.started = False
+                    raise
                 finally:
                     cancel_scope.reset(token)
                 record.result = result
@@ -106,6 +111,9 @@ class AsyncTurnRuns:
                 token = cancel_scope.set(self.scope)  # the caller's own context, at times
                 try:
                     result = await run()
+                except Exception:  # dispatch refused it before the tool (no context...)
+                    record.started = False
+                    raise
                 finally:
                     cancel_scope.reset(token)
                 record.result = result

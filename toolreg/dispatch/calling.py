@@ -378,9 +378,10 @@ async def acall(
             tool, coro if lease is None else _leased(coro, lease), timeout, signal
         )
     started = time.monotonic()
-    thread = _thread_future(functools.partial(_leased_sync, fn, args, kwargs, lease))
     heard = signal if tool.plan.reads_context else None
-    value = await _with_deadline(tool, thread, timeout, heard, in_thread=True)
+    work = functools.partial(_leased_sync, fn, args, kwargs, lease)
+    # no local holds the thread's future: a failed one holds its exception (no cycle)
+    value = await _with_deadline(tool, _thread_future(work), timeout, heard, in_thread=True)
     if type(value) not in _PLAIN and inspect.isawaitable(value):
         if timeout is not None:  # one time limit for the whole call, not one per step
             timeout = max(0.0, timeout - (time.monotonic() - started))
