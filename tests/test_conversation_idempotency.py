@@ -92,7 +92,8 @@ def test_one_key_per_call_everywhere_the_call_is_seen(dialect: str) -> None:
         )
         events = list(chat.stream("charge twice"))
     keys = ledger.keys()
-    assert len(keys) == 2 and len(set(keys)) == 2
+    assert len(keys) == 2
+    assert len(set(keys)) == 2
     assert all(isinstance(k, str) and UUID8.fullmatch(k) for k in keys)
     reply = events[-1].reply
     by_amount = {args["amount"]: key for _, args, key in ledger.seen}
@@ -150,7 +151,9 @@ def test_calls_without_ids_get_distinct_keys() -> None:
         )
         chat.send("charge 5 twice")
     first, second = ledger.keys()
-    assert first is not None and second is not None and first != second
+    assert first is not None
+    assert second is not None
+    assert first != second
 
 
 # -- approvals ---------------------------------------------------------------------------------
@@ -199,7 +202,8 @@ def test_edited_arguments_run_with_another_key() -> None:
         pending = chat.pending[0]
         chat.resume({pending.call_id: {"arguments": {"order": 8}}})
     (key,) = ledger.keys()
-    assert key is not None and key != pending.idempotency_key
+    assert key is not None
+    assert key != pending.idempotency_key
 
 
 def test_an_async_resume_keeps_the_key() -> None:
@@ -258,7 +262,8 @@ def test_a_redispatch_after_a_crash_with_a_store_runs_with_the_same_key() -> Non
         recovered.save("order-7", saved.state, None)
         chat(recovered).resume({call_id: True})
     first, second = ledger.keys()
-    assert first is not None and first == second
+    assert first is not None
+    assert first == second
 
 
 def test_the_conversation_id_is_the_stores_or_a_new_one_kept_by_the_state() -> None:
