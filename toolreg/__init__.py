@@ -25,12 +25,14 @@ from .errors import (
     RetryRequestedError,
     StateConflictError,
     ToolCallError,
+    ToolCancelled,
     ToolDefinitionError,
     ToolDeniedError,
     ToolError,
     ToolExecutionError,
     ToolFailed,
     ToolFailedError,
+    ToolInterruptedError,
     ToolNotFoundError,
     ToolregError,
     ToolRetry,
@@ -70,6 +72,7 @@ if _typing.TYPE_CHECKING:
         run_conversation,
         trim_history,
     )
+    from .idempotency import idempotency_key
     from .telemetry import instrument, uninstrument
 
 # The conversation driver and the telemetry load on first use (PEP 562): `import toolreg`
@@ -95,6 +98,7 @@ _LAZY = {
     "ToolStarted": "conversation",
     "TurnFinished": "conversation",
     "Usage": "conversation",
+    "idempotency_key": "idempotency",
     "instrument": "telemetry",
     "run_conversation": "conversation",
     "trim_history": "conversation",
@@ -160,6 +164,7 @@ __all__ = [
     "ToolCallError",
     "ToolCallEvent",
     "ToolCallReady",
+    "ToolCancelled",
     "ToolContext",
     "ToolDefinitionError",
     "ToolDeniedError",
@@ -168,6 +173,7 @@ __all__ = [
     "ToolFailed",
     "ToolFailedError",
     "ToolFinished",
+    "ToolInterruptedError",
     "ToolNotFoundError",
     "ToolProgress",
     "ToolRegistry",
@@ -192,6 +198,7 @@ __all__ = [
     "dispatch_tool",
     "filtered",
     "get_tools",
+    "idempotency_key",
     "instrument",
     "prefixed",
     "register_schema",

@@ -492,6 +492,8 @@ class Conversation(ConversationCore):
                 pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="toolreg")
                 for i, work in works.items():
                     futures[i] = pool.submit(contextvars.copy_context().run, work)
+                if notes is None:  # the first run that raises (an interrupt) stops the round
+                    _first_failure(futures)
             if notes is not None:
                 for i, future in enumerate(futures):
                     assert future is not None  # every call has its run now
@@ -516,6 +518,17 @@ class Conversation(ConversationCore):
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
         return results  # type: ignore[return-value]  # every run ended with its result
+
+
+def _first_failure(futures: Sequence[Future[Any] | None]) -> None:
+    """Wait for the runs until all are done or one raised (only an interrupt or the
+    application's mistake does); raise that."""
+    from concurrent.futures import FIRST_EXCEPTION, wait
+
+    done, _ = wait([f for f in futures if f is not None], return_when=FIRST_EXCEPTION)
+    for future in done:
+        if future.exception() is not None:
+            future.result()  # raises it
 
 
 def _result(future: Future[Any] | None) -> ToolResult:
@@ -918,11 +931,20 @@ class AsyncConversation(ConversationCore):
         tasks: list[asyncio.Task[Any] | None] = list(started)
         try:
             if len(works) <= 1 or not self.options.parallel:
+                current = asyncio.current_task()
                 for work in works.values():
+                    before = _cancelling(current)
                     await work()
+                    if _cancelling(current) > before:  # a tool answered the turn's cancel
+                        raise asyncio.CancelledError
             else:
                 for i, work in works.items():
                     tasks[i] = asyncio.ensure_future(work())
+                running = [t for t in tasks if t is not None]
+                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_EXCEPTION)
+                for task in done:
+                    if not task.cancelled() and task.exception() is not None:
+                        task.result()  # the application's mistake (no context...): raised
             return [
                 _recorded(records[i]) if task is None else _task_result(await _settled(task))
                 for i, task in enumerate(tasks)
@@ -973,6 +995,12 @@ class AsyncConversation(ConversationCore):
             for task in tasks:
                 task.cancel()  # a reader that stopped: nothing left running
         yield _Ran([_task_result(task) for task in tasks])
+
+
+def _cancelling(task: asyncio.Task[Any] | None) -> int:
+    """How many cancellations of `task` are pending (Python 3.11+; 0 before)."""
+    count = getattr(task, "cancelling", None)
+    return 0 if count is None else int(count())
 
 
 def _recorded(record: RunRecord) -> ToolResult:

@@ -432,7 +432,8 @@ async def _with_deadline(
         own = task.exception()
         if not isinstance(own, ToolCancelled):  # only words about the cancel answer it
             raise
-        _uncancel()  # the tool answered the cancel: the call ends with its words
+        # the tool answered the cancel: the call ends with its words (the cancellation
+        # stays counted on the task, `Task.cancelling()`, for its caller to see)
         raise own from None
     except BaseException:  # an interrupt: nothing is waited for
         _stop_now(task, signal)
@@ -481,16 +482,6 @@ def _stop_now(task: asyncio.Future[Any], signal: CancelSignal | None) -> None:
         signal.set()
     task.cancel()
     task.add_done_callback(_retrieve)
-
-
-def _uncancel() -> None:
-    """The current task's cancellation was answered (Python 3.11+ counts them)."""
-    import asyncio
-
-    current = asyncio.current_task()
-    uncancel = getattr(current, "uncancel", None)
-    if uncancel is not None:
-        uncancel()
 
 
 def _cancel_soon(loop: asyncio.AbstractEventLoop, task: asyncio.Future[Any]) -> None:
