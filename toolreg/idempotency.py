@@ -64,10 +64,10 @@ _VERSION = "toolreg-idempotency-1"  # the derivation's own name: a new one chang
 
 
 def canonical_arguments(arguments: str | bytes | Mapping[str, Any] | None) -> str:
-    """A call's arguments as canonical JSON (sorted keys, no whitespace, `ensure_ascii=False`),
-    decoded first when they are JSON text. `None` and `""` are `{}` (as dispatch reads them);
-    text that is no JSON (or too deep to decode) is kept as one JSON string, so it still
-    gives one key, different from any valid arguments."""
+    """A call's `arguments` as canonical JSON (sorted keys, no whitespace,
+    `ensure_ascii=False`), decoded first when they are JSON text or bytes. `None` and `""`
+    are `{}` (as dispatch reads them); text that is no JSON (or too deep to decode) is kept
+    as one JSON string, so it still gives one key, different from any valid arguments."""
     if arguments is None or arguments == "" or arguments == b"":
         return "{}"
     value: Any = arguments
@@ -90,7 +90,8 @@ def _dumps(value: Any) -> str:
 
 
 def key_of(conversation_id: str, turn_id: str, call_id: str, tool_name: str, canonical: str) -> str:
-    """`idempotency_key` with the arguments already written by `canonical_arguments`."""
+    """`idempotency_key(conversation_id, turn_id, call_id, tool_name, arguments)` with the
+    arguments already written by `canonical_arguments` (`canonical`)."""
     head = _dumps([_VERSION, conversation_id, turn_id, call_id, tool_name])
     material = f"{head[:-1]},{canonical}]"  # the canonical JSON of the whole list
     digest = bytearray(hashlib.sha256(material.encode("utf-8", "surrogatepass")).digest()[:16])
@@ -107,11 +108,18 @@ def idempotency_key(
     tool_name: str,
     arguments: str | bytes | Mapping[str, Any] | None,
 ) -> str:
-    """The idempotency key of one tool call (see the module docstring for where each part
-    comes from): the SHA-256 of the canonical JSON of the list `["toolreg-idempotency-1",
-    conversation_id, turn_id, call_id, tool_name, arguments]` (arguments as
-    `canonical_arguments` writes them), its first 128 bits written as a UUID (version 8:
-    36 characters, which payment and ticket APIs accept as an idempotency key).
+    """The idempotency key of one tool call: the SHA-256 of the canonical JSON of the list
+    `["toolreg-idempotency-1", conversation_id, turn_id, call_id, tool_name, arguments]`
+    (arguments as `canonical_arguments` writes them), its first 128 bits written as a UUID
+    (version 8: 36 characters, which payment and ticket APIs accept as an idempotency key).
+
+    Args:
+        conversation_id: the conversation's id (`Conversation.conversation_id`).
+        turn_id: the turn's id (kept with a paused turn's state).
+        call_id: the call's id: the model's, or `toolreg_<round>_<index>` for a call
+            without a usable one.
+        tool_name: the name the model called.
+        arguments: the model's arguments: JSON text, bytes or a mapping (`None`: `{}`).
 
     Example:
         key = idempotency_key("chat-42", turn_id, "call_1", "charge", '{"amount": 5}')
@@ -125,8 +133,8 @@ def new_id() -> str:
 
 
 def received_key(value: object) -> str | None:
-    """An idempotency key from outside (an MCP request's `_meta`, a caller of dispatch) if it
-    is one: text of 1 to `MAX_KEY_CHARS` printable characters; else None."""
+    """`value`, an idempotency key from outside (an MCP request's `_meta`, a saved state),
+    if it is one: text of 1 to `MAX_KEY_CHARS` printable characters; else None."""
     if type(value) is not str or not 0 < len(value) <= MAX_KEY_CHARS or not value.isprintable():
         return None
     return value
