@@ -58,6 +58,14 @@ def test_a_key_depends_on_the_decoded_arguments_not_their_text(
 
 
 @settings(max_examples=150, deadline=None)
+@given(objects)
+def test_canonical_arguments_are_jsons_own_canonical_form(arguments: dict[str, Any]) -> None:
+    expected = json.dumps(arguments, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    assert canonical_arguments(json.dumps(arguments)) == expected
+    assert canonical_arguments(arguments) == expected
+
+
+@settings(max_examples=150, deadline=None)
 @given(objects, objects)
 def test_different_arguments_give_different_keys(a: dict[str, Any], b: dict[str, Any]) -> None:
     same = canonical_arguments(a) == canonical_arguments(b)

@@ -37,9 +37,10 @@ serve` hands a key it receives to the tool's `ToolContext`.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-import secrets
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .jsonvalues import strict_decoder
@@ -49,7 +50,9 @@ __all__ = [
     "META_KEY",
     "canonical_arguments",
     "idempotency_key",
+    "key_from",
     "key_of",
+    "key_prefix",
     "new_id",
     "received_key",
 ]
@@ -62,43 +65,87 @@ MAX_KEY_CHARS = 255
 
 _VERSION = "toolreg-idempotency-1"  # the derivation's own name: a new one changes every key
 
+_text: Callable[[str], str] = json.encoder.encode_basestring
+"""A str as `json.dumps(..., ensure_ascii=False)` writes it (C-accelerated)."""
+
 
 def canonical_arguments(arguments: str | bytes | Mapping[str, Any] | None) -> str:
     """A call's `arguments` as canonical JSON (sorted keys, no whitespace,
     `ensure_ascii=False`), decoded first when they are JSON text or bytes. `None` and `""`
     are `{}` (as dispatch reads them); text that is no JSON (or too deep to decode) is kept
     as one JSON string, so it still gives one key, different from any valid arguments."""
-    if arguments is None or arguments == "" or arguments == b"":
-        return "{}"
     value: Any = arguments
-    if isinstance(arguments, (str, bytes, bytearray)):
+    if type(arguments) is str:  # what models send: the fast path
+        if not arguments:
+            return "{}"
         try:
-            value = strict_decoder.decode(
-                arguments if isinstance(arguments, str) else bytes(arguments).decode("utf-8")
-            )
+            value = _decode(arguments)
+        except (ValueError, RecursionError):
+            return _CANONICAL.encode(arguments)
+    elif arguments is None:
+        return "{}"
+    elif isinstance(arguments, (bytes, bytearray)):
+        if not arguments:
+            return "{}"
+        try:
+            value = _decode(bytes(arguments).decode("utf-8"))
         except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-            text = arguments if isinstance(arguments, str) else repr(bytes(arguments))
-            return _dumps(text)
+            return _CANONICAL.encode(repr(bytes(arguments)))
+    elif isinstance(arguments, str):  # a str subclass
+        return canonical_arguments(str(arguments))
     try:
-        return _dumps(value)
+        return _CANONICAL.encode(value)
     except (TypeError, ValueError, RecursionError):  # a mapping of non-JSON values
-        return _dumps(repr(value))
+        return _CANONICAL.encode(repr(value))
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+_decode = strict_decoder.decode
+
+
+class _Canonical:
+    """Canonical JSON, fast: CPython's C encoder made once (`JSONEncoder.encode` makes one
+    per call), without the circular check (a cyclic mapping is too deep: RecursionError);
+    `JSONEncoder` where there is no C encoder."""
+
+    def __init__(self) -> None:
+        self.fallback = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        make = getattr(json.encoder, "c_make_encoder", None)
+        self.fast = (
+            None if make is None else make(None, _refuse, _text, None, ":", ",", True, False, True)
+        )
+
+    def encode(self, value: Any) -> str:
+        if self.fast is None or type(value) is str:
+            return self.fallback.encode(value)
+        return "".join(self.fast(value, 0))
+
+
+def _refuse(value: Any) -> Any:
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+_CANONICAL = _Canonical()
+
+
+def key_prefix(conversation_id: str, turn_id: str) -> str:
+    """The part of a key's material a turn's calls share (a conversation makes it once per
+    turn): the canonical JSON of the list up to the turn's id."""
+    return f'["{_VERSION}",{_text(conversation_id)},{_text(turn_id)},'
+
+
+def key_from(prefix: str, call_id: str, tool_name: str, canonical: str) -> str:
+    """The key of a call from its turn's `key_prefix`, its `call_id`, its `tool_name` and its
+    `canonical` arguments (`canonical_arguments`)."""
+    material = f"{prefix}{_text(call_id)},{_text(tool_name)},{canonical}]"
+    h = hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
+    # the first 128 bits as an RFC 9562 UUID, version 8 (custom) and its variant bits
+    return f"{h[:8]}-{h[8:12]}-8{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:32]}"
 
 
 def key_of(conversation_id: str, turn_id: str, call_id: str, tool_name: str, canonical: str) -> str:
     """`idempotency_key(conversation_id, turn_id, call_id, tool_name, arguments)` with the
     arguments already written by `canonical_arguments` (`canonical`)."""
-    head = _dumps([_VERSION, conversation_id, turn_id, call_id, tool_name])
-    material = f"{head[:-1]},{canonical}]"  # the canonical JSON of the whole list
-    digest = bytearray(hashlib.sha256(material.encode("utf-8", "surrogatepass")).digest()[:16])
-    digest[6] = (digest[6] & 0x0F) | 0x80  # RFC 9562 UUID version 8 (custom)
-    digest[8] = (digest[8] & 0x3F) | 0x80  # ... and its variant
-    h = digest.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    return key_from(key_prefix(conversation_id, turn_id), call_id, tool_name, canonical)
 
 
 def idempotency_key(
@@ -127,9 +174,23 @@ def idempotency_key(
     return key_of(conversation_id, turn_id, call_id, tool_name, canonical_arguments(arguments))
 
 
+_PROCESS = os.urandom(12).hex()  # 96 random bits, made once per process (and per fork)
+_SERIAL = itertools.count()
+
+
+def _new_process() -> None:
+    global _PROCESS
+    _PROCESS = os.urandom(12).hex()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_process)
+
+
 def new_id() -> str:
-    """A new random id (128 bits, hex): a conversation's or a turn's."""
-    return secrets.token_hex(16)
+    """A new id, unique across processes (a conversation's or a turn's): 96 random bits
+    made once per process, then a count (no system call per id)."""
+    return f"{_PROCESS}{next(_SERIAL):08x}"
 
 
 def received_key(value: object) -> str | None:

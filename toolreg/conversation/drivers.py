@@ -463,14 +463,11 @@ class Conversation(ConversationCore):
         started: list[Future[ToolResult] | None] = [runs.claim(c) for c in calls]
         records = [RunRecord() if run is None else turn.early.pop(run) for run in started]
         options = self._dispatch_options(step.approved)
-        works = {
-            i: turn.wrap(
-                self._runner(
-                    call,
-                    {"call_id": call.call_id, "idempotency_key": call.idempotency_key, **options},
-                    notes,
-                ),
-                records[i],
+        runners = {
+            i: self._runner(
+                call,
+                {"call_id": call.call_id, "idempotency_key": call.idempotency_key, **options},
+                notes,
             )
             for i, (call, run) in enumerate(zip(calls, started))
             if run is None
@@ -480,12 +477,13 @@ class Conversation(ConversationCore):
         futures: list[Future[Any] | None] = list(started)
         try:
             if notes is not None:
-                for i in works:
+                for i in runners:
                     yield ToolCallReady(calls[i])
-            if notes is None and (len(works) <= 1 or not parallel):  # here, one by one
-                for i, work in works.items():
-                    records[i].result = work()
+            if notes is None and (len(runners) <= 1 or not parallel):  # here, one by one
+                for i, runner in runners.items():
+                    turn.run_here(runner, records[i])  # its record holds its result
             else:
+                works = {i: turn.wrap(runner, records[i]) for i, runner in runners.items()}
                 workers = 1 if not parallel else min(len(works), turn.limit)
                 from concurrent.futures import ThreadPoolExecutor  # lazy, as dispatch_many's
 

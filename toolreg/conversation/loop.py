@@ -32,7 +32,7 @@ from ..errors import (
     UsageError,
 )
 from ..formats import Format
-from ..idempotency import canonical_arguments, key_of, new_id
+from ..idempotency import canonical_arguments, key_from, key_prefix, new_id
 from ..jsonvalues import safe_json
 from ..result import Outcome, ToolCall, ToolResult
 from .guardrails import Guardrails, GuardStep
@@ -87,15 +87,19 @@ class ModelStep:
     early: Callable[[Message], Generator[Step, Any, ToolCall | None]] | None = None
 
 
-@dataclass(slots=True)
 class RoundProgress:
     """What a driver knows of a round's runs when the round is stopped (an exception, a
     reader that closed the stream): the calls (indices into `ToolsStep.calls`) whose run
     began, and the results of those that finished. A call with no result ran when it was
-    `started`, else it never began."""
+    `started`, else it never began. (A plain class: one is made per round.)"""
 
-    started: set[int] = field(default_factory=set)
-    results: dict[int, ToolResult] = field(default_factory=dict)
+    __slots__ = ("results", "started")
+
+    def __init__(
+        self, started: set[int] | None = None, results: dict[int, ToolResult] | None = None
+    ) -> None:
+        self.started: set[int] = set() if started is None else started
+        self.results: dict[int, ToolResult] = {} if results is None else results
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +213,7 @@ class TurnState:
     # the turn's (made for its first round of calls)
     conversation_id: str = ""
     turn_id: str = ""
+    key_prefix: str = ""  # made of the two, once per turn (not saved)
     # (tool, canonical arguments) -> the key of a call of this turn that failed while it
     # ran: the model's call made again with the same arguments keeps its key
     retry_keys: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -305,6 +310,7 @@ def rekey_paused(state: TurnState) -> None:
     paused = state.paused
     if paused is None:
         return
+    state.key_prefix = ""  # the ids may have changed since it was made
     for i, pending in paused.pending.items():
         shown = paused.calls[i]
         key = _key(state, pending.tool_name, pending.call_id, shown, None)
@@ -407,29 +413,43 @@ def _key(state: TurnState, name: str, key_id: str, shown: ToolCall | None, argum
     """The idempotency key of a call (`toolreg.idempotency`): of the call the model made
     (`shown`), or of one with these `arguments` (edited by a person). The same call made
     again after its tool failed while it ran keeps that call's key (`retry_keys`)."""
-    if not state.turn_id:
-        state.turn_id = new_id()
     canonical = canonical_arguments(arguments if shown is None else shown.arguments)
+    return _key_of(state, name, key_id, canonical)
+
+
+def _key_of(state: TurnState, name: str, key_id: str, canonical: str) -> str:
+    """`_key` with the arguments written already."""
     retried = state.retry_keys.get((name, canonical))
     if retried is not None:
         return retried
-    return key_of(state.conversation_id, state.turn_id, key_id, name, canonical)
+    prefix = state.key_prefix
+    if not prefix:
+        if not state.turn_id:
+            state.turn_id = new_id()
+        prefix = state.key_prefix = key_prefix(state.conversation_id, state.turn_id)
+    return key_from(prefix, key_id, name, canonical)
 
 
-def _keyed(state: TurnState, calls: list[ToolCall], number: int) -> list[ToolCall]:
+def _keyed(
+    state: TurnState, calls: list[ToolCall], number: int
+) -> tuple[list[ToolCall], list[str]]:
     """The round's calls, each with its idempotency key (a call started early keeps the
-    key it started with)."""
+    key it started with), and their arguments as canonical JSON."""
     ids = [c.call_id for c in calls]
     out = []
+    canonicals = []
+    early = state.early
     for i, call in enumerate(calls):
-        early = next((c for c, _ in state.early if c == call), None)
+        canonical = canonical_arguments(call.arguments)
+        canonicals.append(canonical)
+        started = next((c for c, _ in early if c == call), None) if early else None
         key = (
-            early.idempotency_key
-            if early is not None and early.idempotency_key is not None
-            else _key(state, call.name, _key_id(call, i, ids, number), call, None)
+            started.idempotency_key
+            if started is not None and started.idempotency_key is not None
+            else _key_of(state, call.name, _key_id(call, i, ids, number), canonical)
         )
         out.append(ToolCall(call.name, call.arguments, call.call_id, key))
-    return out
+    return out, canonicals
 
 
 def _round(
@@ -439,7 +459,7 @@ def _round(
     or, when some calls wait for approval, a paused turn. A round stopped on its way (an
     exception, a reader that closed the stream) answers every call with what is known of
     it (`_record_stopped`) before the exception goes on."""
-    calls = _keyed(state, calls, state.calls_made)
+    calls, canonicals = _keyed(state, calls, state.calls_made)
     answered = yield from _precheck(s, state, calls)
     pending = _pending(s, state, calls, answered)
     for i, waiting in pending.items():
@@ -464,7 +484,7 @@ def _round(
         finished = [*state.results, *(done[i] for i in sorted(done))]
         asked = list(pending.values())
         return _reply(state, text, "approval_required", results=finished, pending=asked)
-    return _after_tools(s, state, calls, [done[i] for i in range(len(calls))])
+    return _after_tools(s, state, calls, [done[i] for i in range(len(calls))], canonicals)
 
 
 def _pending(
@@ -696,15 +716,19 @@ def _merge(
 
 
 def _after_tools(
-    s: LoopSettings, state: TurnState, calls: list[ToolCall], results: list[ToolResult]
+    s: LoopSettings,
+    state: TurnState,
+    calls: list[ToolCall],
+    results: list[ToolResult],
+    canonicals: list[str] | None = None,
 ) -> Reply | None:
     state.history.extend(s.provider.results(results))
     state.results.extend(results)
     state.tool_rounds += 1
     state.after_observations = True
     keys: dict[tuple[str, str], str] = {}
-    for call, result in zip(calls, results):
-        key = _call_key(call)
+    for i, (call, result) in enumerate(zip(calls, results)):
+        key = _call_key(call, None if canonicals is None else canonicals[i])
         keys[key] = result.content
         if result.ok:
             state.retry_keys.pop(key, None)

@@ -14,6 +14,7 @@ says (`RoundProgress`).
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -48,14 +49,20 @@ def progress_of(records: list[RunRecord], progress: RoundProgress) -> None:
             progress.results[index] = record.result
 
 
+_GATES = threading.Lock()  # guards every sync gate's count (a few operations per run)
+
+
 class TurnRuns:
     """The sync driver's runs of one turn: a gate of `limit` runs at once and one cancel
     scope. The records of runs started early are kept by their future until a round
-    claims them."""
+    claims them. Made per turn: the gate's condition only when a run has to wait."""
+
+    __slots__ = ("_waiting", "early", "limit", "running", "scope")
 
     def __init__(self, limit: int) -> None:
         self.limit = max(1, limit)
-        self.gate = threading.BoundedSemaphore(self.limit)
+        self.running = 0
+        self._waiting: threading.Condition | None = None
         self.scope = CancelScope()
         self.early: dict[Any, RunRecord] = {}
 
@@ -63,24 +70,57 @@ class TurnRuns:
         self, run: Callable[[], ToolResult], record: RunRecord
     ) -> Callable[[], ToolResult | None]:
         """`run` behind the gate, recorded; None when the turn stopped before it began."""
+        return functools.partial(self.run, run, record)
 
-        def gated() -> ToolResult | None:
-            with self.gate:
-                if self.scope.cancelled:
-                    return None
-                record.started = True
-                token = cancel_scope.set(self.scope)  # the caller's own context, at times
-                try:
-                    result = run()
-                except Exception:  # dispatch refused it before the tool (no context...)
-                    record.started = False
-                    raise
-                finally:
-                    cancel_scope.reset(token)
-                record.result = result
-                return result
+    def run(self, run: Callable[[], ToolResult], record: RunRecord) -> ToolResult | None:
+        """`wrap`'s run, now (in the caller's thread)."""
+        self._enter()
+        try:
+            if self.scope.cancelled:
+                return None
+            record.started = True
+            token = cancel_scope.set(self.scope)  # the caller's own context, at times
+            try:
+                result = run()
+            except Exception:  # dispatch refused it before the tool (no context...)
+                record.started = False
+                raise
+            finally:
+                cancel_scope.reset(token)
+            record.result = result
+            return result
+        finally:
+            self._leave()
 
-        return gated
+    def run_here(self, run: Callable[[], ToolResult], record: RunRecord) -> ToolResult | None:
+        """A run in the driver's own thread, which starts every run of the turn: while no
+        other runs (none started early is still going) nothing can start beside it, so it
+        passes no gate and needs no cancel scope (an interrupt reaches it directly)."""
+        if self.running:  # read unlocked: others only lower it, and a stale count gates
+            return self.run(run, record)
+        record.started = True
+        try:
+            result = run()
+        except Exception:  # dispatch refused it before the tool (no context...)
+            record.started = False
+            raise
+        record.result = result
+        return result
+
+    def _enter(self) -> None:
+        with _GATES:
+            if self.running >= self.limit:
+                if self._waiting is None:
+                    self._waiting = threading.Condition(_GATES)
+                while self.running >= self.limit:
+                    self._waiting.wait()
+            self.running += 1
+
+    def _leave(self) -> None:
+        with _GATES:
+            self.running -= 1
+            if self._waiting is not None:
+                self._waiting.notify()
 
     def stop(self) -> None:
         """Ask every running call to stop; a call not begun yet never begins."""
