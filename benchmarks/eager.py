@@ -5,11 +5,11 @@
 
 The endpoint is `toolreg.testing.ScriptedServer` on 127.0.0.1, paced by its `before_send`
 hook like a model that takes its time: the first answer is three tool calls, and the
-arguments of call k are complete (the next call begins, or the end) at SCHEDULE_MS[k]
-after the request, 200, 400 and 600 ms; a plain (non-streamed) answer is sent whole at
-600 ms, when the stream would have ended. The tools take TOOL_MS = [900, 100, 100] ms
-(`time.sleep` for a sync driver, `asyncio.sleep` for an async one). The second answer,
-after the tool results, is "done" at once.
+arguments of call k are complete (its argument pieces arrive; its head comes when call k-1
+is complete) at SCHEDULE_MS[k] after the request, 200, 400 and 600 ms; a plain
+(non-streamed) answer is sent whole at 600 ms, when the stream would have ended. The tools
+take TOOL_MS = [900, 100, 100] ms (`time.sleep` for a sync driver, `asyncio.sleep` for an
+async one). The second answer, after the tool results, is "done" at once.
 
 Bounds, from that schedule alone:
 - eager: the latest of each call's completion plus its tool's time (200 + 900 ms);
@@ -134,12 +134,20 @@ def _due(chunk: dict[str, Any]) -> int | None:
         if choice.get("finish_reason") == "tool_calls":
             return SCHEDULE_MS[-1]
         fragments = (choice.get("delta") or {}).get("tool_calls") or []
-        index = fragments[0].get("index", 0) if fragments and fragments[0].get("id") else 0
-        return SCHEDULE_MS[index - 1] if index > 0 else None
+        if not fragments:
+            return None
+        index = fragments[0].get("index", 0)
+        if fragments[0].get("id"):  # a call's head: when the call before it is complete
+            return SCHEDULE_MS[index - 1] if index > 0 else None
+        return SCHEDULE_MS[index]  # its arguments: when it is complete
     if kind == "response.output_item.added":
         index = chunk.get("output_index", 0)
         is_call = chunk.get("item", {}).get("type") == "function_call"
         return SCHEDULE_MS[index - 1] if is_call and index > 0 else None
+    if kind in ("response.function_call_arguments.delta", "response.output_item.done"):
+        index = chunk.get("output_index", 0)
+        is_call = kind.endswith(".delta") or chunk.get("item", {}).get("type") == "function_call"
+        return SCHEDULE_MS[index] if is_call else None
     if kind == "response.completed":
         output = chunk.get("response", {}).get("output") or []
         return SCHEDULE_MS[-1] if any(i.get("type") == "function_call" for i in output) else None

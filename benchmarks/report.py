@@ -3,6 +3,7 @@
 from typing import Any
 
 import corpus
+import schemas
 
 __all__ = ["loop_overheads", "markdown", "means", "state_total", "str_ratio", "targets"]
 
@@ -144,6 +145,10 @@ def targets(results: dict[str, Any], clock: str) -> list[dict[str, Any]]:
         if cells:
             errors = sum(r["errors"] for r in cells)
             add("MCP tools/call errors (toolreg, all cells)", errors, 0, "")
+    if "schemas" in results:
+        built = schemas.per_tool(results["schemas"], clock)
+        for label in ("toolreg register_schema", "toolreg mount"):
+            add(f"a tool from JSON Schema, {label}, µs per tool", built.get(label), 300, "µs")
     if "scale" in results:
         s = results["scale"]
         ratio = s["dispatch"]["big"][clock]["median"] / s["dispatch"]["10"][clock]["median"]
@@ -394,6 +399,8 @@ def markdown(results: dict[str, Any]) -> str:
         lines += _loop(results["loop"], clock)
     if "mcp" in results:
         lines += _mcp(results["mcp"])
+    if "schemas" in results:
+        lines += schemas.markdown(results["schemas"], clock)
     lines += _targets(results["targets"])
     if "profile" in results:
         lines += ["", *_profile(results["profile"])]

@@ -29,8 +29,9 @@ import measure  # noqa: E402
 import peers  # noqa: E402
 import report  # noqa: E402
 import scenarios  # noqa: E402
+import schemas  # noqa: E402
 
-SECTIONS = ("registration", "dispatch", "import", "concurrency", "scale", "loop")
+SECTIONS = ("registration", "dispatch", "import", "concurrency", "scale", "loop", "schemas")
 OPTIONAL = ("mcp",)  # run only when named: it starts servers and takes a minute
 
 
@@ -156,6 +157,8 @@ def run(cfg: dict[str, Any]) -> dict[str, Any]:
             results[section] = loop.loop_overhead(cfg, peers.installed)
         elif section == "mcp":
             results[section] = mcp_bench.run(cfg)
+        elif section == "schemas":
+            results[section] = schemas.run(cfg)
         elif section in ("registration", "dispatch", "import"):
             fn = {"registration": registration, "dispatch": dispatch, "import": imports}
             results[section] = fn[section](cfg["peers"], cfg)
@@ -196,12 +199,18 @@ def main(argv: list[str] | None = None) -> int:
         help="loop section: also run another checkout's toolreg (e.g. /path/to/main)",
     )
     parser.add_argument(
+        "--schemas-baseline",
+        metavar="CHECKOUT",
+        help="schemas section: also run another checkout's toolreg (e.g. /path/to/main)",
+    )
+    parser.add_argument(
         "--clock", choices=("cpu", "wall"), default="cpu", help="the clock in the tables"
     )
     args = parser.parse_args(argv)
     cfg = configure(args)
     cfg["profile"] = args.profile
     cfg["loop_baseline"] = args.loop_baseline
+    cfg["schemas_baseline"] = args.schemas_baseline
     results = run(cfg)
     print(
         json.dumps(results, indent=2, ensure_ascii=False) if args.json else report.markdown(results)

@@ -50,7 +50,12 @@ toolreg_api_modules = [
     "toolreg.search",
     "toolreg.toolsets",
     "toolreg.mcp",
+    "toolreg.sources",
     "toolreg.compat.chatglm3",
+    "toolreg.adapters.pydantic_ai",
+    "toolreg.adapters.agents",
+    "toolreg.adapters.langchain",
+    "toolreg.adapters.base",
 ]
 # Every public name has a docstring (tests/test_docstrings.py): the build fails on one
 # without (a list here would name known gaps; there are none).

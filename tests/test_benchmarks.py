@@ -26,7 +26,10 @@ def test_quick_benchmark_runs_and_reports_every_section() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
     sections = {"registration", "dispatch", "import", "concurrency", "scale", "loop", "targets"}
-    assert sections <= report.keys()
+    assert sections | {"schemas"} <= report.keys()
+    built = {row["label"] for row in report["schemas"]["rows"]}
+    assert {"toolreg register_schema", "toolreg mount", "FastMCP ProxyTool.from_mcp_tool"} <= built
+    assert not report["schemas"]["failed"]
     assert report["targets"], "the targets table is empty"
     loop_rows = {row["label"] for row in report["loop"]["rows"]}
     assert {"toolreg Conversation, tools", "toolreg Conversation, responses"} <= loop_rows
@@ -34,6 +37,24 @@ def test_quick_benchmark_runs_and_reports_every_section() -> None:
     floors = {row["label"]: row["floor_label"] for row in report["loop"]["rows"]}
     assert floors["toolreg Conversation, anthropic"] == "raw SDK loop, anthropic (sync)"
     assert {"export", "rebuild", "resume overhead"} <= report["loop"]["state"]["rows"].keys()
+
+
+def test_the_adapters_benchmark_runs_each_installed_framework() -> None:
+    done = subprocess.run(
+        [sys.executable, "benchmarks/adapters.py", "--quick", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    measured = {row["framework"] for row in report["rows"]}
+    assert measured | report["skipped"].keys() == {"pydantic-ai", "openai-agents", "langchain-core"}
+    for row in report["rows"]:
+        assert row["native_us"] > 0
+        assert row["adapter_us"] > 0
 
 
 @pytest.mark.slow
@@ -89,3 +110,19 @@ def test_search_benchmark_counts_tokens_offline_or_says_why_not() -> None:
         label, count = found
         assert "cl100k_base" in label
         assert count("hello world") == 2  # cl100k_base: "hello", " world"
+
+
+@pytest.mark.slow
+def test_openapi_benchmark_runs() -> None:
+    done = subprocess.run(
+        [sys.executable, "benchmarks/openapi.py", "--quick", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["build"]["tools"] == 120
+    assert {"sync", "async"} <= report["dispatch"].keys()

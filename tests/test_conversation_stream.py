@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from toolreg import Conversation, ConversationError, Reply, ToolRegistry
 from toolreg.conversation.stream import StreamAssembler
@@ -140,6 +143,7 @@ def test_assembler_keeps_the_first_id_and_name_and_ignores_other_choices() -> No
     assembler.feed(fragment(index=0, id="a", function={"name": "f", "arguments": "{"}))
     assembler.feed(fragment(index=0, id="a", function={"name": "f", "arguments": "}"}))
     assembler.feed({"choices": [{"index": 1, "delta": {"content": "other choice"}}]})
+    assembler.feed(chunk({}, "tool_calls"))
     message = assembler.result()["message"]
     assert message["tool_calls"][0]["function"] == {"name": "f", "arguments": "{}"}
     assert message["content"] is None
@@ -148,3 +152,48 @@ def test_assembler_keeps_the_first_id_and_name_and_ignores_other_choices() -> No
 def test_assembler_refuses_an_empty_stream() -> None:
     with pytest.raises(ConversationError, match="no chunks"):
         StreamAssembler().result()
+
+
+JSON_TEXT = st.text(alphabet='ab{}[]",:\\ é\n\t', max_size=8)
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-99, 99) | JSON_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(JSON_TEXT, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@pytest.mark.slow
+@settings(max_examples=150, deadline=None)
+@given(
+    arguments=st.dictionaries(JSON_TEXT, JSON_VALUES, max_size=4),
+    padding=st.sampled_from([0, 0, 1100, 3000]),  # long arguments: read by ObjectEnd
+    spaces=st.sampled_from(["", " ", "\n  "]),
+    rng=st.randoms(use_true_random=False),
+)
+def test_assembler_gives_a_call_out_exactly_when_its_arguments_become_whole(
+    arguments: dict[str, Any], padding: int, spaces: str, rng: Any
+) -> None:
+    """Whatever the pieces, a call is complete at the first piece after which its
+    arguments are a whole JSON object, never before, and given out once."""
+    if padding:
+        arguments = {**arguments, "pad": '}{\\"' * (padding // 4)}
+    text = spaces + json.dumps(arguments, ensure_ascii=rng.random() < 0.5) + spaces
+    cuts = sorted(rng.sample(range(1, len(text)), min(len(text) - 1, rng.randint(0, 40))))
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+    assembler = StreamAssembler()
+    assembler.feed(fragment(index=0, id="a", function={"name": "f", "arguments": ""}))
+    given_at: list[int] = []
+    for n, piece in enumerate(pieces):
+        assembler.feed(fragment(index=0, function={"arguments": piece}))
+        for message in assembler.completed():
+            assert json.loads(message["tool_calls"][0]["function"]["arguments"]) == arguments
+            given_at.append(n)
+    whole = [n for n in range(len(pieces)) if _whole("".join(pieces[: n + 1]))]
+    assert given_at == whole[:1]  # at the first piece that makes it whole, once
+
+
+def _whole(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False

@@ -13,9 +13,9 @@ import pytest
 
 from toolreg import ToolError, ToolExecutionError, ToolRegistry, ToolTimeoutError
 
-RUNNING = " while it was running: what it did is not known."  # a timeout's words
-
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+
+INTERRUPTED = "interrupted while running, so it may have had effects."
 
 
 class Broken(Exception):
@@ -211,7 +211,7 @@ def test_timeout_in_sync_dispatch(tool: str) -> None:
     waited = time.perf_counter() - start
     assert not result.ok
     assert result.error_kind == "timeout"
-    assert result.content == f"Tool '{tool}' timed out after 0.1 s" + RUNNING
+    assert result.content == f"Tool '{tool}' timed out after 0.1 s: {INTERRUPTED}"
     assert isinstance(result.error, ToolTimeoutError)
     assert result.error.timeout == 0.1
     assert result.call_id == "t1"
@@ -227,7 +227,7 @@ def test_timeout_in_async_dispatch(tool: str) -> None:
     result = asyncio.run(reg.adispatch_tool(tool, {"seconds": 1.0}))
     assert time.perf_counter() - start < 0.8
     assert result.error_kind == "timeout"
-    assert result.content == f"Tool '{tool}' timed out after 0.1 s" + RUNNING
+    assert result.content == f"Tool '{tool}' timed out after 0.1 s: {INTERRUPTED}"
 
 
 @pytest.mark.parametrize("tool", ["slow", "aslow"])
@@ -255,7 +255,7 @@ def test_timed_out_async_tool_is_cancelled() -> None:
         await asyncio.sleep(0.01)
         return result.content
 
-    assert asyncio.run(run()) == "Tool 'sleeper' timed out after 0.05 s" + RUNNING
+    assert asyncio.run(run()) == f"Tool 'sleeper' timed out after 0.05 s: {INTERRUPTED}"
     assert events == ["cancelled"]
 
 
@@ -296,7 +296,7 @@ def test_sync_dispatch_of_a_slow_async_tool_returns_at_its_limit() -> None:
     started = time.perf_counter()
     result = reg.dispatch_tool("slow")
     took = time.perf_counter() - started
-    assert result.content == "Tool 'slow' timed out after 0.2 s" + RUNNING
+    assert result.content == f"Tool 'slow' timed out after 0.2 s: {INTERRUPTED}"
     assert took < 1.5  # not the 2 s the cancelled tool takes to wind down
 
 
@@ -313,12 +313,15 @@ def test_one_time_limit_covers_a_sync_wrapper_and_the_awaitable_it_returns() -> 
         time.sleep(0.3)
         return part_two()
 
-    assert reg.dispatch_tool("wrapper").content == "Tool 'wrapper' timed out after 0.4 s" + RUNNING
+    assert (
+        reg.dispatch_tool("wrapper").content
+        == f"Tool 'wrapper' timed out after 0.4 s: {INTERRUPTED}"
+    )
 
     async def in_async() -> str:
         return (await reg.adispatch_tool("wrapper")).content
 
-    assert asyncio.run(in_async()) == "Tool 'wrapper' timed out after 0.4 s" + RUNNING
+    assert asyncio.run(in_async()) == f"Tool 'wrapper' timed out after 0.4 s: {INTERRUPTED}"
 
 
 def test_timeout_is_not_confused_with_a_timeout_error_raised_by_the_tool() -> None:
@@ -426,7 +429,7 @@ def test_errors_mask_does_not_hide_the_models_own_mistakes() -> None:
         "Invalid arguments for tool 'add': missing required property 'a'."
     )
     assert reg.dispatch_tool("slow", {"seconds": 1}).content == (
-        "Tool 'slow' timed out after 0.1 s" + RUNNING
+        "Tool 'slow' timed out after 0.1 s: interrupted while running, so it may have had effects."
     )
 
 

@@ -106,7 +106,8 @@ def test_a_tool_that_cannot_hear_is_answered_at_its_limit_as_interrupted() -> No
     for r in (result, late):
         assert (r.error_kind, r.outcome) == ("timeout", "interrupted")
         assert r.content == (
-            "Tool 'deaf' timed out after 0.05 s while it was running: what it did is not known."
+            "Tool 'deaf' timed out after 0.05 s: interrupted while running, so it may have had "
+            "effects."
         )
 
 

@@ -210,7 +210,7 @@ def _dependencies_of(requirements: list[str]) -> set[str]:
     return found
 
 
-EXTRA = re.compile(r"pip install '?toolreg\[([\w,]+)\]'?")
+EXTRA = re.compile(r"pip install '?toolreg\[([\w,-]+)\]'?")
 
 
 def test_a_pages_documented_install_gives_what_its_examples_import() -> None:

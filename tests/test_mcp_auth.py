@@ -336,6 +336,70 @@ def test_an_unanswering_jwks_refuses_in_bounded_time() -> None:
         hung.close()
 
 
+class TrickleServer:
+    """A key server that sends its answer (`headers`: from the status line on, else only
+    the body) one byte every `every` seconds, and counts what it managed to send before
+    the client hung up."""
+
+    def __init__(self, document: dict[str, Any], *, headers: bool, every: float = 0.1) -> None:
+        body = json.dumps(document).encode()
+        head = (
+            f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\n\r\n"
+        ).encode()
+        self.total = len(head) + len(body)
+        self.sent = 0
+        self.done = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/jwks.json"
+
+        def serve() -> None:
+            conn, _ = self.listener.accept()
+            with conn:
+                conn.recv(65536)  # the request
+                fast, slow = (b"", head + body) if headers else (head, body)
+                try:
+                    conn.sendall(fast)
+                    self.sent = len(fast)
+                    for i in range(len(slow)):
+                        if self.done.wait(every):
+                            break
+                        conn.sendall(slow[i : i + 1])
+                        self.sent += 1
+                except OSError:  # the client hung up
+                    pass
+            self.done.set()
+
+        self.thread = threading.Thread(target=serve, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.done.set()
+        self.thread.join(10)
+        self.listener.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("headers", [False, True], ids=["slow-body", "slow-headers"])
+def test_a_key_server_that_trickles_is_given_up_on_at_the_timeout(headers: bool) -> None:
+    """`timeout=` bounds the whole fetch of the JWKS, not each read: a key server sending
+    one byte every 0.1 s (about 50 s for this answer) is dropped after `timeout=1` with
+    most of its answer unsent, and the request is refused (401), not held."""
+    trickle = TrickleServer(JWKS, headers=headers)
+    try:
+        verifier = JwtVerifier(trickle.url, issuer=ISSUER, audience=RESOURCE, timeout=1)
+        app = asgi_app(scoped_registry(), auth=ResourceServer(verifier, resource=RESOURCE))
+        with HttpServer(app) as running, httpx2.Client(timeout=120) as http:
+            answer = http.post(
+                running.url, json=LIST, headers={**HEADERS, "authorization": f"Bearer {sign()}"}
+            )
+            assert answer.status_code == 401
+            assert trickle.done.wait(60)  # the connection was closed: no fetch goes on
+        assert trickle.sent < trickle.total // 2, (trickle.sent, trickle.total)
+    finally:
+        trickle.close()
+
+
 def test_a_local_jwks_dict_or_file(tmp_path: Path) -> None:
     path = tmp_path / "jwks.json"
     path.write_text(json.dumps(JWKS))

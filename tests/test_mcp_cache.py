@@ -117,3 +117,30 @@ def test_no_cache_by_default_and_options_are_checked() -> None:
             ResultCache(**bad)
     with pytest.raises(UsageError, match="cache= takes ResultCache"):
         asgi_app(registry(), cache=60)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_a_cached_result_is_authorized_again_for_every_call(mode: str) -> None:
+    """`context=` runs before a cache hit: revoking a caller takes effect at the next call,
+    not when its cached results expire (ASVS V8.3)."""
+    revoked: set[str] = set()
+    asked: list[str] = []
+
+    def deps(request: Any) -> dict[str, str]:
+        user = request.token.subject
+        asked.append(user)
+        if user in revoked:
+            raise ToolError("Access revoked.")
+        return {"user": user}
+
+    app = asgi_app(registry(), auth=AUTH, cache=ResultCache(ttl=600), context=deps)
+    RUNS.clear()
+    plan = [("lookup", {"q": "tea"})]
+    with HttpServer(app) as server:
+        assert asyncio.run(calls(server.url, "ada", mode, plan * 2)) == ["tea#1", "tea#1"]
+        revoked.add("ada")
+        assert asyncio.run(calls(server.url, "ada", mode, plan)) == ["Access revoked."]
+        revoked.clear()
+        assert asyncio.run(calls(server.url, "ada", mode, plan)) == ["tea#1"]  # kept meanwhile
+    assert asked == ["ada"] * 4  # once per call, cached or not
+    assert RUNS == ["tea"]

@@ -23,8 +23,6 @@ from pydantic import ConfigDict, Field
 from toolreg import ToolContext, ToolError, ToolRegistry
 from toolreg.mcp import HttpServer, Mount, asgi_app
 
-RUNNING = " while it was running: what it did is not known."  # a timeout's words
-
 POLLS = 2000  # a bound on every wait below (each one 5 ms): no test waits forever
 EXTENSION = "io.modelcontextprotocol/tasks"
 
@@ -33,6 +31,8 @@ running = threading.Event()  # set by a gated tool once it runs
 seen: list[str] = []  # what the served tools saw happen to them
 
 served = ToolRegistry()
+
+INTERRUPTED = "interrupted while running, so it may have had effects."
 
 
 @served.register_tool(task="optional", read_only=True)
@@ -145,7 +145,7 @@ def test_a_task_past_the_tools_timeout_is_cancelled_on_the_server(toolreg_url: s
     with Mount(toolreg_url, trust_annotations=True, timeout=0.5) as remote:
         result = remote.dispatcher.dispatch_tool("crunch", {"n": 1})
         assert (result.ok, result.error_kind) == (False, "timeout")
-        assert result.content == "Tool 'crunch' timed out after 0.5 s" + RUNNING
+        assert result.content == f"Tool 'crunch' timed out after 0.5 s: {INTERRUPTED}"
         until(lambda: "crunch cancelled" in seen)  # tasks/cancel reached the server
     assert seen == ["crunch 1 started", "crunch cancelled"]
 
@@ -426,7 +426,10 @@ def test_a_fastmcp_task_past_the_tools_timeout_is_cancelled_there(tmp_path: Path
     ]
     with Mount(server, trust_annotations=True, timeout=1, connect_timeout=60) as remote:
         result = remote.dispatcher.dispatch_tool("crunch", {"n": 1})
-        assert (result.ok, result.content) == (False, "Tool 'crunch' timed out after 1 s" + RUNNING)
+        assert (result.ok, result.content) == (
+            False,
+            f"Tool 'crunch' timed out after 1 s: {INTERRUPTED}",
+        )
         until(lambda: (tmp_path / "cancelled").exists())
 
 

@@ -22,6 +22,8 @@ from toolreg.mcp import HttpServer, asgi_app, build_server
 
 registry = ToolRegistry()
 
+INTERRUPTED = "interrupted while running, so it may have had effects."
+
 
 @registry.register_tool
 def add(a: int, b: int) -> int:
@@ -394,3 +396,76 @@ def test_max_threads_is_checked() -> None:
     for wrong in (0, -1, True, 2.5, "8"):
         with pytest.raises(toolreg.UsageError, match=r"max_threads=.*whole number >= 1"):
             asgi_app(registry, max_threads=wrong)  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("version", "sdk_path"), PATHS[:2], ids=PATH_IDS[:2])
+def test_calls_past_their_time_limit_keep_their_thread_within_max_threads(
+    version: str, sdk_path: bool
+) -> None:
+    """200 calls at once of a sync tool that outlives its 0.05 s time limit, max_threads=8:
+    a call keeps its slot until its thread ends, not until its time limit, so at most 8
+    threads run the tool (counted live). The 8 that ran are reported as interrupted while
+    running; the 192 that found no free thread within the time limit did not run, and
+    say so. Once the threads end, the slots are free again."""
+    import threading
+
+    gate, lock = threading.Event(), threading.Lock()
+    now = {"running": 0, "peak": 0, "started": 0}
+    reg = ToolRegistry()
+
+    @reg.register_tool(timeout=0.05)
+    def stuck() -> str:
+        """Run until the gate opens (long past the time limit)."""
+        with lock:
+            now["running"] += 1
+            now["started"] += 1
+            now["peak"] = max(now["peak"], now["running"])
+        gate.wait(120)
+        with lock:
+            now["running"] -= 1
+        return "done"
+
+    reg.register_tool(add)
+    app = asgi_app(reg, max_threads=8)
+    body, headers = call_of("stuck", version, sdk_path=sdk_path)
+
+    async def flood(url: str) -> list[Any]:
+        limits = httpx2.Limits(max_connections=200)
+        async with httpx2.AsyncClient(limits=limits, timeout=120) as http:
+            return await asyncio.gather(
+                *(http.post(url, json=body, headers=headers) for _ in range(200))
+            )
+
+    before = toolreg_threads()
+    try:
+        with HttpServer(app) as server:
+            answers = asyncio.run(flood(server.url))
+            assert toolreg_threads() <= before + 8  # all 200 answered, the 8 still running
+            assert (now["running"], now["started"], now["peak"]) == (8, 8, 8)
+            texts = [text_of_error(answer.json()) for answer in answers]
+            ran = f"Tool 'stuck' timed out after 0.05 s: {INTERRUPTED}"
+            waited = (
+                "Tool 'stuck' did not start within 0.05 s: all 8 threads for sync tools are "
+                "busy. It did not run; try again later."
+            )
+            assert sorted(set(texts)) == sorted({ran, waited}), set(texts)
+            assert (texts.count(ran), texts.count(waited)) == (8, 192)
+            slots = app.service.threads
+            assert slots.running == 8  # held by the threads that run on
+            gate.set()
+            wait_for(lambda: slots.running == 0, "the threads to end and give their slots back")
+            with httpx2.Client() as http:
+                assert (
+                    text_result(post(http, server.url, call_body({}, version), version)[1]) == "3"
+                )
+    finally:
+        gate.set()
+
+
+def text_of_error(answer: Any) -> str:
+    result = answer["result"]
+    assert result["isError"] is True, result
+    (block,) = result["content"]
+    text: str = block["text"]
+    return text

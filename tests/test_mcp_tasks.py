@@ -7,6 +7,8 @@ import asyncio
 import itertools
 import json
 import threading
+import time
+import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
@@ -341,7 +343,7 @@ def test_a_finished_task_is_forgotten_after_its_ttl() -> None:
 
 
 def test_a_flood_of_tasks_over_the_bound_is_refused_and_runs_nothing() -> None:
-    options = TaskOptions(max_running=2, max_kept=3)
+    options = TaskOptions(max_running=2, max_kept=3, max_per_caller=2)
     with HttpServer(asgi_app(registry, tasks=options)) as running:
         rpc = Rpc(running.url)
         first, second = (started(rpc, "crunch", {"n": n}) for n in (1, 2))
@@ -353,13 +355,67 @@ def test_a_flood_of_tasks_over_the_bound_is_refused_and_runs_nothing() -> None:
             }
         gate.set()
         rpc.until(first, "completed"), rpc.until(second, "completed")
-        kept = [started(rpc, "double", {"x": x}) for x in range(3)]  # room again
-        for task_id in kept:
-            rpc.until(task_id, "completed")
+        kept = []
+        for x in range(3):  # room again (one at a time: each ends before the next starts)
+            kept.append(started(rpc, "double", {"x": x}))
+            rpc.until(kept[-1], "completed")
         # at most max_kept tasks are held: the oldest finished ones went first
         assert "error" in rpc.get(first)
         assert "error" in rpc.get(second)
         assert "result" in rpc.get(kept[-1])
+
+
+def test_one_caller_gets_its_share_of_the_task_slots_not_all_of_them() -> None:
+    """max_running=4, max_per_caller=2: alice's third task is refused while her two run,
+    and bob (another token) still gets his two; the whole bound still holds on top."""
+    auth = ResourceServer(
+        by_subject, resource="https://mcp.example.com/mcp", authorization_servers=["https://a"]
+    )
+    options = TaskOptions(max_running=4, max_per_caller=2)
+    with HttpServer(asgi_app(registry, auth=auth, tasks=options)) as running:
+        alice, bob, carol = (
+            Rpc(running.url, {"authorization": f"Bearer {name}"})
+            for name in ("alice", "bob", "carol")
+        )
+        mine = [started(alice, "crunch", {"n": n}) for n in (1, 2)]
+        for _ in range(3):
+            assert alice.call("double", {"x": 1})["error"] == {
+                "code": -32000,
+                "message": "Too many tasks of this caller running (2); try again later.",
+            }
+        theirs = [started(bob, "crunch", {"n": n}) for n in (3, 4)]
+        assert carol.call("double", {"x": 1})["error"] == {  # the whole bound, still
+            "code": -32000,
+            "message": "Too many tasks running (4); try again later.",
+        }
+        gate.set()
+        for rpc, task_id in zip((alice, alice, bob, bob), mine + theirs):
+            rpc.until(task_id, "completed")
+        again = started(alice, "double", {"x": 5})  # her share is free again
+        assert text(alice.until(again, "completed")["result"]) == "10"
+
+
+def test_a_task_past_its_lifetime_fails_and_frees_its_slot() -> None:
+    """max_lifetime: an async tool still running then is cancelled, a sync tool's thread
+    runs on; either way the task ends `failed`, saying the tool was interrupted while
+    running (it may have had effects; a sync one may still be running), and its slot is
+    free for the next task."""
+    options = TaskOptions(max_running=1, max_lifetime=0.2)
+    with HttpServer(asgi_app(registry, tasks=options)) as running:
+        rpc = Rpc(running.url)
+        for tool in ("crunch", "crunch_sync"):
+            task_id = started(rpc, tool, {"n": 1})
+            failed = rpc.until(task_id, "failed")
+            message = (
+                "The task ran past its lifetime (0.2 s) and was stopped: the tool was "
+                "interrupted while running, may have had effects and may still be running."
+            )
+            assert failed["statusMessage"] == message
+            assert failed["error"] == {"code": -32001, "message": message}
+            assert text(rpc.until(started(rpc, "double", {"x": 2}), "completed")["result"]) == "4"
+        assert "crunch cancelled" in seen  # the async tool was cancelled
+        assert "crunch_sync returned" not in seen  # the thread runs on (till the gate opens)
+        gate.set()
 
 
 def test_a_confirmation_is_asked_through_input_requests() -> None:
@@ -415,9 +471,21 @@ def test_fastmcps_client_drives_a_toolreg_task_transparently(server: HttpServer)
 def test_task_is_checked_at_registration() -> None:
     with pytest.raises(ToolDefinitionError, match="task='always' must be 'optional'"):
         ToolRegistry().register_tool(task="always")(double)  # type: ignore[call-overload]
-    for bad in ({"max_running": 0}, {"ttl": -1}, {"poll_interval": float("nan")}):
+    for bad in (
+        {"max_running": 0},
+        {"ttl": -1},
+        {"poll_interval": float("nan")},
+        {"max_per_caller": 0},
+        {"max_per_caller": 40},
+        {"max_lifetime": 0},
+        {"max_lifetime": float("inf")},
+    ):
         with pytest.raises(UsageError):
             TaskOptions(**bad)
+    assert TaskOptions().max_per_caller == 8  # a quarter of max_running by default
+    assert TaskOptions(max_running=2).max_per_caller == 1
+    assert TaskOptions().max_lifetime == 3600
+    assert TaskOptions(max_lifetime=None).max_lifetime is None
     with pytest.raises(UsageError, match="max_kept=1"):
         TaskOptions(max_running=2, max_kept=1)
     with pytest.raises(UsageError, match="tasks= takes TaskOptions"):
@@ -469,3 +537,43 @@ def test_running_tasks_are_cancelled_when_the_servers_lifespan_ends() -> None:
         finally:
             running.close()
         assert at_shutdown == [["crunch cancelled"]]
+
+
+@pytest.mark.parametrize("subject", ["zoë", "用户", "emoji 🦜", "lone \ud800 surrogate"])
+def test_a_non_ascii_token_subject_reaches_its_own_tasks(subject: str) -> None:
+    """A real JWT (the auth extra) whose subject is not ASCII: the owner check compares
+    bytes, so get, update and cancel of the caller's own task work, and a subject one
+    letter away (NFC vs NFD, another accent) is another caller."""
+    jwt = pytest.importorskip("jwt")
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from jwt.algorithms import ECAlgorithm
+
+    from toolreg.mcp import JwtVerifier
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    jwks = {"keys": [{**json.loads(ECAlgorithm.to_jwk(key.public_key())), "kid": "k1"}]}
+    resource = "https://mcp.example.com/mcp"
+    verifier = JwtVerifier(jwks, issuer="https://auth.example.com", audience=resource)
+
+    def bearer(sub: str) -> dict[str, str]:
+        now = int(time.time())
+        claims = {"iss": "https://auth.example.com", "aud": resource, "sub": sub}
+        token = jwt.encode(
+            {**claims, "iat": now, "exp": now + 300}, key, algorithm="ES256", headers={"kid": "k1"}
+        )
+        return {"authorization": f"Bearer {token}"}
+
+    other = unicodedata.normalize("NFD", subject) if subject == "zoë" else subject + "x"
+    app = asgi_app(registry, auth=ResourceServer(verifier, resource=resource))
+    with HttpServer(app) as running:
+        owner, stranger = Rpc(running.url, bearer(subject)), Rpc(running.url, bearer(other))
+        task_id = started(owner, "crunch", {"n": 2})
+        for method, extra in (
+            ("tasks/get", {}),
+            ("tasks/update", {"inputResponses": {"input-1": {"action": "accept"}}}),
+            ("tasks/cancel", {}),
+        ):
+            answer = stranger(method, {"taskId": task_id, **extra})
+            assert answer["error"] == {"code": -32602, "message": "Task not found."}
+            assert "result" in owner(method, {"taskId": task_id, **extra}), method
+        assert owner.until(task_id, "cancelled")["statusMessage"] == "Cancelled by the client."

@@ -34,6 +34,10 @@ HEAVY = (
     "uvicorn",
     "starlette",
     "anyio",
+    "pydantic_ai",
+    "agents",
+    "langchain_core",
+    "langchain_openai",
 )
 
 PROBE = f"""
@@ -172,6 +176,19 @@ def test_conversation_driver_loads_on_first_use() -> None:
     assert done.stdout.strip() == "ok", done.stderr
 
 
+def test_adapters_load_their_framework_only_when_used() -> None:
+    """`toolreg.adapters` and its shared base load no framework; each framework module loads
+    its own framework and no other."""
+    frameworks = ("pydantic_ai", "agents", "langchain_core")
+    code = (
+        "import sys, toolreg.adapters, toolreg.adapters.base\n"
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {frameworks!r}))\n"
+    )
+    proc = _run(code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
 # -- layering --------------------------------------------------------------------------------
 
 # DESIGN.md's layers, lowest first. A module may import modules of its own layer or of lower
@@ -189,7 +206,7 @@ LAYERS: list[set[str]] = [
     {"search"},
     {"toolsets"},
     {"registry"},
-    {"conversation", "stores", "telemetry", "compat", "mcp"},
+    {"conversation", "stores", "telemetry", "compat", "mcp", "sources", "adapters"},
     {"testing"},
     {"cli", "__main__"},
     {"__init__"},  # the package: re-exports only

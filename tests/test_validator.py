@@ -335,14 +335,15 @@ def test_unsupported_keywords_fall_back_to_jsonschema() -> None:
         "type": "object",
         "properties": {"a": {"type": "integer"}},
         "required": ["a"],
-        "dependentRequired": {"a": ["b"]},
+        "if": {"required": ["a"]},
+        "then": {"required": ["b"]},
         "additionalProperties": False,
     }
     validator = Validator(schema)
     assert validator.is_valid({"a": 1, "b": 2}) is False  # b is not a declared property
     assert [(p.location(), p.message) for p in validator.validate({"a": "1", "c": 2})] == [
         ("a", "expected integer, got string"),
-        ("(root)", "'b' is a dependency of 'a'"),  # jsonschema's words, for its own keywords
+        ("(root)", "missing required property 'b'"),  # our words for jsonschema's error
         ("(root)", "unexpected property 'c'"),
     ]
     assert validator.validate({}) == [Problem((), "missing required property 'a'")]
@@ -382,8 +383,17 @@ def test_unsupported_keywords_fall_back_to_jsonschema() -> None:
         (False, 1, "no value is allowed here"),
         ({"anyOf": [{"type": "null"}]}, 1, "does not match any of the allowed alternatives"),
         ({"oneOf": [{}, {}]}, 1, "matches more than one alternative"),
-        ({"dependentRequired": {"a": ["b"]}}, {"a": 1}, "'b' is a dependency of 'a'"),
-        ({"dependentRequired": {"a": ["b" * 200]}}, {"a": 1}, "'" + "b" * 96 + "..."),
+        ({"dependentRequired": {"a": ["b"]}}, {"a": 1}, "missing property 'b', required with 'a'"),
+        (
+            {"dependentSchemas": {"a": {"required": ["b"]}}},
+            {"a": 1},
+            "missing required property 'b'",
+        ),
+        (
+            {"unevaluatedProperties": False},  # jsonschema's own words, cut
+            {"b" * 200: 1},
+            "Unevaluated properties are not allowed ('" + "b" * 56 + "...",
+        ),
     ],
 )
 def test_fallback_messages(schema: Any, instance: Any, message: str) -> None:

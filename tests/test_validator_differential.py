@@ -111,6 +111,15 @@ def _containers(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
         st.lists(inner, min_size=1, max_size=3).map(lambda s: {"oneOf": s}),
         st.lists(inner, min_size=1, max_size=3).map(lambda s: {"allOf": s}),
         inner.map(lambda s: {"not": s}),
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "dependentRequired": st.dictionaries(
+                    st.sampled_from(KEYS), st.lists(st.sampled_from(KEYS), max_size=2, unique=True)
+                ),
+                "dependentSchemas": st.dictionaries(st.sampled_from(KEYS), inner, max_size=2),
+            },
+        ),
         st.tuples(inner, leaves).map(
             lambda p: {
                 "anyOf": [p[0], {"type": "null"}],

@@ -52,6 +52,7 @@ Every call error has a `kind` (a class attribute, one per class) that names it i
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = [
     "CallLimitError",
@@ -281,13 +282,16 @@ class ConversationError(ToolregError):
     """The endpoint failed or answered something the driver cannot use.
 
     `endpoint` is the endpoint's URL (credentials and query values redacted) when the
-    conversation knows it; the message then starts with it."""
+    conversation knows it; the message then starts with it. `started`: the calls
+    (`ToolCall`s) that had started while the failed answer streamed (eager start): they
+    ran, or still run, and the message names them."""
 
     def __init__(
         self, message: str, *, status_code: int | None = None, endpoint: str | None = None
     ) -> None:
         self.status_code = status_code
         self.endpoint = endpoint
+        self.started: tuple[Any, ...] = ()
         super().__init__(message)
 
     def __str__(self) -> str:

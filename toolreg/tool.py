@@ -11,7 +11,7 @@ import inspect
 import json
 import math
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -34,7 +34,9 @@ from .errors import ToolDefinitionError
 from .jsonvalues import copy_json
 from .types import ANY_TYPES, Converter
 from .validation import Validator
+from .validation.drafts import DraftError, Normalized, normalize_schema
 from .validation.keywords import Node
+from .validation.metaschema import conforms
 from .validation.nulls import NullDropper
 from .validation.refs import RefError, check_refs
 from .validation.untrusted import UntrustedSchemaError, check_size
@@ -133,8 +135,15 @@ class Tool:
     None: no lock for that call). A call waits at most its `timeout` for the lock (then it
     is not run); the lock is held until the tool has really stopped."""
     is_async: bool = False
+    async_function: Callable[..., Awaitable[Any]] | None = field(default=None, repr=False)
+    """An async twin of a sync `function`, awaited instead of it by async dispatch (a tool
+    made from an HTTP API: a sync client for sync dispatch, an async one for async)."""
     params: tuple[ParamRecord, ...] = ()
     description_source: str = "none"
+    schema_changes: tuple[str, ...] = ()
+    """What toolreg rewrote in a given parameters schema (`from_schema`: `register_schema`, a
+    mount, an OpenAPI document) to make an older JSON Schema draft's keywords 2020-12, one
+    sentence each (`toolreg.validation.drafts`); empty when nothing."""
     strict_parameters: JsonSchema | None = field(default=None, repr=False)
     needs_confirmation: bool = field(init=False, repr=False)
     """`destructive` or `requires_confirmation`: dispatch asks `confirm=` first."""
@@ -201,6 +210,7 @@ class Tool:
         description: str = "",
         untrusted: bool = False,
         context_parameter: str | None = None,
+        async_function: Callable[..., Awaitable[Any]] | None = None,
         **options: Any,
     ) -> Tool:
         """A tool from an existing JSON Schema (checked against the metaschema) and a callable.
@@ -213,17 +223,31 @@ class Tool:
         `context_parameter="ctx"`: the callable also receives the call's `ToolContext` as
         that keyword argument (never in the schema: a name the schema's properties must not
         use, and that the model may not send).
+        `async_function=`: an async function taking the same arguments as the sync
+        `function`, which async dispatch awaits instead (sync dispatch calls `function`).
+        A schema of an older draft (4, 6, 7, 2019-09) is rewritten as 2020-12 says the same
+        (`toolreg.validation.drafts`); `Tool.schema_changes` says what changed, and what
+        cannot be rewritten is a `ToolDefinitionError` naming the keyword.
         """
         owner = qualified_name(function)
         _check_option_names(owner, options)
         _check_description(description, owner)
         if untrusted:
             _check_untrusted(parameters, owner, name)
-        schema = _checked_schema(parameters, owner, name)
+        normalized = _normalized(parameters, owner, name)
+        schema = _checked_schema(normalized.schema, owner, name)
         injected: tuple[tuple[str, InjectKind], ...] = ()
         if context_parameter is not None:
             _check_context_parameter(context_parameter, schema, owner)
             injected = ((context_parameter, "context"),)
+        if async_function is not None and (
+            not inspect.iscoroutinefunction(async_function) or inspect.iscoroutinefunction(function)
+        ):
+            raise ToolDefinitionError(
+                "async_function= is the async twin of a sync function",
+                function=owner,
+                fix="pass a sync function and an `async def` taking the same arguments",
+            )
         return cls._checked(
             injected=injected,
             name=_check_name(name, owner),
@@ -231,9 +255,11 @@ class Tool:
             parameters=schema,
             function=function,
             is_async=inspect.iscoroutinefunction(function),
+            async_function=async_function,
             description_source="argument" if description else "none",
             owner=owner,
             untrusted=untrusted,
+            schema_changes=normalized.changes,
             **options,
         )
 
@@ -442,9 +468,23 @@ def _check_untrusted(parameters: Mapping[str, Any], owner: str, name: str) -> No
         ) from None
 
 
+def _normalized(parameters: Mapping[str, Any], owner: str, name: str) -> Normalized:
+    try:
+        return normalize_schema(parameters)
+    except DraftError as exc:
+        raise ToolDefinitionError(
+            f"the parameters schema of tool {name!r} uses {exc.keyword!r} at {exc.where}, "
+            f"which toolreg cannot rewrite as JSON Schema 2020-12: {exc.reason}",
+            function=owner,
+            fix="write that part of the schema in JSON Schema 2020-12",
+        ) from None
+
+
 def _check_metaschema(schema: Mapping[str, Any], owner: str, what: str) -> None:
     """`schema` is valid Draft 2020-12 JSON Schema (else a `ToolDefinitionError` naming
-    `what` and where in it)."""
+    `what` and where in it). The fast check first; jsonschema for the rest, and the words."""
+    if conforms(schema):
+        return
     import jsonschema  # lazily: `import toolreg` stays light
 
     try:

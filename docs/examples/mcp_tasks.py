@@ -40,5 +40,5 @@ with HttpServer(asgi_app(reports)) as server:
         )
         print(done.content)  # report 2025: 1,204 orders
         late = remote.dispatcher.dispatch_tool("rebuild_index", {})
-        print(late.content)  # Tool 'rebuild_index' timed out after 1 s while it was running: ...
+        print(late.content)  # Tool 'rebuild_index' timed out after 1 s: interrupted while ...
     print(stopped)  # ['rebuild_index was cancelled']: cancelled there, not left running

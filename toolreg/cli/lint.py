@@ -29,6 +29,9 @@ Checks (code, severity):
   has nested quantifiers (`^(a+)+$`), on which Python's `re` takes time exponential in the
   text's length: whoever sends the arguments, a model or a client of `toolreg serve`, can
   make one call take minutes, holding the interpreter while it runs.
+- `older-draft` (info): the parameters schema (`register_schema`, a mount, an OpenAPI
+  document) used an older JSON Schema draft's keywords, which toolreg rewrote as 2020-12
+  (`Tool.schema_changes`, `toolreg.validation.drafts`): what each change was.
 """
 
 from __future__ import annotations
@@ -145,6 +148,9 @@ def _lint_tool(tool: Tool) -> list[Finding]:
             out.append(Finding(tool.name, "ignored-metadata", "warning", message, p.name))
     out.extend(_instructions(tool))
     out.extend(_backtracking(tool))
+    if tool.schema_changes:
+        message = "older JSON Schema rewritten as 2020-12: " + "; ".join(tool.schema_changes)
+        out.append(Finding(tool.name, "older-draft", "info", message))
     if _DESTRUCTIVE.match(tool.name) and not tool.needs_confirmation:
         message = "the name reads destructive; mark it destructive=True to require confirmation"
         out.append(Finding(tool.name, "unconfirmed-destructive", "warning", message))

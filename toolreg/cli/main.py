@@ -1,7 +1,8 @@
 """The toolreg command: list, schema, call, lint, chat, demo, serve, mcp pin.
 
 TARGET is a file (`samples/weather.py`), a module (`samples.weather`),
-`module:attribute` naming a `ToolRegistry`, or an MCP server (`mcp:URL`, `mcp:'command'`).
+`module:attribute` naming a `ToolRegistry`, an MCP server (`mcp:URL`, `mcp:'command'`), or
+an HTTP API's OpenAPI document (`openapi:URL`, `openapi:FILE`).
 
 Exit status: 0 ok; 1 the result was an error, the lint found errors, or the endpoint of
 `chat` or `demo` failed (one line on stderr naming its URL); 2 usage errors (one line on
@@ -327,7 +328,8 @@ def _demo(args: argparse.Namespace, resources: contextlib.ExitStack) -> Demo:
         registry = demo.registry
     else:
         registry = load_target(args.target, resources)
-        found = None if args.target.startswith("mcp:") else load_module(args.target)
+        remote = args.target.startswith(("mcp:", "openapi:"))
+        found = None if remote else load_module(args.target)
         demo = getattr(found, "DEMO", None)
         if not isinstance(demo, Demo) or demo.registry is not registry:
             demo, written = None, True
@@ -385,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND", help="what to do (COMMAND --help)"
     )
-    target_help = "file.py, module, module:registry, mcp:URL or mcp:'command'"
+    target_help = "file.py, module, module:registry, mcp:URL, mcp:'command' or openapi:URL_OR_FILE"
 
     def command(name: str, summary: str) -> argparse.ArgumentParser:
         return sub.add_parser(name, help=summary, description=summary, parents=[common])

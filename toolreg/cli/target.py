@@ -1,5 +1,6 @@
-"""CLI targets -> a `ToolRegistry`: a file path, a module, `module:attribute`, or an MCP
-server's tools (`mcp:URL`, `mcp:'command args'`, mounted while the command runs)."""
+"""CLI targets -> a `ToolRegistry`: a file path, a module, `module:attribute`, an MCP
+server's tools (`mcp:URL`, `mcp:'command args'`, mounted while the command runs), or an HTTP
+API's (`openapi:URL` or `openapi:FILE`, its OpenAPI document's operations)."""
 
 from __future__ import annotations
 
@@ -258,6 +259,8 @@ def load_target(
     """
     if target.startswith("mcp:"):
         return _mounted(target[len("mcp:") :], resources, server_errlog)
+    if target.startswith("openapi:"):
+        return _openapi(target[len("openapi:") :], resources, toolset)
     module_part, _, attribute = target.partition(":")
     module = load_module(target)
     if attribute:
@@ -310,6 +313,35 @@ def _mounted(
         raise TargetError(str(exc) + (f" (the server said: {said})" if said else "")) from None
     if len(registry) == 0:
         raise TargetError(f"the MCP server {server} has no tools")
+    return registry
+
+
+def _openapi(source: str, resources: contextlib.ExitStack | None, toolset: bool) -> Any:
+    """The tools of the OpenAPI document at `source` (a URL or a file): the `OpenAPI`
+    toolset itself for `serve`, a fresh registry holding them for the other commands."""
+    from ..errors import ToolregError
+    from ..sources import OpenAPI
+
+    if not source:
+        raise TargetError(
+            "openapi: needs a URL or a file, e.g. openapi:http://127.0.0.1:8000/openapi.json"
+        )
+    try:
+        if source.startswith(("http://", "https://")):
+            api = OpenAPI.from_url(source)
+        else:
+            api = OpenAPI.from_file(source)
+    except (ToolregError, ValueError) as exc:
+        raise TargetError(f"openapi:{source}: {exc}") from None
+    if resources is not None:
+        resources.callback(api.close)
+    if not api.tools():
+        raise TargetError(f"the OpenAPI document {source} has no operation toolreg can call")
+    if toolset:
+        return api
+    registry = ToolRegistry()
+    for tool in api.tools():
+        registry.add(tool)
     return registry
 
 

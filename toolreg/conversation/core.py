@@ -774,13 +774,23 @@ class ConversationCore:
 
     def _eager(self, call: ToolCall) -> bool:
         """Whether a call may start while the answer still streams: a tool offered to the
-        model that needs no confirmation, `eager=True`, or read-only or idempotent."""
+        model that needs no confirmation, `eager=True`, or read-only or idempotent, and
+        arguments that dispatch takes as they are."""
         tool = self.registry.get(call.name) if isinstance(call.name, str) else None
         if tool is None or tool.needs_confirmation or tool.eager is False:
             return False
         if not (tool.eager or tool.read_only or tool.idempotent):
             return False
-        return call.name in self.offered_names()
+        offered = self.offered_names()
+        if call.name not in offered:
+            return False
+        try:  # dispatch would run it as it is
+            self.registry.dispatcher.check_call(
+                call.name, call.arguments, context=self.context, allowed=offered
+            )
+        except ToolCallError:
+            return False
+        return True
 
     def _early_dispatch(self, call: ToolCall) -> dict[str, Any]:
         """What dispatch gets for a call started early: the round's own options."""

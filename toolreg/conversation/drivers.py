@@ -49,7 +49,7 @@ from ..observe import ModelCallTrace
 from ..params import ProgressSink, progress_sink
 from ..result import ToolCall, ToolResult
 from .core import ConversationCore, Flow, StoreStep, describe
-from .eager import AsyncEarlyRuns, EarlyRuns, drive_checks
+from .eager import AsyncEarlyRuns, EarlyRuns, cut_short, drive_checks
 from .endpoints import endpoint_errors
 from .events import (
     ApprovalRequired,
@@ -324,7 +324,7 @@ class Conversation(ConversationCore):
                 except GeneratorExit:
                     raise
                 except BaseException as exc:  # the flow decides (a resume keeps what ran)
-                    failure = exc
+                    failure = cut_short(exc, runs) if isinstance(step, ModelStep) else exc
         except BaseException as exc:  # the turn failed, or its reader stopped
             turn.stop()  # whatever still runs is asked to stop
             self._unobserve(exc)
@@ -376,14 +376,14 @@ class Conversation(ConversationCore):
             create = provider.create(self.client)
             response = create(**safe_json(step.request), **self._stream_kwargs())
             if not self.options.stream:
-                answer = provider.decode(response)
+                answer = provider.decode(response, step.ids)
                 if notes is not None and answer.text:
                     yield TextDelta(answer.text)
                 return answer
             on_text = self.on_text
             deltas: list[str] = []
             assembler = provider.assembler(
-                deltas.append if on_text is not None or notes is not None else None
+                deltas.append if on_text is not None or notes is not None else None, step.ids
             )
             try:
                 for chunk in response:
@@ -759,7 +759,7 @@ class AsyncConversation(ConversationCore):
                 except GeneratorExit:
                     raise
                 except BaseException as exc:  # the flow decides (a resume keeps what ran)
-                    failure = exc
+                    failure = cut_short(exc, runs) if isinstance(step, ModelStep) else exc
         except BaseException as exc:  # the turn failed, or its reader stopped
             turn.stop()  # whatever still runs is asked to stop
             self._unobserve(exc)
@@ -801,7 +801,7 @@ class AsyncConversation(ConversationCore):
             on_text = self.on_text
             deltas: list[str] = []
             assembler = provider.assembler(
-                deltas.append if on_text is not None or notes is not None else None
+                deltas.append if on_text is not None or notes is not None else None, step.ids
             )
             try:
                 async for chunk in response:
@@ -832,7 +832,7 @@ class AsyncConversation(ConversationCore):
         provider = self._settings.provider
         with endpoint_errors():
             create = provider.create(self.client)
-            return provider.decode(await create(**safe_json(step.request)))
+            return provider.decode(await create(**safe_json(step.request)), step.ids)
 
     async def _start_early(
         self,

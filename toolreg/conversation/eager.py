@@ -4,8 +4,10 @@ A driver reading a stream asks its assembler for the calls complete so far
 (`Assembler.completed`), drives the loop's `ModelStep.early` for each (its prechecks: the
 `before_tool_call` hook, the repeat guard, the conversation's own answers) and starts the
 ones it returns here. When the loop's `ToolsStep` asks for a call, `claim` gives the run
-that answers it (matched by name, arguments and id, each run once), so nothing runs twice;
-`discard` drops the runs no round asked for, and all of them when the stream fails:
+that answers it (matched by id: every call of an answer has its own, see `CallIds`; each run
+once, whatever arguments the whole answer ends with: the loop tells the model which ran),
+so nothing runs twice; `discard` drops the runs no round asked for, and all of them when the
+stream fails (`cut_short` names the ones that had started in the error):
 
 - `EarlyRuns` (sync driver): a bounded thread pool; a call not started yet is cancelled,
   one running is abandoned (it finishes in its thread, its result is discarded);
@@ -19,13 +21,14 @@ import contextvars
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ..errors import ConversationError
 from ..result import ToolCall, ToolResult
 
 if TYPE_CHECKING:  # imported when used: `import toolreg` stays light
     import asyncio
     from concurrent.futures import Future, ThreadPoolExecutor
 
-__all__ = ["AsyncEarlyRuns", "EarlyRuns"]
+__all__ = ["AsyncEarlyRuns", "EarlyRuns", "cut_short"]
 
 H = TypeVar("H")
 
@@ -36,12 +39,18 @@ class _Runs(Generic[H]):
         self.runs: list[tuple[ToolCall, H]] = []
 
     def claim(self, call: ToolCall) -> H | None:
-        """The run started for this call (given out once), or None."""
-        for i, (started, handle) in enumerate(self.runs):
-            if started == call:
-                del self.runs[i]
-                return handle
+        """The run started for the call with this id (given out once), or None."""
+        if self.runs and call.call_id:
+            for i, (started, handle) in enumerate(self.runs):
+                if started.call_id == call.call_id:
+                    del self.runs[i]
+                    return handle
         return None
+
+    def fates(self) -> list[tuple[ToolCall, str]]:
+        """The calls that had started, each with what became of it; the others will not
+        start (the driver's `discard` follows)."""
+        raise NotImplementedError
 
 
 class EarlyRuns(_Runs["Future[ToolResult]"]):
@@ -62,6 +71,13 @@ class EarlyRuns(_Runs["Future[ToolResult]"]):
         self.runs.append((call, future))
         return future
 
+    def fates(self) -> list[tuple[ToolCall, str]]:
+        return [
+            (call, "finished" if future.done() else "left to finish")
+            for call, future in self.runs
+            if not future.cancel()  # cancelled: it never started
+        ]
+
     def discard(self) -> None:
         """Cancel the runs no round took that have not started; abandon the others."""
         for _, future in self.runs:
@@ -78,6 +94,7 @@ class AsyncEarlyRuns(_Runs["asyncio.Task[ToolResult]"]):
     def __init__(self, workers: int) -> None:
         super().__init__(workers)
         self.gate: asyncio.Semaphore | None = None
+        self.begun: set[str | None] = set()  # the ids of the calls whose run began
 
     def start(
         self, call: ToolCall, run: Callable[[], Awaitable[ToolResult | None]]
@@ -87,15 +104,23 @@ class AsyncEarlyRuns(_Runs["asyncio.Task[ToolResult]"]):
 
         if self.gate is None:
             self.gate = asyncio.Semaphore(self.workers)
-        gate = self.gate
+        gate, begun = self.gate, self.begun
 
         async def gated() -> ToolResult:
             async with gate:
+                begun.add(call.call_id)
                 return await run()  # type: ignore[return-value]  # None: a stopped turn's
 
         task = asyncio.ensure_future(gated())
         self.runs.append((call, task))
         return task
+
+    def fates(self) -> list[tuple[ToolCall, str]]:
+        return [
+            (call, "finished" if task.done() and not task.cancelled() else "cancelled")
+            for call, task in self.runs
+            if call.call_id in self.begun
+        ]
 
     async def discard(self) -> None:
         """Cancel the runs no round took, and wait until they have stopped."""
@@ -107,6 +132,25 @@ class AsyncEarlyRuns(_Runs["asyncio.Task[ToolResult]"]):
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def cut_short(error: BaseException, runs: _Runs[Any]) -> BaseException:
+    """The failure of a model call (a stream cut short, an endpoint error): a
+    `ConversationError` names the calls that had started while the answer streamed (and
+    lists them in `started`): they ran, or still run, and are not run again in this turn.
+    Any other failure, or one that started nothing, as it is."""
+    if not isinstance(error, ConversationError) or not runs.runs:
+        return error
+    fates = runs.fates()
+    if not fates:
+        return error
+    shown = ", ".join(f"{c.name} ({c.call_id}): {fate}" for c, fate in fates)
+    count = "1 call" if len(fates) == 1 else f"{len(fates)} calls"
+    text = f"{error.args[0] if error.args else error}; {count} had started while the answer "
+    text += f"streamed and will not run again in this turn: {shown}"
+    error.args = (text,)
+    error.started = tuple(c for c, _ in fates)
+    return error
 
 
 def drive_checks(checks: Any, run_hook: Callable[[Any], Any]) -> ToolCall | None:

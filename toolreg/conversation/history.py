@@ -13,7 +13,15 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["CALL_ITEMS", "CALL_KEYS", "answered_prefix", "client_call", "trim_history", "units"]
+__all__ = [
+    "CALL_ITEMS",
+    "CALL_KEYS",
+    "answered_prefix",
+    "call_ids",
+    "client_call",
+    "trim_history",
+    "units",
+]
 
 CALL_KEYS = ("tool_calls", "function_call")
 """The keys of an assistant message that carry calls, in every chat dialect."""
@@ -66,6 +74,27 @@ def _calls_opened(entry: Message) -> int:
     calls = entry.get("tool_calls")
     count = len(calls) if isinstance(calls, list) else 0
     return count + (1 if entry.get("function_call") else 0) + _blocks(entry, "tool_use")
+
+
+def call_ids(history: Sequence[Message]) -> set[str]:
+    """The ids of every call in a history, whatever its shape: chat `tool_calls`, Responses
+    API call items, Messages API `tool_use` (and `server_tool_use`) blocks."""
+    found: set[str] = set()
+    for entry in history:
+        if entry.get("type") in CALL_ITEMS:
+            found.add(str(entry.get("call_id")))
+        elif entry.get("role") == "assistant":
+            calls = entry.get("tool_calls")
+            if isinstance(calls, list):
+                found.update(str(c.get("id")) for c in calls if isinstance(c, dict))
+            content = entry.get("content")
+            if isinstance(content, list):
+                found.update(
+                    str(b.get("id"))
+                    for b in content
+                    if isinstance(b, dict) and b.get("type") in ("tool_use", "server_tool_use")
+                )
+    return found
 
 
 def _joins(unit: list[Message], entry: Message) -> bool:

@@ -15,6 +15,7 @@ A turn's progress is a `TurnState`: a turn that stops for approvals keeps it (wi
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import json
@@ -36,10 +37,11 @@ from ..idempotency import canonical_arguments, key_from, key_prefix, new_id
 from ..jsonvalues import safe_json
 from ..result import Outcome, ToolCall, ToolResult
 from .guardrails import Guardrails, GuardStep
-from .history import trim_to_limits
+from .history import call_ids, trim_to_limits
 from .output import OutputSpec
 from .policies import CallPolicy
 from .providers import Answer, Provider, Request
+from .providers.base import CallIds
 from .reply import (
     Hooks,
     ModelCallEvent,
@@ -76,15 +78,19 @@ logger = logging.getLogger("toolreg")
 
 @dataclass(frozen=True, slots=True)
 class ModelStep:
-    """Call the model with these keyword arguments; answer with the provider's `Answer`.
+    """Call the model with these keyword arguments; answer with the provider's `Answer`,
+    its calls named by `ids` (the provider's `decode(response, ids)` or `assembler(...,
+    ids)`: every call an id of its own, before anything runs).
 
     `early` (eager start on, streaming): for each call complete in the stream (a message
     holding it alone), drive `early(message)` (it yields `HookStep`s: the call's prechecks)
     to the call to start now, or None: it waits for its round. A started call is answered
-    by its own run when a `ToolsStep` asks for it; one that none asks for is discarded."""
+    by its own run when a `ToolsStep` asks for a call with its id; one that none asks for
+    is discarded."""
 
     request: dict[str, Any]
     early: Callable[[Message], Generator[Step, Any, ToolCall | None]] | None = None
+    ids: CallIds | None = None
 
 
 class RoundProgress:
@@ -217,6 +223,9 @@ class TurnState:
     # (tool, canonical arguments) -> the key of a call of this turn that failed while it
     # ran: the model's call made again with the same arguments keeps its key
     retry_keys: dict[tuple[str, str], str] = field(default_factory=dict)
+    # the ids of the history's calls, read when an answer's calls first need them (see
+    # `CallIds`); not saved: the history has them
+    ids: set[str] | None = None
 
 
 def run_loop(s: LoopSettings, state: TurnState) -> Generator[Step, Any, Reply]:
@@ -230,13 +239,14 @@ def run_loop(s: LoopSettings, state: TurnState) -> Generator[Step, Any, Reply]:
         yield from _hook(s, "before_model_call", ModelCallEvent(state.calls_made + 1, request))
         state.early.clear()
         early = None if s.eager is None or state.final else functools.partial(_early, s, state)
-        answer: Answer = yield ModelStep(request, early)
+        ids = CallIds(s.provider.id_rule, functools.partial(_taken, state))
+        answer: Answer = yield ModelStep(request, early, ids)
         state.calls_made += 1
         state.usage = state.usage.add(answer.usage)
         finish = answer.finish_reason
         event = ModelResponseEvent(state.calls_made, answer.message, finish)
         yield from _hook(s, "after_model_call", event)
-        calls = [] if state.final else s.provider.calls(answer)
+        calls = [] if state.final else _named(s.provider.calls(answer), state.calls_made)
         if calls:
             _took(s, state, answer, drop_calls=False)
             reply = yield from _round(s, state, answer.text, calls)
@@ -394,19 +404,32 @@ def _took(s: LoopSettings, state: TurnState, answer: Answer, drop_calls: bool) -
         state.known = len(state.history) if whole else 0
 
 
+def _taken(state: TurnState) -> set[str]:
+    """The ids of the calls in the turn's history (read once: `CallIds` adds its own)."""
+    if state.ids is None:
+        state.ids = call_ids(state.history)
+    return state.ids
+
+
+def _named(calls: list[ToolCall], number: int) -> list[ToolCall]:
+    """The calls, each with an id: a call of a dialect whose calls carry none on the wire
+    (ChatGLM3, the legacy `functions`) gets the loop's own, `toolreg_<model call>_<place>`
+    (never sent: their answers name no call). The others have theirs from `CallIds`."""
+    for call in calls:
+        if not call.call_id:
+            break
+    else:
+        return calls
+    return [
+        c if c.call_id else ToolCall(c.name, c.arguments, f"toolreg_{number}_{i}")
+        for i, c in enumerate(calls)
+    ]
+
+
 def _call_key(call: ToolCall, canonical: str | None = None) -> tuple[str, str]:
     """A call as the repeat guard and the retry keys compare it: its tool and its
     arguments as canonical JSON."""
     return call.name, canonical_arguments(call.arguments) if canonical is None else canonical
-
-
-def _key_id(call: ToolCall, index: int, ids: list[Any], number: int) -> str:
-    """The call id in a call's idempotency key: the model's, or for a call without a usable
-    one (none, or one another call of the round has) the id `_pending` gives it."""
-    call_id = call.call_id
-    if isinstance(call_id, str) and call_id and ids.count(call_id) == 1:
-        return call_id
-    return f"toolreg_{number}_{index}"
 
 
 def _key(state: TurnState, name: str, key_id: str, shown: ToolCall | None, arguments: Any) -> str:
@@ -430,48 +453,52 @@ def _key_of(state: TurnState, name: str, key_id: str, canonical: str) -> str:
     return key_from(prefix, key_id, name, canonical)
 
 
-def _keyed(
-    state: TurnState, calls: list[ToolCall], number: int
-) -> tuple[list[ToolCall], list[str]]:
-    """The round's calls, each with its idempotency key (a call started early keeps the
-    key it started with), and their arguments as canonical JSON."""
-    ids = [c.call_id for c in calls]
+def _keyed(state: TurnState, calls: list[ToolCall]) -> tuple[list[ToolCall], list[str]]:
+    """The round's calls, each with its idempotency key (its id is the answer's own, every
+    call's distinct: `CallIds`, `_named`; a call started early keeps the key it started
+    with), and their arguments as canonical JSON."""
     out = []
     canonicals = []
-    early = state.early
-    for i, call in enumerate(calls):
+    early = {c.call_id: c.idempotency_key for c, a in state.early if a is None}
+    for call in calls:
         canonical = canonical_arguments(call.arguments)
         canonicals.append(canonical)
-        started = next((c for c, _ in early if c == call), None) if early else None
-        key = (
-            started.idempotency_key
-            if started is not None and started.idempotency_key is not None
-            else _key_of(state, call.name, _key_id(call, i, ids, number), canonical)
-        )
+        key = early.get(call.call_id) if early else None
+        if key is None:
+            key = _key_of(state, call.name, call.call_id or "", canonical)
         out.append(ToolCall(call.name, call.arguments, call.call_id, key))
     return out, canonicals
+
+
+def _shown(call: ToolCall) -> str:
+    """A call's arguments as the model is shown them (decoded, sorted keys)."""
+    args = call.arguments
+    try:
+        decoded = json.loads(args) if isinstance(args, (str, bytes)) else args
+        return json.dumps(decoded, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return str(args)
 
 
 def _round(
     s: LoopSettings, state: TurnState, text: str, calls: list[ToolCall]
 ) -> Generator[Step, Any, Reply | None]:
     """One round of calls: checks, the calls that can run now, then either the observations
-    or, when some calls wait for approval, a paused turn. A round stopped on its way (an
-    exception, a reader that closed the stream) answers every call with what is known of
-    it (`_record_stopped`) before the exception goes on."""
-    calls, canonicals = _keyed(state, calls, state.calls_made)
-    answered = yield from _precheck(s, state, calls)
-    pending = _pending(s, state, calls, answered)
-    for i, waiting in pending.items():
-        calls[i] = ToolCall(
-            calls[i].name, calls[i].arguments, waiting.call_id, calls[i].idempotency_key
-        )
+    or, when some calls wait for approval, a paused turn. A call that started while the
+    answer streamed is answered by that run (the driver finds it by id), never run again.
+    A round stopped on its way (an exception, a reader that closed the stream) answers
+    every call with what is known of it (`_record_stopped`) before the exception goes on."""
+    calls, canonicals = _keyed(state, calls)
+    answered, started = yield from _precheck(s, state, calls)
+    pending = _pending(s, calls, answered, started)
     to_run = [c for i, c in enumerate(calls) if i not in answered and i not in pending]
     step = ToolsStep(to_run)
     ran: list[ToolResult] | None = None
     checked: list[ToolResult] | None = None
     try:
         ran = (yield step) if to_run else []
+        if started:
+            ran = _ran_early(to_run, ran, started)
         checked = yield from s.guardrails.check_outputs(state.calls_made, ran)
         done = _merge(calls, answered, checked, pending)
         for i in sorted(done):
@@ -488,24 +515,22 @@ def _round(
 
 
 def _pending(
-    s: LoopSettings, state: TurnState, calls: list[ToolCall], answered: dict[int, ToolResult]
+    s: LoopSettings,
+    calls: list[ToolCall],
+    answered: dict[int, ToolResult],
+    started: Mapping[int, ToolCall],
 ) -> dict[int, PendingCall]:
-    """The calls that wait for a person (`confirm="defer"`), each with an id unique in the
-    round: the model's, or one made up for a dialect whose calls have none."""
+    """The calls that wait for a person (`confirm="defer"`), by the ids their answer gave
+    them (distinct: see `CallIds` and `_named`); never one that started already."""
     if s.approval is None:
         return {}
-    ids = [c.call_id for c in calls]
     pending: dict[int, PendingCall] = {}
     for i, call in enumerate(calls):
-        arguments = None if i in answered else s.approval(call)
-        if arguments is None:
-            continue
-        call_id = call.call_id
-        if not isinstance(call_id, str) or not call_id or ids.count(call_id) > 1:
-            call_id = f"toolreg_{state.calls_made}_{i}"
-        pending[i] = PendingCall(
-            call_id, call.name, arguments, idempotency_key=call.idempotency_key
-        )
+        arguments = None if i in answered or i in started else s.approval(call)
+        if arguments is not None:
+            pending[i] = PendingCall(
+                call.call_id or "", call.name, arguments, idempotency_key=call.idempotency_key
+            )
     return pending
 
 
@@ -525,23 +550,67 @@ def _edited(result: ToolResult, arguments: dict[str, Any]) -> ToolResult:
 
 def _precheck(
     s: LoopSettings, state: TurnState, calls: list[ToolCall]
-) -> Generator[Step, Any, dict[int, ToolResult]]:
-    """Answers for calls that must not run (see `_check`); a call checked while the answer
-    streamed (eager start) is not checked again."""
+) -> Generator[Step, Any, tuple[dict[int, ToolResult], dict[int, ToolCall]]]:
+    """Answers for calls that must not run (see `_check`), and the calls that started while
+    the answer streamed (eager start; by id, each with the call as it started). A call
+    checked while the answer streamed is not checked again, unless its checks refused it
+    and its final arguments are others (it never started: it is checked as they are)."""
     answered: dict[int, ToolResult] = {}
+    started: dict[int, ToolCall] = {}
     made = s.policy.counted(state.results)  # the calls of this turn so far, by tool
+    early = {c.call_id: (c, a) for c, a in state.early} if state.early else None
+    state.early.clear()
     for i, call in enumerate(calls):
-        found = next((j for j, (c, _) in enumerate(state.early) if c == call), None)
-        if found is not None:
-            answer = state.early.pop(found)[1]
+        found = early.pop(call.call_id, None) if early else None
+        if found is not None and (found[1] is None or _same_call(found[0], call)):
+            first, answer = found
             if answer is None or answer.error_kind != "call_limit":
                 made.append(call.name)  # as `over_limit` counted it when it was checked
+            if answer is None:
+                started[i] = first
+                continue
         else:
             answer = yield from _check(s, state, call, state.calls_made, made)
         if answer is not None:
             answered[i] = answer
-    state.early.clear()
-    return answered
+    return answered, started
+
+
+def _ran_early(
+    calls: list[ToolCall], ran: list[ToolResult], started: Mapping[int, ToolCall]
+) -> list[ToolResult]:
+    """The results of a round's calls; one that started while the answer streamed with
+    other arguments than the answer's final ones says which ran (the others never do)."""
+    firsts = {c.call_id: c for c in started.values()}
+    out = []
+    for call, result in zip(calls, ran):
+        first = firsts.get(call.call_id)
+        if first is not None and not _same_call(first, call):
+            result = _ran_instead(result, first, call)
+        out.append(result)
+    return out
+
+
+def _same_call(a: ToolCall, b: ToolCall) -> bool:
+    """The same tool with the same decoded arguments (the same text: no decoding)."""
+    if a.name != b.name:
+        return False
+    return a.arguments == b.arguments or _call_key(a) == _call_key(b)
+
+
+def _ran_instead(result: ToolResult, first: ToolCall, call: ToolCall) -> ToolResult:
+    """A call that ran as it first streamed (`first`), not as the answer ends (`call`):
+    the model is told with what (a failure's error says the same as its content)."""
+    tool = f" as {first.name}" if first.name != call.name else ""
+    content = (
+        f"(This call ran{tool} with the arguments {_shown(first)}, as they first "
+        f"streamed; it was not run again with the final ones.)\n{result.content}"
+    )
+    error = result.error
+    if error is not None:
+        error = copy.copy(error)
+        error.message, error.args = content, (content,)
+    return dataclasses.replace(result, content=content, error=error)
 
 
 def _check(
@@ -578,16 +647,13 @@ def _early(
         calls = s.fmt.parse_calls(safe_json(message))  # as the whole answer will be read
     except ConversationError:
         return None  # the whole answer will say what is wrong with it
-    if len(calls) != 1 or s.eager is None or not s.eager(calls[0]):
-        return None
+    if len(calls) != 1 or not calls[0].call_id or s.eager is None or not s.eager(calls[0]):
+        return None  # (a call without an id: its round could not find its run)
     call = calls[0]
     if s.approval is not None and s.approval(call) is not None:
         return None  # it waits for a person
-    key_id = call.call_id if isinstance(call.call_id, str) and call.call_id else None
-    key_id = key_id or f"toolreg_{state.calls_made + 1}_{len(state.early)}"
-    call = ToolCall(
-        call.name, call.arguments, call.call_id, _key(state, call.name, key_id, call, None)
-    )
+    key = _key(state, call.name, call.call_id or "", call, None)  # the id: its answer's own
+    call = ToolCall(call.name, call.arguments, call.call_id, key)
     made = s.policy.counted(state.results)  # and the calls this answer started already
     made += [c.name for c, a in state.early if a is None or a.error_kind != "call_limit"]
     answer = yield from _check(s, state, call, state.calls_made + 1, made)

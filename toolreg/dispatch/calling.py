@@ -21,6 +21,8 @@
 | an MCP server's `context=`     | `make_context`   | the call is refused (`ToolDeniedError`): a   |
 | factory (deps from a request)  |                  | `ToolError`'s message as written, else a     |
 |                                |                  | fixed text (the exception chained, unshown)  |
+| a credential provider          | `credential`,    | the call fails: propagated unchanged, as the |
+| (`toolreg.sources.Credentials`)| `acredential`    | tool's own exception (redacted by `errors=`) |
 | a `lock=` function (the key of | `lock_key`       | the call is not run (`ToolExecutionError`,   |
 | the resource a call uses)      |                  | the exception chained)                       |
 
@@ -31,7 +33,10 @@ asyncio's default executor: that pool has `min(32, cpus + 4)` threads, so on a s
 machine a few slow tools would queue behind each other, and a timed-out tool that keeps
 running would hold a slot the application needs. Reusing an idle thread saves starting one
 (~150-300 µs of CPU, thirty dispatches' worth; it dominated an MCP server's cost per call);
-a thread idle for `_IDLE_SECONDS` ends. A time limit that runs out raises `ToolTimeoutError`.
+a thread idle for `_IDLE_SECONDS` ends. A time limit that runs out raises `ToolTimeoutError`,
+which says the call was interrupted while running (it may have had effects). A caller that
+bounds its threads hears when each one ends through `THREAD_WATCH`: a sync tool's thread
+runs on past its time limit.
 
 A tool that is asked to stop (its time limit, or its conversation turn stopped) has its
 `ToolContext.cancelled` set and, when async, its task cancelled; it then has `CANCEL_GRACE`
@@ -75,13 +80,16 @@ if TYPE_CHECKING:  # loaded only when needed: asyncio (~20 ms) when something is
 
 __all__ = [
     "CANCEL_GRACE",
+    "THREAD_WATCH",
     "Lease",
     "acall",
+    "acredential",
     "aguard",
     "ask",
     "call",
     "call_hook",
     "convert",
+    "credential",
     "fill_default",
     "filter_result",
     "guard",
@@ -97,11 +105,20 @@ _PLAIN = frozenset({str, int, float, bool, dict, list, tuple, type(None)})  # ne
 
 def _timeout_error(tool: Tool, timeout: float) -> ToolTimeoutError:
     return ToolTimeoutError(
-        f"Tool '{tool.name}' timed out after {timeout:g} s while it was running: what it did "
-        "is not known.",
+        f"Tool '{tool.name}' timed out after {timeout:g} s: interrupted while running, so it "
+        "may have had effects.",
         tool_name=tool.name,
         timeout=timeout,
     )
+
+
+THREAD_WATCH: contextvars.ContextVar[Callable[[], Callable[[], None]] | None] = (
+    contextvars.ContextVar("toolreg_thread_watch", default=None)
+)
+"""Set by a caller that bounds the threads of the calls it makes (`toolreg serve`'s
+`max_threads`): called when a sync tool's call starts its thread under async dispatch, in
+that caller's context; the function it returns is called from the thread once the tool has
+returned, also long after its time limit ended the call (Python cannot stop a thread)."""
 
 
 def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
@@ -251,34 +268,50 @@ def _settle(future: asyncio.Future[Any], value: Any, error: BaseException | None
 
 
 def _thread_future(fn: Callable[[], T]) -> asyncio.Future[T]:
-    """A future of the running loop, resolved when `fn` finishes in a thread of its own."""
+    """A future of the running loop, resolved when `fn` finishes in a thread of its own
+    (`THREAD_WATCH`, when set, hears of the thread's start and end)."""
     import asyncio  # lazy: see the module's imports
 
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
-    _start(functools.partial(_settling, fn, loop, future))
+    watch = THREAD_WATCH.get()
+    ended = None if watch is None else watch()
+    try:
+        _start(functools.partial(_settling, fn, loop, future, ended))
+    except BaseException:  # no thread could start: nothing runs, nothing stays held
+        if ended is not None:
+            ended()
+        raise
     return future
 
 
 def _settling(
-    fn: Callable[[], T], loop: asyncio.AbstractEventLoop, future: asyncio.Future[T]
+    fn: Callable[[], T],
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[T],
+    ended: Callable[[], None] | None,
 ) -> Callable[[], None]:
     """`_thread_future`'s work: how to hand `fn`'s outcome to `future` (see `_start` for the
     `del`)."""
     try:
-        return functools.partial(_hand_over, loop, future, *_outcome(fn))
+        return functools.partial(_hand_over, loop, future, ended, *_outcome(fn))
     finally:
-        del fn, loop, future
+        del fn, loop, future, ended
 
 
 def _hand_over(
     loop: asyncio.AbstractEventLoop,
     future: asyncio.Future[Any],
+    ended: Callable[[], None] | None,
     value: Any,
     error: BaseException | None,
 ) -> None:
-    with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
-        loop.call_soon_threadsafe(_settle, future, value, error)
+    try:
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+            loop.call_soon_threadsafe(_settle, future, value, error)
+    finally:
+        if ended is not None:
+            ended()
 
 
 class Lease(Protocol):
@@ -374,6 +407,12 @@ async def acall(
     fn, timeout = tool.function, tool.timeout
     if tool.is_async:
         coro = fn(*args, **kwargs)
+        return await _with_deadline(
+            tool, coro if lease is None else _leased(coro, lease), timeout, signal
+        )
+    twin = tool.async_function
+    if twin is not None:  # a sync function with an async twin: the twin, here
+        coro = twin(*args, **kwargs)
         return await _with_deadline(
             tool, coro if lease is None else _leased(coro, lease), timeout, signal
         )
@@ -551,6 +590,28 @@ def filter_result(tool: Tool, result_filter: Callable[[Any], Any], value: Any) -
             f"Tool '{tool.name}' failed: its result could not be filtered.",
             tool_name=tool.name,
         ) from exc
+
+
+def credential(provider: Callable[[Any], Any], request: Any) -> Any:
+    """A credential provider asked for a call's credential, from sync code (an async provider
+    runs to completion here); its exception propagates: the call fails with it."""
+    value = provider(request)
+    if type(value) not in _PLAIN and inspect.isawaitable(value):
+        return run_coroutine(_awaited(value))
+    return value
+
+
+async def acredential(provider: Callable[[Any], Any], request: Any) -> Any:
+    """A credential provider asked for a call's credential, from async code (a sync provider
+    runs inline: it should be quick, a lookup); its exception propagates."""
+    value = provider(request)
+    if type(value) not in _PLAIN and inspect.isawaitable(value):
+        return await value
+    return value
+
+
+async def _awaited(value: Awaitable[T]) -> T:
+    return await value
 
 
 def call_hook(hook: Callable[[Any], T], event: Any) -> T:

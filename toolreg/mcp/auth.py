@@ -25,10 +25,8 @@ import inspect
 import json
 import logging
 import math
-import threading
 import time
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -288,7 +286,8 @@ class JwtVerifier:
         audience: this server's identifier (its URL), or a list of them.
         algorithms: the asymmetric algorithms accepted.
         leeway: clock skew allowed, in seconds.
-        timeout: how long fetching the JWKS may take, in seconds.
+        timeout: how long fetching the JWKS may take, in seconds: the whole fetch, from
+            connecting to the last byte (a key server that trickles is given up on).
         cache_seconds: how long fetched keys are kept.
 
     Raises:
@@ -346,7 +345,7 @@ class JwtVerifier:
         self._url: str | None = None
         self._keys: dict[str | None, Any] = {}
         self._fetched = -math.inf
-        self._lock = threading.Lock()
+        self._fetch: asyncio.Task[None] | None = None
         self._verified: collections.OrderedDict[str, tuple[AccessToken, float]] = (
             collections.OrderedDict()
         )
@@ -464,36 +463,56 @@ class JwtVerifier:
 
     async def _key(self, kid: str | None) -> Any:
         """The key for `kid` (a set of one key serves tokens without a kid)."""
-        if self._url is not None and (
-            time.monotonic() - self._fetched > self.cache_seconds
-            or (kid not in self._keys and time.monotonic() - self._fetched > _REFETCH_AFTER)
-        ):
-            await asyncio.to_thread(self._refresh, kid)
+        if self._url is not None and self._stale(kid):
+            await self._refresh(kid)
         found = self._keys.get(kid)
         if found is None and kid is None and len(self._keys) == 1:
             found = next(iter(self._keys.values()))
         return found
 
-    def _refresh(self, kid: str | None) -> None:
-        """Fetch the JWKS again (one thread at a time; a failure keeps the old keys)."""
-        with self._lock:
-            age = time.monotonic() - self._fetched
-            if age <= self.cache_seconds and (kid in self._keys or age <= _REFETCH_AFTER):
-                return  # another thread fetched it meanwhile
+    def _stale(self, kid: str | None) -> bool:
+        age = time.monotonic() - self._fetched
+        return age > self.cache_seconds or (kid not in self._keys and age > _REFETCH_AFTER)
+
+    async def _refresh(self, kid: str | None) -> None:
+        """Fetch the JWKS again: one fetch at a time (the requests that need it meanwhile
+        wait for that one), the whole of it within `timeout`; a failure keeps the old keys."""
+        loop = asyncio.get_running_loop()
+        fetch = self._fetch
+        if fetch is None or fetch.done() or fetch.get_loop() is not loop:
+            if not self._stale(kid):
+                return  # fetched meanwhile (or being fetched on another event loop)
             self._fetched = time.monotonic()
-            try:
-                request = urllib.request.Request(
-                    str(self._url), headers={"Accept": "application/json"}
-                )
-                with urllib.request.urlopen(request, timeout=self.timeout) as answer:
-                    body = answer.read(_MAX_JWKS_BYTES + 1)
-                if len(body) > _MAX_JWKS_BYTES:
+            fetch = self._fetch = loop.create_task(self._download())
+        await asyncio.shield(fetch)  # a caller that goes away leaves the fetch to the others
+
+    async def _download(self) -> None:
+        try:
+            # A deadline over the whole download: a socket timeout bounds each read only,
+            # and a key server sending a byte at a time would hold every request for minutes.
+            body = await asyncio.wait_for(self._get(str(self._url)), self.timeout)
+            self._keys = self._key_set(json.loads(body), "the JWKS")
+        except Exception as exc:  # unreachable, slow, malformed: tokens wait for the next try
+            _log.warning("the JWKS at %s could not be fetched (%s)", self._url, type(exc).__name__)
+
+    async def _get(self, url: str) -> bytes:
+        import httpx2  # the SDK's HTTP client (a dependency of `mcp`)
+
+        client = httpx2.AsyncClient(timeout=self.timeout, follow_redirects=True, max_redirects=3)
+        async with (
+            client as http,
+            http.stream("GET", url, headers={"Accept": "application/json"}) as answer,
+        ):
+            answer.raise_for_status()
+            _jwks_url(str(answer.url))  # a redirect may not leave https (or loopback)
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in answer.aiter_bytes():
+                size += len(chunk)
+                if size > _MAX_JWKS_BYTES:
                     raise ValueError("the JWKS is larger than 1 MiB")
-                self._keys = self._key_set(json.loads(body), "the JWKS")
-            except Exception as exc:  # unreachable, slow, malformed: tokens wait for the next try
-                _log.warning(
-                    "the JWKS at %s could not be fetched (%s)", self._url, type(exc).__name__
-                )
+                chunks.append(chunk)
+        return b"".join(chunks)
 
 
 def _jwks_url(url: str) -> str:

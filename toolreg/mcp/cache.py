@@ -7,6 +7,11 @@ identity (its token's subject with `auth=`, else its address), so one caller nev
 another's result. At most `max_entries` results are kept (least recently used go first).
 Off unless `cache=` is given; kept in the process (each worker has its own).
 
+Authorization comes first: the caller's token is verified, its scopes and rate limits are
+checked and the server's `context=` factory runs for every call, cached or not, so a caller
+the factory refuses (a revoked user, a suspended tenant) is refused at its next call, never
+answered from an entry kept from before.
+
 The key is the caller's identity, not the whole request: a `context=` factory that reads
 other headers (a tenant header, say) makes results that differ by more than the caller;
 do not cache those tools' results.

@@ -12,6 +12,7 @@ none arrives after it. At most `MAX_NOTES` lines per call are sent; longer texts
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -20,7 +21,7 @@ from typing import Any, Literal
 
 from ..params import LogLevel
 
-__all__ = ["MAX_NOTES", "McpRequest", "Note", "Reporter"]
+__all__ = ["LEVEL_ORDER", "MAX_NOTES", "LogLevels", "McpRequest", "Note", "Reporter"]
 
 MAX_NOTES = 1000
 """Progress and log notifications sent for one call at most; the rest are dropped."""
@@ -60,9 +61,18 @@ class Note:
     level: LogLevel = "info"
 
 
-_LEVELS = frozenset(
-    ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+LEVEL_ORDER: tuple[LogLevel, ...] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
 )
+"""The log levels from the least to the most severe (RFC 5424, as MCP orders them)."""
+_LEVELS = frozenset(LEVEL_ORDER)
 
 
 class Reporter:
@@ -114,6 +124,30 @@ class Reporter:
             return
         self._queue.put_nowait(None)
         await self._task
+
+
+class LogLevels:
+    """The least severe level each session of a server asked for with `logging/setLevel`
+    (the 2025 protocols): a session is a stdio connection or a streamable-HTTP session id;
+    a stateless request has none, so nothing is remembered for it. At most `limit`
+    sessions are remembered (the least recently set go first: they get every line again)."""
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self._limit = limit
+        self._levels: collections.OrderedDict[str, LogLevel] = collections.OrderedDict()
+
+    def set(self, session: str | None, level: LogLevel) -> None:
+        if session is None:
+            return
+        self._levels[session] = level
+        self._levels.move_to_end(session)
+        while len(self._levels) > self._limit:
+            self._levels.popitem(last=False)
+
+    def allowed(self, session: str | None) -> frozenset[LogLevel] | None:
+        """The levels a session's lines may have (None: it set none, every level)."""
+        level = None if session is None else self._levels.get(session)
+        return None if level is None else frozenset(LEVEL_ORDER[LEVEL_ORDER.index(level) :])
 
 
 def _is_number(value: object) -> bool:

@@ -382,6 +382,8 @@ class McpApp:
         tool = self.service.tool_for(request.params["name"], caller)
         if tool is None or tool.needs_confirmation or tool.task or self._declares_headers(tool):
             return None  # the SDK's path: an unknown-tool error, elicitation, tasks, headers
+        if request.version not in MODERN_PROTOCOL_VERSIONS and _may_log(tool):
+            return None  # 2025: its `ctx.log` lines go to every call, on the SDK's stream
 
         def about() -> McpRequest:
             return McpRequest(
@@ -416,6 +418,11 @@ class McpApp:
             declares = "x-mcp-header" in json.dumps(tool.parameters, default=str)
             known = self._header_tools[tool.name] = (tool, declares)
         return known[1]
+
+
+def _may_log(tool: Tool) -> bool:
+    """Whether the tool gets a `ToolContext` (it may send log lines with `ctx.log`)."""
+    return any(kind == "context" for _, kind in tool.plan.context)
 
 
 @dataclass(frozen=True, slots=True)

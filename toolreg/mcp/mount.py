@@ -75,6 +75,7 @@ from ..errors import ToolDefinitionError, ToolError, ToolregError, UsageError, e
 from ..idempotency import META_KEY
 from ..params import ToolContext
 from ..registry import ToolRegistry, default_registry
+from ..sources.credentials import CredentialRequest, Credentials, as_credentials
 from ..telemetry import inject, without_baggage
 from ..tool import Tool
 from ..toolsets import BaseToolset
@@ -84,6 +85,7 @@ from .pinning import PendingTool, PinFile, Pinning
 from .results import remote_failure, remote_result, result_problem
 from .server import asked_about
 from .tasks import CURRENT_CALL, RemoteTaskError, TaskCall, TasksClient, offers_tasks, shown_text
+from .users import UserSessions
 
 __all__ = ["Mount", "RemoteResult", "mount"]
 
@@ -132,12 +134,17 @@ class Mount(BaseToolset):
     (`["uvx", "mcp-server-time"]`; its environment is the SDK's safe default plus `env`).
     `prefix` goes before every remote name; `include` keeps only those remote names;
     `timeout` bounds every call and `connect_timeout` starting, connecting and listing, in
-    seconds; `headers` go with every HTTP request (e.g. `{"Authorization": "Bearer ..."}`);
+    seconds (a server that does not answer in time fails the mount then, its connection
+    stopped at once); `headers` go with every HTTP request (e.g. `{"Authorization": "Bearer ..."}`);
     `errlog` is where a stdio server's stderr goes (a file with a descriptor; default: this
     process's stderr). When traced, each call sends the trace context; `baggage=True` also
     sends the application's OpenTelemetry baggage (off by default: the server is not yours).
     `pin` is a pin file (see `pinning`): a tool new or changed since it was pinned is held
     back (`pending`) until `approve`d; a pin file that does not exist yet pins every tool.
+
+    `credentials` (a `toolreg.sources.Credentials`, HTTP only) calls the server as the user
+    each call's `context=` names, with that user's bearer token, on a session of that user's
+    own (at most `max_sessions` open; see `toolreg.mcp.users`).
 
     `trust_annotations` says whose `readOnlyHint` / `destructiveHint` to believe: False (the
     default: every remote tool needs `confirm=`), True (this server's), or a list of remote
@@ -168,6 +175,8 @@ class Mount(BaseToolset):
         errlog: TextIO | None = None,
         baggage: bool = False,
         pin: str | os.PathLike[str] | None = None,
+        credentials: Credentials | Callable[[CredentialRequest], Any] | None = None,
+        max_sessions: int = 64,
     ) -> None:
         super().__init__()
         if not isinstance(baggage, bool):
@@ -221,6 +230,7 @@ class Mount(BaseToolset):
         self._warned: set[tuple[str, str, str]] = set()  # (tool, parameter, text) reported
         self.refused: dict[str, str] = {}
         """Remote tools not mounted, by name (control characters escaped): why."""
+        self._users = self._user_sessions(credentials, max_sessions)
 
     def __repr__(self) -> str:
         return f"<Mount {self.server!r} {self._state}: {', '.join(self.names) or 'no tools'}>"
@@ -263,6 +273,12 @@ class Mount(BaseToolset):
     def names(self) -> list[str]:
         """The local names of the mounted tools, in the server's order."""
         return list(self._mounted)
+
+    @property
+    def users(self) -> list[Any]:
+        """The users (`Credentials.user_of` a call's context) with a session of their own open
+        now, least recently used first; empty without `credentials=`."""
+        return [] if self._users is None else self._users.open_users
 
     @property
     def connected(self) -> bool:
@@ -393,7 +409,7 @@ class Mount(BaseToolset):
         try:
             await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
         except BaseException as raised:
-            await self._finish()
+            await self._abandon(ready)
             exc = _innermost(raised)
             if isinstance(exc, ToolregError):
                 raise exc from None
@@ -415,9 +431,7 @@ class Mount(BaseToolset):
         try:
             async with contextlib.AsyncExitStack() as stack:
                 if self._url is not None:
-                    http = await stack.enter_async_context(
-                        httpx2.AsyncClient(headers=self._headers, timeout=_HTTP_TIMEOUT)
-                    )
+                    http = await stack.enter_async_context(self._http_client(None))
                     transport: Any = streamable_http_client(self._url, http_client=http)
                 else:
                     assert self._command is not None
@@ -439,7 +453,10 @@ class Mount(BaseToolset):
                 await self._stop.wait()
         except BaseException as exc:
             if not ready.done():
-                ready.set_exception(exc)
+                if isinstance(exc, asyncio.CancelledError):
+                    ready.cancel()  # stopped while starting: `_start` has its own reason
+                else:
+                    ready.set_exception(exc)
             elif not isinstance(exc, asyncio.CancelledError):
                 _log.warning("the MCP server %s went away: %s", self._label(), _reason(exc))
         finally:
@@ -447,9 +464,25 @@ class Mount(BaseToolset):
             for task in list(self._tasks):
                 task.cancel()
 
+    async def _abandon(self, ready: asyncio.Future[None]) -> None:
+        """A mount that did not open in time (or failed): its owner is stopped at once,
+        not given another `connect_timeout` to end (it is waiting on a server that does not
+        answer), and no outcome is left unread for asyncio to log."""
+        self._state = "closed"
+        owner = self._owner
+        if owner is not None and not owner.done():
+            owner.cancel()
+            with contextlib.suppress(BaseException):
+                await owner
+        if ready.done() and not ready.cancelled():
+            ready.exception()  # read: `_start` reports it in its own words
+        self._offer({})
+
     async def _finish(self) -> None:
         """Stop the owner task (the client closes, a stdio server ends) and unmount."""
         self._state = "closed"
+        if self._users is not None:
+            await self._users.close(self.connect_timeout)
         if self._cancels:  # the abandoned tasks' tasks/cancel go out before the connection ends
             await asyncio.wait(set(self._cancels), timeout=self.connect_timeout)
         if self._stop is not None:
@@ -514,6 +547,13 @@ class Mount(BaseToolset):
                 self._refuse(item.name, exc.problem)
                 continue
             self._built[item.name] = made[-1]
+            if made[-1][1].schema_changes:  # an older draft's keywords, rewritten as 2020-12
+                _log.info(
+                    "rewrote the remote tool %s of %s as JSON Schema 2020-12: %s",
+                    _shown(item.name),
+                    _shown(self._label()),
+                    _shown("; ".join(made[-1][1].schema_changes), 1000),
+                )
         return made
 
     def _portable(self, wanted: list[types.Tool], remote: list[types.Tool]) -> list[types.Tool]:
@@ -628,7 +668,7 @@ class Mount(BaseToolset):
         async def call_remote(**arguments: Any) -> Any:
             ctx: ToolContext[Any] = arguments.pop(context)
             key = ctx.idempotency_key
-            return await self._call(remote, local, arguments, ctx.report_progress, key)
+            return await self._call(remote, local, arguments, ctx.report_progress, ctx.deps, key)
 
         call_remote.__name__ = call_remote.__qualname__ = f"mcp:{remote}"
         return call_remote
@@ -639,6 +679,7 @@ class Mount(BaseToolset):
         local: str,
         arguments: dict[str, Any],
         progress: Callable[[float, float | None, str | None], None],
+        deps: Any = None,
         key: str | None = None,
     ) -> RemoteResult:
         """Run on the mount's loop, from whichever loop dispatch runs the tool on. The
@@ -650,7 +691,17 @@ class Mount(BaseToolset):
         inject(meta, baggage=self.baggage)  # the calling span, for the server to continue
         if key is not None:
             meta[META_KEY] = key
-        call = self._remote_call(remote, local, arguments, meta or None, progress)
+        users = self._users
+        if users is None:
+            call = self._remote_call(remote, local, arguments, meta or None, progress)
+        else:  # as the user the call's context names, on their own session (`users`)
+            call = users.call(
+                local,
+                deps,
+                lambda client: self._remote_call(
+                    remote, local, arguments, meta or None, progress, client=client
+                ),
+            )
         coro = without_baggage(call, baggage=self.baggage)  # the SDK would inject it too
         if asyncio.get_running_loop() is loop:
             return await coro
@@ -668,8 +719,9 @@ class Mount(BaseToolset):
         arguments: dict[str, Any],
         meta: dict[str, Any] | None = None,
         progress: Callable[[float, float | None, str | None], None] | None = None,
+        client: Client | None = None,
     ) -> RemoteResult:
-        client = self._client
+        client = self._client if client is None else client  # a user's own session
         if client is None:
             raise ToolError(f"Tool '{local}' failed: its MCP server is not connected.")
         mounted = self._mounted.get(local)
@@ -700,7 +752,7 @@ class Mount(BaseToolset):
             ) from None
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
-                self._client = None  # later calls fail at once, and `connected` says so
+                self._lost(client)  # later calls fail at once, and `connected` says so
                 raise ToolError(
                     f"Tool '{local}' failed: the MCP server closed the connection."
                 ) from exc
@@ -713,7 +765,7 @@ class Mount(BaseToolset):
                 _log.warning("the MCP server %s answered %r: %s", self._label(), remote, problem)
                 raise ToolError(f"Tool '{local}' failed: {problem}") from exc
             # the transport broke: a dead process, a dropped connection
-            self._client = None
+            self._lost(client)
             reason = type(exc).__name__
             raise ToolError(
                 f"Tool '{local}' failed: the MCP server could not be reached ({reason})."
@@ -771,6 +823,45 @@ class Mount(BaseToolset):
         if tool is not None and self._approved.get(tool, 0) > 0:
             return types.ElicitResult(action="accept", content={"confirm": True})
         return types.ElicitResult(action="decline")
+
+    # -- per-user sessions (credentials=, see `users`) -------------------------------------------
+    def _user_sessions(self, credentials: object, max_sessions: object) -> UserSessions | None:
+        provider = as_credentials(credentials, "Mount")
+        if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
+            raise UsageError(f"max_sessions={max_sessions!r}: a whole number >= 1")
+        if provider is None:
+            return None
+        if self._url is None:
+            raise UsageError("credentials= is for an MCP server over HTTP, not a stdio command")
+        return UserSessions(
+            provider, self._user_client, self._label, max_sessions, self.connect_timeout
+        )
+
+    def _http_client(self, auth: httpx2.Auth | None) -> httpx2.AsyncClient:
+        if auth is None and self._users is not None:
+            auth = self._users.catalog_auth()
+        return httpx2.AsyncClient(headers=self._headers, timeout=_HTTP_TIMEOUT, auth=auth)
+
+    @contextlib.asynccontextmanager
+    async def _user_client(self, auth: httpx2.Auth) -> Any:
+        """A connected client whose requests carry `auth` (one user's session)."""
+        assert self._url is not None
+        async with contextlib.AsyncExitStack() as stack:
+            http = await stack.enter_async_context(self._http_client(auth))
+            transport = streamable_http_client(self._url, http_client=http)
+            yield await stack.enter_async_context(
+                Client(
+                    transport,
+                    read_timeout_seconds=max(self.timeout, self.connect_timeout) + _GRACE,
+                    elicitation_callback=self._answer_elicitation,
+                    extensions=[TasksClient()],
+                )
+            )
+
+    def _lost(self, client: Client) -> None:
+        """`client`'s connection broke: the mount's own, or a user's session."""
+        if client is self._client or self._users is None or not self._users.lost(client):
+            self._client = None
 
     # -- list changes -------------------------------------------------------------------------
     async def _on_message(self, message: Any) -> None:

@@ -24,9 +24,12 @@ call: build the context, dispatch, render.
 Sync tools run in threads (Python cannot stop one), so a server bounds them: at most
 `max_threads` calls of sync tools run at once (default `DEFAULT_MAX_THREADS`, 32); the
 next ones wait for a free slot, first come first served, and a client that gives up while
-waiting is dropped. A running sync call keeps its slot until the tool returns or its time
-limit ends the call, even when its client has gone (the thread would run on regardless);
-a call waiting for its confirmation gives its slot back meanwhile. Async tools take no slot.
+waiting is dropped. A running sync call keeps its slot until its thread ends: until the
+tool returns, even when its client has gone or its time limit has ended the call (answered
+"interrupted while running": the thread runs on, so the bound holds for such calls too). A
+call of a tool with a time limit waits for a slot at most that long, then is answered "did
+not start ... It did not run". A call waiting for its confirmation gives its slot back
+meanwhile. Async tools take no slot.
 """
 
 from __future__ import annotations
@@ -52,8 +55,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from ..dispatch import ConfirmCallback
-from ..dispatch.calling import make_context
-from ..errors import ToolDeniedError, UsageError
+from ..dispatch.calling import THREAD_WATCH, make_context
+from ..errors import ToolDeniedError, ToolTimeoutError, UsageError
 from ..idempotency import META_KEY, received_key
 from ..params import ToolContext
 from ..result import ToolResult
@@ -63,7 +66,7 @@ from ..toolsets import Toolset
 from .auth import UNRESTRICTED, Caller, address_caller, token_caller
 from .cache import ResultCache
 from .catalog import Catalog, call_result
-from .context import McpRequest, Note, Reporter
+from .context import LogLevels, McpRequest, Note, Reporter
 from .tasks import (
     EXTENSION,
     Task,
@@ -162,22 +165,62 @@ def _wake(waiter: asyncio.Future[None]) -> None:
 
 
 class _Slot:
-    """One call's claim on a `ThreadSlots` slot, given back at most once."""
+    """One call's claim on a `ThreadSlots` slot. It is held until both the call's dispatch
+    and the thread its sync tool runs in have ended: a tool past its time limit runs on in
+    its thread (Python cannot stop one), and the bound is on threads, not on answers. A
+    confirmation gives it back meanwhile (`give_back`, then `take`). Thread-safe: the
+    thread reports its end from itself."""
 
-    __slots__ = ("held", "slots")
+    __slots__ = ("_dispatching", "_lock", "_threads", "held", "slots")
 
     def __init__(self, slots: ThreadSlots) -> None:
         self.slots = slots
         self.held = False
+        self._dispatching = True
+        self._threads = 0
+        self._lock = threading.Lock()
 
-    async def take(self) -> None:
-        await self.slots.acquire()
-        self.held = True
+    async def take(self, limit: float | None = None) -> bool:
+        """Wait for a slot (at most `limit` seconds, when given): whether one was taken."""
+        if limit is None:
+            await self.slots.acquire()
+        else:
+            try:
+                await asyncio.wait_for(self.slots.acquire(), limit)
+            except asyncio.TimeoutError:
+                return False
+        with self._lock:
+            self.held = True
+        return True
 
     def give_back(self, *_: object) -> None:
-        if self.held:
+        with self._lock:
+            if not self.held:
+                return
             self.held = False
-            self.slots.release()
+        self.slots.release()
+
+    def thread(self) -> Callable[[], None]:
+        """`calling.THREAD_WATCH`: the call's tool starts its thread; the thread calls the
+        function returned when the tool has returned."""
+        with self._lock:
+            self._threads += 1
+        return self._thread_ended
+
+    def _thread_ended(self) -> None:
+        with self._lock:
+            self._threads -= 1
+            last = self._threads == 0 and not self._dispatching
+        if last:
+            self.give_back()
+
+    def dispatched(self, *_: object) -> None:
+        """The call's dispatch has ended (answered, timed out, or abandoned)."""
+        with self._lock:
+            self._dispatching = False
+            last = self._threads == 0
+        if last:
+            self.give_back()
 
 
 class ToolService:
@@ -259,29 +302,9 @@ class ToolService:
         """Dispatch one call of a registered tool; never raises for the call's failures (a
         tool that needs a context and gets none raises `MissingContextError`: the server's
         mistake, which the SDK answers as an internal error). With a `cache`, a read-only
-        or idempotent tool's result may come from it (same tool, arguments and caller)."""
-        cache = self.cache
-        key = None
-        if cache is not None and cache.applies(tool):
-            key = cache.key(tool, arguments, caller.identity)
-            cached = None if key is None else cache.get(key, tool, call_id)
-            if cached is not None:
-                return cached
-        result = await self._call(tool, arguments, request, call_id, reporter, confirm, meta)
-        if key is not None and cache is not None:
-            cache.put(key, tool, result)
-        return result
-
-    async def _call(
-        self,
-        tool: Tool,
-        arguments: dict[str, Any] | None,
-        request: Callable[[], McpRequest],
-        call_id: str | None,
-        reporter: Reporter | None,
-        confirm: ConfirmCallback | None,
-        meta: Mapping[str, Any] | None,
-    ) -> ToolResult:
+        or idempotent tool's result may come from it (same tool, arguments and caller), but
+        only after `context=` has run for this call: the factory is where an application
+        refuses a caller, and a refusal takes effect at once, cached results or not."""
         deps: Any = None
         if self.context is not None:
             try:
@@ -290,6 +313,28 @@ class ToolService:
                 return ToolResult(
                     tool.name, call_id, False, err.message, error=err, outcome="not_started"
                 )
+        cache = self.cache
+        key = None
+        if cache is not None and cache.applies(tool):
+            key = cache.key(tool, arguments, caller.identity)
+            cached = None if key is None else cache.get(key, tool, call_id)
+            if cached is not None:
+                return cached
+        result = await self._call(tool, arguments, deps, call_id, reporter, confirm, meta)
+        if key is not None and cache is not None:
+            cache.put(key, tool, result)
+        return result
+
+    async def _call(
+        self,
+        tool: Tool,
+        arguments: dict[str, Any] | None,
+        deps: Any,
+        call_id: str | None,
+        reporter: Reporter | None,
+        confirm: ConfirmCallback | None,
+        meta: Mapping[str, Any] | None,
+    ) -> ToolResult:
         context = _tool_context(tool, deps, reporter)
         key = None if meta is None else received_key(meta.get(META_KEY))  # the caller's
         with extracted(meta):  # the caller's trace, when it sent one and toolreg is traced
@@ -304,7 +349,9 @@ class ToolService:
                     idempotency_key=key,
                 )
             slot = _Slot(self.threads)
-            await slot.take()
+            if not await slot.take(tool.timeout):  # waiting counts against its time limit
+                return self._no_thread(tool, call_id)
+            watching = THREAD_WATCH.set(slot.thread)  # the dispatch task copies the context
             try:
                 task = asyncio.ensure_future(
                     dispatcher.adispatch_tool(
@@ -319,10 +366,25 @@ class ToolService:
             except BaseException:
                 slot.give_back()
                 raise
-            task.add_done_callback(slot.give_back)
+            finally:
+                THREAD_WATCH.reset(watching)
+            task.add_done_callback(slot.dispatched)
             task.add_done_callback(_retrieve)
             # A sync tool's thread runs on if its caller goes: it keeps its slot till then.
             return await asyncio.shield(task)
+
+    def _no_thread(self, tool: Tool, call_id: str | None) -> ToolResult:
+        """The answer to a sync call that found no free thread within its time limit."""
+        limit = tool.timeout or 0.0
+        error = ToolTimeoutError(
+            f"Tool '{tool.name}' did not start within {limit:g} s: all {self.threads.size} "
+            "threads for sync tools are busy. It did not run; try again later.",
+            tool_name=tool.name,
+            timeout=limit,
+        )
+        return ToolResult(
+            tool.name, call_id, False, error.message, error=error, outcome="not_started"
+        )
 
     def start_task(
         self,
@@ -356,7 +418,7 @@ class ToolService:
                 await reporter.close()
             return self.result(tool, result)
 
-        return self.tasks.start(owner, run)
+        return self.tasks.start(owner, run, caller.identity)
 
     def result(self, tool: Tool, result: ToolResult) -> dict[str, Any]:
         """The `CallToolResult` (wire form) of a dispatched call."""
@@ -540,10 +602,18 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
         service.tasks.cancel(task_of(ctx, params))
         return {}
 
+    async def set_level(ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> Any:
+        """`logging/setLevel` (the 2025 protocols; 2026-07-28 asks per request instead):
+        the session's lines from then on are at that level or above."""
+        levels = ctx.lifespan_context
+        if isinstance(levels, LogLevels):
+            levels.set(_session_of(ctx), params.level)
+        return types.EmptyResult()
+
     @contextlib.asynccontextmanager
-    async def lifespan(_: Server[Any]) -> AsyncIterator[dict[str, Any]]:
+    async def lifespan(_: Server[Any]) -> AsyncIterator[LogLevels]:
         async with service.tasks.serving():  # stopping: running tasks are cancelled
-            yield {}
+            yield LogLevels()  # per run: stdio's one connection, or every HTTP session
 
     server: Server[Any] = Server(
         name,
@@ -553,6 +623,8 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
         get_tool_input_schema=service.input_schema,
     )
     server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
+    # declares the `logging` capability: tools send their `ctx.log` lines to the client
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
     server.add_request_handler("tasks/get", TaskParams, get_task)
     server.add_request_handler("tasks/update", UpdateParams, update_task)
     server.add_request_handler("tasks/cancel", TaskParams, cancel_task)
@@ -577,8 +649,23 @@ async def _client_meta(ctx: ServerRequestContext[Any], call_next: Any) -> Any:
     return await call_next(ctx)
 
 
+def _session_of(ctx: ServerRequestContext[Any]) -> str | None:
+    """The session a request belongs to, for its log level: "" for the one connection of
+    a stdio run (or an in-process client), the streamable-HTTP session id, or None for a
+    stateless HTTP request (no session: nothing is remembered between its requests)."""
+    if ctx.request is None:
+        return ""
+    headers = getattr(ctx.request, "headers", None)
+    session = None if headers is None else headers.get("mcp-session-id")
+    return f"http:{session}" if session else None
+
+
 def _sender(ctx: ServerRequestContext[Any], tool: str) -> Callable[[Note], Any]:
     levels = allowed_log_levels(ctx.protocol_version, ctx.meta)  # the 2026 per-request opt-in
+    if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and isinstance(
+        ctx.lifespan_context, LogLevels
+    ):
+        levels = ctx.lifespan_context.allowed(_session_of(ctx)) or levels  # logging/setLevel
 
     async def send(note: Note) -> None:
         if note.kind == "progress":

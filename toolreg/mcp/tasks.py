@@ -65,7 +65,7 @@ import mcp_types as types
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.shared.exceptions import MCPError
 from mcp_types import CLIENT_CAPABILITIES_META_KEY
-from mcp_types.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY
+from mcp_types.jsonrpc import MISSING_REQUIRED_CLIENT_CAPABILITY, REQUEST_TIMEOUT
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
@@ -89,7 +89,10 @@ _log = logging.getLogger("toolreg.mcp")
 Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 BUSY = -32000
-"""The JSON-RPC error of a `tools/call` refused because `max_running` tasks are running."""
+"""The JSON-RPC error of a `tools/call` refused because `max_running` tasks are running, or
+`max_per_caller` of its caller."""
+EXPIRED = REQUEST_TIMEOUT
+"""The JSON-RPC error (-32001) of a task stopped at `max_lifetime`."""
 _MAX_ID = 128  # characters of a task id worth looking up (toolreg's are 43)
 _NOT_FOUND = "Task not found."
 _CLOSE_WAIT = 5.0  # seconds a stopping server waits for its cancelled tasks to end
@@ -99,8 +102,14 @@ _CLOSE_WAIT = 5.0  # seconds a stopping server waits for its cancelled tasks to 
 class TaskOptions:
     """How a server runs tasks (`tasks=` of `asgi_app`, `build_server`, `serve`).
 
-    At most `max_running` tasks run (or wait for input) at once; a `tools/call` over that
-    is refused (JSON-RPC -32000) and the tool does not run. A finished task's result is
+    At most `max_running` tasks run (or wait for input) at once, and at most
+    `max_per_caller` of one caller (its token's subject, else its address; default: a
+    quarter of `max_running`, at least 1), so that one caller cannot take every slot; a
+    `tools/call` over either bound is refused (JSON-RPC -32000) and the tool does not run.
+    A task still running `max_lifetime` seconds after it started (None: no limit) is
+    stopped and ends `failed` (error -32001): an async tool is cancelled, a sync tool's
+    thread runs on (Python cannot stop one) and its result is discarded; the message says
+    the tool was interrupted while running and may still be. A finished task's result is
     kept `ttl` seconds after it finished, then forgotten; at most `max_kept` tasks are
     held (the oldest finished one goes first). `poll_interval` is the wait between polls
     the server suggests (`pollIntervalMs`). Tasks live in the serving process.
@@ -110,23 +119,39 @@ class TaskOptions:
     max_kept: int = 1024
     ttl: float = 600.0
     poll_interval: float = 0.5
+    max_per_caller: int | None = None
+    max_lifetime: float | None = 3600.0
 
     def __post_init__(self) -> None:
         for key in ("max_running", "max_kept"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise UsageError(f"TaskOptions({key}={value!r}): must be a whole number >= 1")
+            _whole(key, getattr(self, key))
         if self.max_kept < self.max_running:
             raise UsageError(
                 f"TaskOptions(max_kept={self.max_kept}) must be at least max_running="
                 f"{self.max_running} (every running task is kept)"
             )
-        for key in ("ttl", "poll_interval"):
+        if self.max_per_caller is None:
+            object.__setattr__(self, "max_per_caller", max(1, self.max_running // 4))
+        else:
+            _whole("max_per_caller", self.max_per_caller)
+            if self.max_per_caller > self.max_running:
+                raise UsageError(
+                    f"TaskOptions(max_per_caller={self.max_per_caller}) must be at most "
+                    f"max_running={self.max_running} (a caller's share of the running tasks)"
+                )
+        for key in ("ttl", "poll_interval", "max_lifetime"):
             value = getattr(self, key)
+            if value is None and key == "max_lifetime":
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise UsageError(f"TaskOptions({key}={value!r}): must be a number of seconds")
             if not math.isfinite(value) or value <= 0:
                 raise UsageError(f"TaskOptions({key}={value!r}): must be a positive number")
+
+
+def _whole(key: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"TaskOptions({key}={value!r}): must be a whole number >= 1")
 
 
 def declares_tasks(meta: Mapping[str, Any] | None, protocol_version: str | None) -> bool:
@@ -169,6 +194,13 @@ class UpdateParams(TaskParams):
     input_responses: dict[str, Any] = Field(alias="inputResponses")
 
 
+def _bytes(identity: str) -> bytes:
+    """An owner as bytes for a constant-time comparison: `compare_digest` takes only ASCII
+    `str`, and a token's subject may be any text (`zoë`, `用户`, even a lone surrogate that
+    JSON lets through)."""
+    return identity.encode("utf-8", "surrogatepass")
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -179,6 +211,7 @@ class Task:
     __slots__ = (
         "_asked",
         "_questions",
+        "caller",
         "created",
         "error",
         "finished",
@@ -192,9 +225,10 @@ class Task:
         "updated",
     )
 
-    def __init__(self, owner: str) -> None:
+    def __init__(self, owner: str, caller: str | None = None) -> None:
         self.id = secrets.token_urlsafe(32)
         self.owner = owner
+        self.caller = owner if caller is None else caller  # whose share it counts in
         self.status: Status = "working"
         self.message: str | None = None
         self.created = self.updated = _now()
@@ -299,14 +333,24 @@ class TaskStore:
         self._serving = 0
         self._stopping = False
         self.running = 0
+        self._running_of: dict[str, int] = {}  # running tasks by caller
 
-    def start(self, owner: str, run: Run) -> dict[str, Any]:
-        """Create a task that runs `run` in the background; its `CreateTaskResult`."""
+    def start(self, owner: str, run: Run, caller: str | None = None) -> dict[str, Any]:
+        """Create a task of `owner` (counted in `caller`'s share; default: the owner) that
+        runs `run` in the background; its `CreateTaskResult`."""
         self._forget_expired()
-        if self.running >= self.options.max_running:
+        options = self.options
+        if self.running >= options.max_running:
             raise MCPError(
                 code=BUSY,
-                message=f"Too many tasks running ({self.options.max_running}); try again later.",
+                message=f"Too many tasks running ({options.max_running}); try again later.",
+            )
+        share = owner if caller is None else caller
+        if self._running_of.get(share, 0) >= (options.max_per_caller or options.max_running):
+            raise MCPError(
+                code=BUSY,
+                message=f"Too many tasks of this caller running ({options.max_per_caller}); "
+                "try again later.",
             )
         if len(self._tasks) >= self.options.max_kept:
             oldest = min(
@@ -314,18 +358,27 @@ class TaskStore:
                 key=lambda t: t.finished or 0.0,
             )
             del self._tasks[oldest.id]
-        task = Task(owner)
+        task = Task(owner, share)
         self._tasks[task.id] = task
         self.running += 1
+        self._running_of[share] = self._running_of.get(share, 0) + 1
         task.job = asyncio.ensure_future(self._run(task, run))
         return task.wire(self.options, "task")
 
     async def _run(self, task: Task, run: Run) -> None:
+        lifetime = self.options.max_lifetime
         try:
-            result = await run(task)
+            result = await asyncio.wait_for(run(task), lifetime)
         except asyncio.CancelledError:
             why = ": the server is stopping" if self._stopping else " by the client"
             task.end("cancelled", message=f"Cancelled{why}.")
+        except asyncio.TimeoutError:  # wait_for's own: `run` turns a tool's time limit into
+            # a result, so only the lifetime ends up here
+            message = (
+                f"The task ran past its lifetime ({lifetime:g} s) and was stopped: the tool "
+                "was interrupted while running, may have had effects and may still be running."
+            )
+            task.end("failed", error={"code": EXPIRED, "message": message}, message=message)
         except MCPError as exc:
             error = exc.error.model_dump(mode="json", exclude_none=True)
             task.end("failed", error=error, message=exc.error.message)
@@ -336,13 +389,18 @@ class TaskStore:
             task.end("completed", result=result)
         finally:
             self.running -= 1
+            left = self._running_of[task.caller] - 1
+            if left:
+                self._running_of[task.caller] = left
+            else:
+                del self._running_of[task.caller]
 
     def find(self, owner: str, task_id: str) -> Task:
         """The task `task_id` of `owner`; -32602 if there is none (unknown, expired, or
         another caller's: the same answer)."""
         self._forget_expired()
         task = self._tasks.get(task_id) if len(task_id) <= _MAX_ID else None
-        if task is None or not secrets.compare_digest(task.owner, owner):
+        if task is None or not secrets.compare_digest(_bytes(task.owner), _bytes(owner)):
             raise MCPError(code=types.INVALID_PARAMS, message=_NOT_FOUND)
         return task
 

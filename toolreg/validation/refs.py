@@ -67,6 +67,8 @@ def check_refs(root: Any) -> None:
     """Raise `RefError` if a local `$ref` reachable from `root` points to nothing, or a
     chain of them checks a value against a schema it is already being checked against.
     Other `$ref`s (remote, anchors) are left to whoever resolves them."""
+    if not _has_refs(root):  # most tools: no $ref, so nothing to point to nothing or loop
+        return
     where: dict[int, str] = {}  # id of a schema -> its pointer, the first way it was reached
     same: dict[int, list[tuple[Any, str]]] = {}  # id -> (subschema, pointer) on the same value
     todo: list[tuple[Any, str]] = [(root, "#")]
@@ -117,6 +119,20 @@ def check_refs(root: Any) -> None:
             "a $ref back to a schema it is inside of must go through properties, items or "
             "another keyword that checks a value inside; remove or redirect the $ref in it",
         )
+
+
+def _has_refs(root: Any) -> bool:
+    """Whether `$ref` is a key anywhere in `root` (as a keyword or not: conservative)."""
+    todo = [root]
+    while todo:
+        value = todo.pop()
+        if isinstance(value, dict):
+            if "$ref" in value:
+                return True
+            todo.extend(v for v in value.values() if isinstance(v, (dict, list)))
+        elif isinstance(value, list):
+            todo.extend(v for v in value if isinstance(v, (dict, list)))
+    return False
 
 
 def _cycle(same: dict[int, list[tuple[Any, str]]], where: dict[int, str]) -> list[str] | None:

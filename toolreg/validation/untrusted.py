@@ -59,7 +59,7 @@ class UntrustedSchemaError(ValueError):
 def check_size(schema: Any) -> None:
     """Raise `UntrustedSchemaError` if `schema` has more than `MAX_SCHEMA_VALUES` values,
     nests deeper than `MAX_SCHEMA_DEPTH` or is longer than `MAX_SCHEMA_CHARS` as JSON."""
-    values, chars = 0, 0
+    values, chars, plain = 0, 0, True
     todo: list[tuple[Any, int]] = [(schema, 1)]
     while todo:
         value, depth = todo.pop()
@@ -69,27 +69,44 @@ def check_size(schema: Any) -> None:
                 f"the schema has more than {MAX_SCHEMA_VALUES:,} values (toolreg's limit for "
                 "an untrusted schema)"
             )
-        if isinstance(value, (dict, list)):
+        kind = type(value)
+        if kind is dict or kind is list or isinstance(value, (dict, list)):
             if depth > MAX_SCHEMA_DEPTH:
                 raise UntrustedSchemaError(
                     f"the schema nests deeper than {MAX_SCHEMA_DEPTH} levels (toolreg's limit "
                     "for an untrusted schema)"
                 )
             if isinstance(value, dict):
-                chars += sum(len(k) for k in value if isinstance(k, str))
+                for key in value:
+                    if type(key) is str:
+                        chars += len(key)
+                    else:
+                        plain = False
                 todo.extend((v, depth + 1) for v in value.values())
             else:
                 todo.extend((v, depth + 1) for v in value)
-        elif isinstance(value, str):
+        elif kind is str:
             chars += len(value)
+        elif not (
+            value is None or kind is bool or kind is float or (kind is int and -_BIG < value < _BIG)
+        ):
+            plain = False  # a long number, or what JSON may not take: dumps decides
         if chars > MAX_SCHEMA_CHARS:  # its text alone: the JSON is longer still
             raise _too_long(f"more than {MAX_SCHEMA_CHARS:,}")
+    if plain and _ESCAPED * chars + _PER_VALUE * values <= MAX_SCHEMA_CHARS:
+        return  # its JSON cannot be longer than that: no need to write it
     try:  # a few thousand values at most by now: the exact length is cheap
         chars = len(json.dumps(schema, ensure_ascii=False, separators=(",", ":")))
     except (TypeError, ValueError) as exc:
         raise UntrustedSchemaError(f"the schema is not JSON: {exc}") from None
     if chars > MAX_SCHEMA_CHARS:
         raise _too_long(f"{chars:,}")
+
+
+# Bounds of a plain schema's JSON length: a character of a string or a key is at most 6
+# as JSON (a control character, escaped); a value adds at most 32 more (quotes, `":"`, a
+# comma, brackets, or a number: a float is at most 24 characters, an int below `_BIG` 16).
+_ESCAPED, _PER_VALUE, _BIG = 6, 32, 10**15
 
 
 def _too_long(length: str) -> UntrustedSchemaError:

@@ -10,8 +10,8 @@ check misses some duplicates among nested arrays mixing booleans and numbers.
 Instances are JSON values as `json.loads` returns them: only `dict` is an object, only
 `list` an array, and any other Python value (a tuple, a set) matches no `type`, `enum` or
 `const`. Local `$ref`s (`#`, `#/$defs/Name`, any JSON pointer) are bound after compiling,
-so recursive schemas work. A schema using another assertion keyword (`if`,
-`dependentRequired`, `unevaluatedProperties`, `$dynamicRef`, `$anchor`, a remote `$ref`,
+so recursive schemas work. A schema using another assertion keyword
+(`if`, `unevaluatedProperties`, `$dynamicRef`, `$anchor`, a remote `$ref`,
 `$id` below the root...) is validated by jsonschema instead, imported only then. Unknown
 keys are ignored, as the specification says. The schema is copied, so later changes to it
 have no effect. An invalid schema (unknown type, bad regex, dangling `$ref`...) raises
@@ -66,7 +66,7 @@ _EXACT: dict[str, tuple[type, ...]] = {
 }
 _UNSUPPORTED = frozenset(
     {"$dynamicRef", "$dynamicAnchor", "$anchor", "$recursiveRef", "$recursiveAnchor"}
-    | {"$vocabulary", "dependentRequired", "dependentSchemas", "if", "then", "else"}
+    | {"$vocabulary", "if", "then", "else"}
     | {"unevaluatedItems", "unevaluatedProperties"}
 )
 
@@ -92,7 +92,9 @@ _ANNOTATION_KEYS = frozenset(
     {"description", "title", "examples", "default", "deprecated", "format", "$comment"}
     | {"readOnly", "writeOnly", "contentMediaType", "contentEncoding"}
 )
-_COMBINATOR_KEYS = frozenset({"allOf", "anyOf", "oneOf", "not", "$ref"})
+_COMBINATOR_KEYS = frozenset(
+    {"allOf", "anyOf", "oneOf", "not", "$ref", "dependentRequired", "dependentSchemas"}
+)
 _SCALARS = (str, int, float, bool, type(None))
 _SHARED: dict[tuple[Any, ...], Node] = {}
 _MAX_SHARED = 4096
@@ -280,11 +282,34 @@ class _Compiler:
         if "not" in s:
             inner = self.compile(s["not"])
             checks.append(lambda v: None if inner(v) is not None else say("value is not allowed"))
+        if "dependentRequired" in s:
+            checks.append(_dependent_required(s["dependentRequired"]))
+        if "dependentSchemas" in s:
+            checks.append(self._dependent_schemas(s["dependentSchemas"]))
         if "$ref" in s:
             self.resolve(s["$ref"])
             box = self.boxes.setdefault(s["$ref"], [accept])
             checks.append(lambda v: box[0](v))
         return [check for check in checks if check is not accept]
+
+    def _dependent_schemas(self, dependent: Any) -> Node:
+        if not isinstance(dependent, dict):
+            raise ValueError(f"dependentSchemas must be an object, not {dependent!r}")
+        nodes = [(key, self.compile(sub)) for key, sub in dependent.items()]
+        nodes = [(key, node) for key, node in nodes if node is not accept]
+        if not nodes:
+            return accept
+
+        def check(v: Any) -> Errors:
+            if not isinstance(v, dict):
+                return None
+            errors: Errors = None
+            for key, node in nodes:
+                if key in v and (found := node(v)) is not None:
+                    errors = join(errors, found)
+            return errors
+
+        return check
 
     def _types_of(self, s: Any) -> list[str] | None:
         """The JSON types a subschema accepts, when its `type`, `enum` or `const` say."""
@@ -427,6 +452,28 @@ def _has_patterns(schema: Any) -> bool:
         elif isinstance(value, list):
             todo.extend(value)
     return False
+
+
+def _dependent_required(dependent: Any) -> Node:
+    if not isinstance(dependent, dict) or not all(isinstance(n, list) for n in dependent.values()):
+        raise ValueError(f"dependentRequired must map names to lists, not {dependent!r}")
+    pairs = [(key, list(dict.fromkeys(names))) for key, names in dependent.items() if names]
+    if not pairs:
+        return accept
+
+    def check(v: Any) -> Errors:
+        if not isinstance(v, dict):
+            return None
+        errors: Errors = None
+        for key, names in pairs:
+            if key in v:
+                for name in names:
+                    if name not in v:
+                        text = f"missing property {render(name)}, required with {render(key)}"
+                        errors = join(errors, [Problem((), text, name)])
+        return errors
+
+    return check
 
 
 def _unexpected(key: Any) -> Problem:
@@ -644,7 +691,7 @@ class Validator:
         try:
             if self._fallback is not None:
                 return self._fallback.is_valid_under(schema, value)
-            if self.untrusted:
+            if self.untrusted and isinstance(value, (str, dict, list)):  # what patterns see
                 with pattern_budget():
                     return self._compiler.compile(schema)(value) is None
             return self._compiler.compile(schema)(value) is None

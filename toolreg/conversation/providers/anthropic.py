@@ -31,7 +31,7 @@ from ...jsonvalues import strict_decoder
 from ...result import ToolCall, ToolResult
 from ..history import units
 from ..offer import References
-from .base import Answer, Message, Request
+from .base import Answer, CallIds, IdRule, Message, Request, complete_object
 from .openai_chat import plain
 
 __all__ = ["MAX_TOKENS", "AnthropicMessages", "MessageStreamAssembler", "decode_message"]
@@ -57,6 +57,7 @@ class AnthropicMessages:
     name = "anthropic"
     dialect = "anthropic"
     keeps_history = False
+    id_rule = IdRule("toolu_", 64, "a-zA-Z0-9_-")  # the API's pattern for tool_use ids
 
     def __init__(self) -> None:
         self.fmt = FORMATS["anthropic"]
@@ -90,11 +91,13 @@ class AnthropicMessages:
     def stream_options(self, request_options: Mapping[str, Any]) -> dict[str, Any]:
         return {"stream": True}  # the events carry the usage unasked
 
-    def decode(self, response: Any) -> Answer:
-        return decode_message(plain(response))
+    def decode(self, response: Any, ids: CallIds | None = None) -> Answer:
+        return decode_message(plain(response), ids)
 
-    def assembler(self, on_text: Callable[[str], None] | None) -> MessageStreamAssembler:
-        return MessageStreamAssembler(on_text)
+    def assembler(
+        self, on_text: Callable[[str], None] | None, ids: CallIds | None = None
+    ) -> MessageStreamAssembler:
+        return MessageStreamAssembler(on_text, ids)
 
     def calls(self, answer: Answer) -> list[ToolCall]:
         return self.fmt.parse_calls(answer.message)
@@ -169,8 +172,9 @@ def _echo_block(block: Any) -> dict[str, Any]:
     return block
 
 
-def decode_message(data: Any) -> Answer:
-    """A Messages API `message` (plain data) -> an `Answer`."""
+def decode_message(data: Any, ids: CallIds | None = None) -> Answer:
+    """A Messages API `message` (plain data) -> an `Answer`; its `tool_use` blocks get the
+    ids `ids` gives their positions (None: as sent)."""
     if not isinstance(data, dict) or data.get("type", "message") != "message":
         if isinstance(data, dict) and data.get("type") == "error":
             raise ConversationError(f"the endpoint answered an error: {_error_text(data)}")
@@ -178,6 +182,8 @@ def decode_message(data: Any) -> Answer:
     content = data.get("content")
     if not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
         raise ConversationError("the endpoint answered a message without a list of content blocks")
+    if ids is not None:
+        content = [with_id(block, ids, n) for n, block in enumerate(content)]
     texts = []
     for block in content:
         if block.get("type") == "text":
@@ -199,6 +205,13 @@ def decode_message(data: Any) -> Answer:
             "model": model if isinstance(model, str) else None,
         }
     )
+
+
+def with_id(block: dict[str, Any], ids: CallIds, slot: int) -> dict[str, Any]:
+    """A content block; a `tool_use` block with the id `ids` gives its slot."""
+    if block.get("type") != "tool_use":
+        return block
+    return {**block, "id": ids.id_for(slot, block.get("id"))}
 
 
 def _usage(usage: Any) -> dict[str, Any] | None:
@@ -225,10 +238,17 @@ def _error_text(data: dict[str, Any]) -> str:
 
 
 class MessageStreamAssembler:
-    """Feeds on streamed events; `result()` is the same `Answer` as `decode_message`."""
+    """Feeds on streamed events; `result()` is the same `Answer` as `decode_message`, or a
+    `ConversationError` for a stream that ended before `message_stop`.
 
-    def __init__(self, on_text: Callable[[str], None] | None = None) -> None:
+    Blocks are read by their `index`, in any interleaving; `ids` gives each `tool_use`
+    block its id (None: as sent)."""
+
+    def __init__(
+        self, on_text: Callable[[str], None] | None = None, ids: CallIds | None = None
+    ) -> None:
         self.on_text = on_text
+        self.ids = ids
         self.message: dict[str, Any] | None = None
         self.blocks: dict[int, dict[str, Any]] = {}
         self.inputs: dict[int, list[str]] = {}
@@ -236,26 +256,34 @@ class MessageStreamAssembler:
         self.stop_reason: Any = None
         self.stopped = False
         self.events = 0
-        self.closed: list[int] = []  # tool_use blocks complete and not given out yet
+        self.closed: list[int] = []  # blocks stopped since `completed` last looked
+        self._released: set[int] = set()  # the blocks `completed` looked at
 
     def completed(self) -> list[dict[str, Any]]:
-        """The `tool_use` blocks complete so far (`content_block_stop`), each once, alone
-        in an assistant message (eager start; see `Assembler`)."""
-        done = [
-            {"role": "assistant", "content": [self._block(index)]}
-            for index in self.closed
-            if self.blocks.get(index, {}).get("type") == "tool_use"
-        ]
-        self.closed.clear()
+        """The `tool_use` blocks complete so far (`content_block_stop`, and streamed input
+        that is a whole JSON object: the `{}` of `content_block_start` is a placeholder,
+        not the model's), each once, alone in an assistant message (eager start; see
+        `Assembler`)."""
+        closed, self.closed = self.closed, []
+        done = []
+        for index in closed:
+            if index in self._released or self.blocks.get(index, {}).get("type") != "tool_use":
+                continue
+            self._released.add(index)
+            if complete_object("".join(self.inputs.get(index, ()))):
+                done.append({"role": "assistant", "content": [self._block(index)]})
         return done
 
     def _block(self, index: int) -> dict[str, Any]:
         """A block with its streamed input read (a call whose input is not a JSON object
-        keeps it as text: dispatch says why; none: the input of content_block_start)."""
+        keeps it as text: dispatch says why; none: the input of content_block_start), and
+        a `tool_use` block with the id its index gets."""
         block = dict(self.blocks[index])
         text = "".join(self.inputs.get(index, ()))
         if text.strip():
             block["input"] = strict_decoder.decode(text) if is_json_object(text) else text
+        if self.ids is not None and block.get("type") == "tool_use":
+            block["id"] = self.ids.id_for(index, block.get("id"))
         return block
 
     def feed(self, event: Any) -> None:
@@ -290,7 +318,7 @@ class MessageStreamAssembler:
             block = data.get("content_block")
             if not isinstance(block, dict):
                 raise ConversationError("the endpoint streamed a content block that is not one")
-            self.blocks[index] = dict(block)
+            self.blocks.setdefault(index, dict(block))  # a repeated start changes nothing
         elif kind == "content_block_delta" and isinstance(index, int):
             return self._delta(index, data.get("delta") or {})
         elif kind == "content_block_stop" and isinstance(index, int) and index in self.blocks:

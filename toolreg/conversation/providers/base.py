@@ -8,20 +8,36 @@ an `Answer` (`decode`, or `assembler` piece by piece). The provider also says wh
 answer adds to the history (`took`), how tool results are written back (`results`: one
 entry per result, or all of them in one message), what a user message looks like (`user`)
 and how the history splits into units that trimming keeps or drops whole (`units`).
+
+Every call of an answer gets an id of its own before anything runs (`CallIds`, by the
+provider's `IdRule`): the model's where the endpoint takes it back and no other call of the
+history has it, a new one otherwise; the history keeps that id, for the call and its answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ...formats import Format
-from ...jsonvalues import safe_json
+from ...jsonvalues import safe_json, strict_decoder
 from ...result import ToolCall, ToolResult
 from ..output import OutputSpec
 
-__all__ = ["Answer", "Answers", "Assembler", "Message", "Provider", "Request"]
+__all__ = [
+    "Answer",
+    "Answers",
+    "Assembler",
+    "CallIds",
+    "IdRule",
+    "Message",
+    "ObjectEnd",
+    "Provider",
+    "Request",
+    "complete_object",
+]
 
 Message = dict[str, Any]
 
@@ -41,6 +57,7 @@ class Answer:
     usage: Mapping[str, Any] | None = None
     id: str | None = None
     model: str | None = None
+    renamed: bool = False  # a call's id is not the endpoint's (see `CallIds`)
 
     @classmethod
     def of(cls, normalized: Mapping[str, Any]) -> Answer:
@@ -55,6 +72,7 @@ class Answer:
             usage=data.get("usage"),
             id=data.get("id"),
             model=data.get("model"),
+            renamed=bool(data.get("renamed")),
         )
 
     def traced(self) -> dict[str, Any]:
@@ -85,10 +103,138 @@ class Request:
     server_state: bool = False
 
 
+class IdRule:
+    """The call ids an endpoint takes back in a history: at most `longest` characters, all
+    matching `chars` (a character class; by default printable ASCII, no space); `prefix`
+    starts the ids toolreg makes."""
+
+    __slots__ = ("longest", "prefix", "takes")
+
+    def __init__(self, prefix: str, longest: int, chars: str = "\\x21-\\x7e") -> None:
+        self.prefix, self.longest = prefix, longest
+        self.takes: Callable[[str], object] = re.compile(f"[{chars}]{{1,{longest}}}").fullmatch
+
+
+class CallIds:
+    """The ids of one answer's calls, given before anything runs: the model's own id where
+    the endpoint takes it back (`IdRule`) and no other call has it, in this answer or earlier
+    in the history (`taken`, read when the first call needs it); a new one otherwise
+    (`<prefix>tr<n>`). A call is named by its place in the answer (`slot`: a stream's
+    index, a position) and keeps its id: a call started while the answer streams and the
+    same call in the whole answer get the same one. The ids given are added to `taken`."""
+
+    __slots__ = ("_taken", "given", "rule", "taken_of")
+
+    def __init__(self, rule: IdRule, taken: Callable[[], set[str]] | None = None) -> None:
+        self.rule = rule
+        self.taken_of = taken
+        self._taken: set[str] | None = None
+        self.given: dict[Hashable, str] = {}
+
+    def id_for(self, slot: Hashable, sent: Any) -> str:
+        """The id of the call at `slot`, which the endpoint sent as `sent`."""
+        found = self.given.get(slot)
+        if found is not None:
+            return found
+        taken = self._taken
+        if taken is None:
+            taken = self._taken = set() if self.taken_of is None else self.taken_of()
+        if isinstance(sent, str) and sent not in taken and self.rule.takes(sent) is not None:
+            made = sent
+        else:
+            n = len(taken) + 1
+            while (made := f"{self.rule.prefix}tr{n}") in taken:
+                n += 1
+        taken.add(made)
+        self.given[slot] = made
+        return made
+
+
+def complete_object(arguments: Any) -> bool:
+    """Whether streamed call arguments are complete: text that is a whole JSON object (a
+    cheap look at its last character first: most pieces end elsewhere)."""
+    if not isinstance(arguments, str):
+        return False
+    end = arguments[-1:]
+    if end != "}" and not (end.isspace() and arguments.rstrip().endswith("}")):
+        return False
+    try:
+        return isinstance(strict_decoder.decode(arguments), dict)
+    except (ValueError, RecursionError):
+        return False
+
+
+_STRUCTURE = re.compile(r'[{}\[\]"\\]')
+
+
+class ObjectEnd:
+    """Where streamed JSON text stands, read piece by piece, each character once: whether it
+    is one object closed (`read` is True: the text may be whole; `complete_object` decides),
+    still open, or never one (text before its `{`, or after its `}`). Only brackets, quotes
+    and backslashes are looked at (a regex skips the rest), so a stream of tiny pieces costs
+    what its length costs, never a decoding per piece."""
+
+    __slots__ = ("depth", "offset", "read_pieces", "skip", "state", "string")
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.offset = 0  # characters read so far
+        self.read_pieces = 0
+        self.skip = -1  # the offset of a character a backslash escapes
+        self.state = 0  # 0: not begun, 1: in the object, 2: closed, 3: never an object
+        self.string = False
+
+    def read(self, pieces: list[str]) -> bool:
+        """Read the pieces not read yet; whether the text is one object, closed."""
+        for piece in pieces[self.read_pieces :]:
+            self._piece(piece)
+        self.read_pieces = len(pieces)
+        return self.state == 2
+
+    def _piece(self, piece: str) -> None:
+        start, self.offset = self.offset, self.offset + len(piece)
+        if self.state >= 2:
+            if self.state == 2 and not piece.isspace() and piece:
+                self.state = 3  # more than white space after the object
+            return
+        at = 0
+        if self.state == 0:
+            body = piece.lstrip()
+            if not body:
+                return
+            if body[0] != "{":
+                self.state = 3
+                return
+            self.state, at = 1, len(piece) - len(body)
+        for found in _STRUCTURE.finditer(piece, at):
+            where = start + found.start()
+            if where == self.skip:
+                continue
+            char = found.group()
+            if self.string:
+                if char == "\\":
+                    self.skip = where + 1
+                elif char == '"':
+                    self.string = False
+            elif char == '"':
+                self.string = True
+            elif char in "{[":
+                self.depth += 1
+            elif char in "}]":
+                self.depth -= 1
+                if self.depth == 0:
+                    rest = piece[found.end() :]
+                    self.state = 2 if not rest or rest.isspace() else 3
+                    return
+
+
 class Assembler(Protocol):
-    """Reads a stream piece by piece; `result()` is the answer; `completed()` the calls
-    complete so far and not given out yet (eager start), each alone in a message that the
-    format's `parse_calls` reads (none, for a provider that cannot tell)."""
+    """Reads a stream piece by piece; `result()` is the answer, or a `ConversationError` for
+    a stream that ended before its terminal event; `completed()` the calls complete so far
+    and not given out yet (eager start), each alone in a message that the format's
+    `parse_calls` reads: a call is complete when the provider says its arguments are done
+    and they are a whole JSON object (`complete_object`); never because another call
+    began. Both give each call the id its `CallIds` gives its slot."""
 
     def feed(self, chunk: Any) -> None: ...
 
@@ -124,6 +270,7 @@ class Provider(Protocol):
     dialect: str
     fmt: Format
     keeps_history: bool  # the endpoint can keep the history (`previous_id`)
+    id_rule: IdRule  # the call ids the endpoint takes back
 
     def check_choice(self, choice: str) -> None:
         """Raise `UsageError` for a tool choice the API cannot express."""
@@ -137,11 +284,15 @@ class Provider(Protocol):
     def stream_options(self, request_options: Mapping[str, Any]) -> dict[str, Any]:
         """The keyword arguments that make the call a stream."""
 
-    def decode(self, response: Any) -> Answer:
-        """A plain (not streamed) answer."""
+    def decode(self, response: Any, ids: CallIds | None = None) -> Answer:
+        """A plain (not streamed) answer; its calls get the ids `ids` gives them (None:
+        as sent)."""
 
-    def assembler(self, on_text: Callable[[str], None] | None) -> Assembler:
-        """A reader of a streamed answer; `on_text` gets each piece of text."""
+    def assembler(
+        self, on_text: Callable[[str], None] | None, ids: CallIds | None = None
+    ) -> Assembler:
+        """A reader of a streamed answer; `on_text` gets each piece of text; its calls get
+        the ids `ids` gives them."""
 
     def calls(self, answer: Answer) -> list[ToolCall]:
         """The calls the answer makes, in order."""

@@ -22,7 +22,17 @@ from ...formats import Dialect, Format
 from ...formats.base import is_json_object
 from ...result import ToolCall, ToolResult
 from ..history import CALL_KEYS, units
-from .base import Answer, Answers, Assembler, Message, Request
+from .base import (
+    Answer,
+    Answers,
+    Assembler,
+    CallIds,
+    IdRule,
+    Message,
+    ObjectEnd,
+    Request,
+    complete_object,
+)
 
 __all__ = ["Normalized", "OpenAIChat", "StreamAssembler", "normalize_completion", "plain"]
 
@@ -64,8 +74,9 @@ def _content_text(content: Any) -> str | None:
     )
 
 
-def normalize_completion(response: Any) -> Normalized:
-    """A non-streaming chat completion (SDK object or dict) -> the plain shape."""
+def normalize_completion(response: Any, ids: CallIds | None = None) -> Normalized:
+    """A non-streaming chat completion (SDK object or dict) -> the plain shape; its calls
+    get the ids `ids` gives their positions (None: as sent)."""
     data = plain(response)
     choices = data.get("choices") if isinstance(data, dict) else None
     if not choices or not isinstance(choices[0], dict):
@@ -74,8 +85,12 @@ def normalize_completion(response: Any) -> Normalized:
     message = choice.get("message")
     if not isinstance(message, dict):
         raise ConversationError("the endpoint answered a choice without a message")
+    message = _clean_message(message)
+    calls = message.get("tool_calls")
+    if ids is not None and isinstance(calls, list):
+        message["tool_calls"] = [_with_id(c, ids, n) for n, c in enumerate(calls)]
     return _normalized(
-        _clean_message(message),
+        message,
         choice.get("finish_reason"),
         data.get("usage"),
         data.get("id"),
@@ -97,6 +112,14 @@ def _normalized(
     }
 
 
+def _with_id(call: Any, ids: CallIds, slot: int) -> Any:
+    """A call of `tool_calls` with the id `ids` gives its slot (anything else as it is: the
+    format refuses it)."""
+    if not isinstance(call, dict):
+        return call
+    return {**call, "id": ids.id_for(slot, call.get("id"))}
+
+
 def _piece(value: Any) -> str:
     """A streamed piece of call arguments: text, or nothing."""
     if value is None:
@@ -110,11 +133,22 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-class StreamAssembler:
-    """Feeds on streamed chunks; `result()` is the same shape as `normalize_completion`."""
+_SHORT = 1024  # arguments up to this long are decoded when a piece ends with "}"
 
-    def __init__(self, on_text: Callable[[str], None] | None = None) -> None:
+
+class StreamAssembler:
+    """Feeds on streamed chunks; `result()` is the same shape as `normalize_completion`, or
+    a `ConversationError` when no chunk said why the answer ended (`finish_reason`: a
+    stream cut short, e.g. by a proxy closing an idle stream, ends cleanly without it).
+
+    Calls are read by their `index` (a server that numbers none: by their ids), in any
+    interleaving; `ids` gives each call its id (None: as sent)."""
+
+    def __init__(
+        self, on_text: Callable[[str], None] | None = None, ids: CallIds | None = None
+    ) -> None:
         self.on_text = on_text
+        self.ids = ids
         self.parts: list[str] = []
         self.reasoning: list[str] = []  # `reasoning_content` deltas (DeepSeek, vLLM, Qwen)
         self.calls: dict[int, dict[str, Any]] = {}
@@ -124,8 +158,10 @@ class StreamAssembler:
         self.chunks = 0
         self.id: str | None = None
         self.model: str | None = None
-        self._begun: list[int] = []  # call indices, in the order their calls began
-        self._released = 0  # how many of them `completed` gave out
+        self.pieces: dict[int, list[str]] = {}  # each call's arguments, as they streamed
+        self._touched: dict[int, None] = {}  # calls with news since `completed` last looked
+        self._ends: dict[int, ObjectEnd] = {}  # where each call's arguments are (eager start)
+        self._released: set[int] = set()  # the calls `completed` gave out
         self._changed = False  # the stream went on with a call after it was complete
 
     def feed(self, chunk: Any) -> None:
@@ -182,43 +218,69 @@ class StreamAssembler:
 
     def _tool_fragment(self, fragment: dict[str, Any]) -> None:
         index = fragment.get("index")
-        if index is None:  # a server that numbers nothing: an id starts a call, the rest follow it
+        if index is None:  # a server that numbers nothing: a new id starts a call
             last = max(self.calls, default=-1)
-            index = last + 1 if fragment.get("id") or last < 0 else last
-        if index not in self.calls:
-            self._begun.append(index)
-        elif index in self._begun[: self._released]:
-            self._changed = True
-        call = self.calls.setdefault(
-            index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
-        )
+            new = fragment.get("id") and fragment["id"] != self.calls.get(last, {}).get("id")
+            index = last + 1 if new or last < 0 else last
+        function = fragment.get("function") or {}
+        piece = _piece(function.get("arguments"))
+        call = self.calls.get(index)
+        if call is None:
+            call = self.calls[index] = {"id": None, "type": "function", "function": {"name": ""}}
+            self.pieces[index] = []
+        elif index in self._released and piece.strip():
+            self._changed = True  # more than white space after it was complete
         if fragment.get("id"):
             call["id"] = call["id"] or fragment["id"]
-        function = fragment.get("function") or {}
         if function.get("name") and not call["function"]["name"]:
             call["function"]["name"] = function["name"]
-        call["function"]["arguments"] += _piece(function.get("arguments"))
+        if piece:  # joined when read: a long stream of small pieces stays linear
+            self.pieces[index].append(piece)
+            self._touched[index] = None
+
+    def _call(self, index: int) -> dict[str, Any]:
+        """The call at `index` as read so far (its arguments joined), with its id."""
+        call = self.calls[index]
+        arguments = "".join(self.pieces[index])
+        one = {**call, "function": {**call["function"], "arguments": arguments}}
+        if self.ids is not None:
+            one["id"] = self.ids.id_for(index, call["id"])
+        return one
 
     def completed(self) -> list[dict[str, Any]]:
-        """The calls whose arguments became complete since the last time, in order, each as
-        an assistant message that holds it alone: a call is complete once the next one
-        begins or the answer finishes. None more once the stream went on with a call it
-        had completed (the whole answer decides then)."""
+        """The calls whose arguments became a whole JSON object since the last time (never
+        because another call began: providers interleave calls as they like), each as an
+        assistant message that holds it alone. None more once the stream went on with a
+        call it had completed (the whole answer decides then)."""
+        if not self._touched:
+            return []
+        touched, self._touched = self._touched, {}
         if self._changed:
             return []
-        ready = len(self._begun) if self.finish_reason else len(self._begun) - 1
         out = []
-        while self._released < ready:
-            call = self.calls[self._begun[self._released]]
-            self._released += 1
-            out.append(
-                {"role": "assistant", "tool_calls": [{**call, "function": {**call["function"]}}]}
-            )
+        for index in touched:
+            pieces = self.pieces[index]
+            if index in self._released or not pieces[-1].rstrip().endswith("}"):
+                continue  # an object closes with a "}" (no decoding before one)
+            if len(pieces) > 1 and sum(map(len, pieces)) > _SHORT:  # read once, not per piece
+                end = self._ends.get(index)
+                if end is None:
+                    end = self._ends[index] = ObjectEnd()
+                if not end.read(pieces):
+                    continue
+            call = self._call(index)
+            if complete_object(call["function"]["arguments"]):
+                self._released.add(index)
+                out.append({"role": "assistant", "tool_calls": [call]})
         return out
 
     def result(self) -> Normalized:
         if not self.chunks:
             raise ConversationError("the endpoint streamed no chunks (an empty or invalid stream)")
+        if self.finish_reason is None:
+            raise ConversationError(
+                "the stream ended before the answer was complete (no finish_reason)"
+            )
         message: dict[str, Any] = {
             "role": "assistant",
             "content": "".join(self.parts) if self.parts else None,
@@ -226,7 +288,7 @@ class StreamAssembler:
         if self.reasoning:  # goes back as a plain answer's does
             message["reasoning_content"] = "".join(self.reasoning)
         if self.calls:
-            message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
+            message["tool_calls"] = [self._call(i) for i in sorted(self.calls)]
         if self.function_call is not None:
             message["function_call"] = self.function_call
         return _normalized(message, self.finish_reason, self.usage, self.id, self.model)
@@ -238,6 +300,7 @@ class OpenAIChat:
 
     name = "openai"
     keeps_history = False
+    id_rule = IdRule("call_", 40)
 
     def __init__(
         self, fmt: Format, assistant_content: Literal["empty", "null", "omit"] = "empty"
@@ -263,11 +326,13 @@ class OpenAIChat:
             return {"stream": True}
         return {"stream": True, "stream_options": {"include_usage": True}}
 
-    def decode(self, response: Any) -> Answer:
-        return Answer.of(normalize_completion(response))
+    def decode(self, response: Any, ids: CallIds | None = None) -> Answer:
+        return Answer.of(normalize_completion(response, ids))
 
-    def assembler(self, on_text: Callable[[str], None] | None) -> Assembler:
-        return Answers(StreamAssembler(on_text))
+    def assembler(
+        self, on_text: Callable[[str], None] | None, ids: CallIds | None = None
+    ) -> Assembler:
+        return Answers(StreamAssembler(on_text, ids))
 
     def calls(self, answer: Answer) -> list[ToolCall]:
         return self.fmt.parse_calls(answer.message)

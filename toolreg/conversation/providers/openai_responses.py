@@ -21,7 +21,7 @@ from ...errors import ConversationError, UsageError
 from ...formats import Dialect, Format
 from ...result import ToolCall, ToolResult
 from ..history import client_call, units
-from .base import Answer, Answers, Assembler, Message, Request
+from .base import Answer, Answers, Assembler, CallIds, IdRule, Message, Request, complete_object
 from .openai_chat import Normalized, echo, encode, plain
 
 __all__ = ["OpenAIResponses", "ResponseStreamAssembler", "normalize_response"]
@@ -31,8 +31,12 @@ _DONE_EVENTS = ("response.completed", "response.incomplete", "response.failed")
 _MAX_MESSAGE = 300
 
 
-def normalize_response(response: Any) -> Normalized:
-    """A Responses API `response` (SDK object or dict) -> the plain shape."""
+def normalize_response(
+    response: Any, ids: CallIds | None = None, renamed: bool = False
+) -> Normalized:
+    """A Responses API `response` (SDK object or dict) -> the plain shape; its calls get
+    the ids `ids` gives their positions in `output` (None: as sent; `renamed`: some were
+    given other ids already)."""
     data = plain(response)
     if not isinstance(data, dict):
         raise ConversationError("the endpoint answered something that is not a response")
@@ -46,6 +50,11 @@ def normalize_response(response: Any) -> Normalized:
     items = data.get("output")
     if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
         raise ConversationError("the endpoint answered a response without a list of output items")
+    if ids is not None and any(client_call(item) for item in items):
+        named = [with_id(item, ids, n) for n, item in enumerate(items)]
+        renamed = renamed or named != items
+        items = named
+        data = {**data, "output": items}
     finish = "stop"
     if status == "incomplete":
         details = data.get("incomplete_details")
@@ -60,7 +69,15 @@ def normalize_response(response: Any) -> Normalized:
         "usage": data.get("usage") or None,
         "id": rid if isinstance(rid, str) else None,
         "model": model if isinstance(model, str) else None,
+        "renamed": renamed,
     }
+
+
+def with_id(item: dict[str, Any], ids: CallIds, slot: int) -> dict[str, Any]:
+    """An output item; a call the client answers with the `call_id` `ids` gives its slot."""
+    if not client_call(item):
+        return item
+    return {**item, "call_id": ids.id_for(slot, item.get("call_id"))}
 
 
 def _texts(items: list[dict[str, Any]]) -> list[str]:
@@ -89,15 +106,22 @@ def _error_text(error: Any) -> str:
 
 
 class ResponseStreamAssembler:
-    """Feeds on streamed events; `result()` is the same shape as `normalize_response`.
+    """Feeds on streamed events; `result()` is the same shape as `normalize_response`, or a
+    `ConversationError` for a stream that ended before its final event.
 
     The final event normally carries every item; when it does not, the items are built
     from the item events and the deltas (an item whose `output_item.done` came is whole).
+    Items are read by `output_index` (by `item_id` in an event without one), in any
+    interleaving; `ids` gives each call its `call_id` (None: as sent).
     """
 
-    def __init__(self, on_text: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, on_text: Callable[[str], None] | None = None, ids: CallIds | None = None
+    ) -> None:
         self.on_text = on_text
+        self.ids = ids
         self.items: dict[int, dict[str, Any]] = {}
+        self.where: dict[str, int] = {}  # item id -> its output index
         self.done: set[int] = set()
         self._released: set[int] = set()
         self.texts: dict[int, dict[int, list[str]]] = {}
@@ -121,10 +145,15 @@ class ResponseStreamAssembler:
             return
         index, delta = data.get("output_index"), data.get("delta")
         if not isinstance(index, int):
-            return
+            index = self.where.get(data.get("item_id"))  # type: ignore[arg-type]
+            if index is None:
+                return
         if kind in ("response.output_item.added", "response.output_item.done"):
-            if isinstance(data.get("item"), dict):
-                self.items[index] = data["item"]
+            item = data.get("item")
+            if isinstance(item, dict) and index not in self.done:  # a done item stays done
+                self.items[index] = item
+                if isinstance(item.get("id"), str):
+                    self.where[item["id"]] = index
                 if kind == "response.output_item.done":
                     self.done.add(index)
         elif kind == "response.output_text.delta" and isinstance(delta, str) and delta:
@@ -154,13 +183,24 @@ class ResponseStreamAssembler:
         return item
 
     def completed(self) -> list[dict[str, Any]]:
-        """The function calls whose item is done since the last time, in order, each as a
-        response whose `output` holds it alone."""
-        ready = sorted(
-            i for i in self.done - self._released if self.items[i].get("type") == "function_call"
-        )
-        self._released.update(ready)
-        return [{"output": [dict(self.items[i])]} for i in ready]
+        """The function calls whose item is done since the last time and whose arguments
+        are a whole JSON object, in order, each as a response whose `output` holds it
+        alone."""
+        fresh = self.done - self._released
+        if not fresh:
+            return []
+        self._released.update(fresh)
+        ready = [
+            i
+            for i in sorted(fresh)
+            if self.items[i].get("type") == "function_call"
+            and complete_object(self.items[i].get("arguments"))
+        ]
+        ids = self.ids
+        return [
+            {"output": [dict(self.items[i]) if ids is None else with_id(self.items[i], ids, i)]}
+            for i in ready
+        ]
 
     def result(self) -> Normalized:
         if not self.events:
@@ -168,10 +208,15 @@ class ResponseStreamAssembler:
         if self.response is None:
             raise ConversationError("the stream ended before the response was complete")
         response = self.response
+        ids = self.ids
         built = sorted({*self.items, *self.texts, *self.arguments})
         if not response.get("output") and built:  # a final event without the items
-            response = {**response, "output": [self._item(i) for i in built]}
-        return normalize_response(response)
+            items = [self._item(i) for i in built]
+            if ids is None:
+                return normalize_response({**response, "output": items})
+            named = [with_id(item, ids, i) for i, item in zip(built, items)]  # as `completed`
+            return normalize_response({**response, "output": named}, renamed=named != items)
+        return normalize_response(response, ids)
 
 
 class OpenAIResponses:
@@ -180,6 +225,7 @@ class OpenAIResponses:
 
     name = "openai"
     keeps_history = True
+    id_rule = IdRule("call_", 64)
 
     def __init__(self, fmt: Format) -> None:
         if fmt.dialect is None:
@@ -200,11 +246,13 @@ class OpenAIResponses:
     def stream_options(self, request_options: Mapping[str, Any]) -> dict[str, Any]:
         return {"stream": True}  # a stream reports usage unasked
 
-    def decode(self, response: Any) -> Answer:
-        return Answer.of(normalize_response(response))
+    def decode(self, response: Any, ids: CallIds | None = None) -> Answer:
+        return Answer.of(normalize_response(response, ids))
 
-    def assembler(self, on_text: Callable[[str], None] | None) -> Assembler:
-        return Answers(ResponseStreamAssembler(on_text))
+    def assembler(
+        self, on_text: Callable[[str], None] | None, ids: CallIds | None = None
+    ) -> Assembler:
+        return Answers(ResponseStreamAssembler(on_text, ids))
 
     def calls(self, answer: Answer) -> list[ToolCall]:
         return self.fmt.parse_calls(answer.message)
@@ -216,7 +264,10 @@ class OpenAIResponses:
             kept = [e for e in entries if not client_call(e) and e.get("type") != "reasoning"]
         else:
             kept = list(entries)
-        return [echo(e, drop_calls) for e in kept], len(kept) == len(entries)
+        # a server that keeps the history holds the ids it sent: with one renamed, the next
+        # request sends the whole history instead
+        whole = len(kept) == len(entries) and not answer.renamed
+        return [echo(e, drop_calls) for e in kept], whole
 
     def results(self, results: Sequence[ToolResult]) -> list[Message]:
         return [dict(self.fmt.observation(r)) for r in results]
