@@ -129,13 +129,13 @@ _CANONICAL = _Canonical()
 
 def key_prefix(conversation_id: str, turn_id: str) -> str:
     """The part of a key's material a turn's calls share (a conversation makes it once per
-    turn): the canonical JSON of the list up to the turn's id."""
+    turn): the canonical JSON of the list up to `turn_id`, after `conversation_id`."""
     return f'["{_VERSION}",{_text(conversation_id)},{_text(turn_id)},'
 
 
 def key_from(prefix: str, call_id: str, tool_name: str, canonical: str) -> str:
-    """The key of a call from its turn's `key_prefix`, its `call_id`, its `tool_name` and its
-    `canonical` arguments (`canonical_arguments`)."""
+    """The key of a call from its turn's `prefix` (`key_prefix`), its `call_id`, its
+    `tool_name` and its `canonical` arguments (`canonical_arguments`)."""
     material = f"{prefix}{_text(call_id)},{_text(tool_name)},{canonical}]"
     h = hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
     # the first 128 bits as an RFC 9562 UUID, version 8 (custom) and its variant bits
