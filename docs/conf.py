@@ -83,4 +83,7 @@ nitpick_ignore_regex = [
 
 html_theme = "furo"
 html_title = f"toolreg {release}"
-html_static_path: list[str] = []
+# docs/_static/toolreg.css: code blocks fit (a wider column where the window has room) or
+# wrap, never cut off (tests/test_docs_site.py checks that every page links it)
+html_static_path = ["_static"]
+html_css_files = ["toolreg.css"]

@@ -70,7 +70,7 @@ def get_current_date(
 
 @registry.register_tool
 def record_expense(
-    amount: Annotated[Decimal, Param(description="Net amount before tax, e.g. 5 or 12.50")],
+    amount: Annotated[Decimal, Param(description="Net amount before tax, e.g. 5 or 12.50", gt=0)],
     category: Annotated[str, Param(description="What it was for, e.g. coffee", min_length=1)],
     date: Annotated[dt.date, Param(description="Day of the expense (YYYY-MM-DD)")],
     tax_rate: Annotated[
@@ -85,8 +85,6 @@ def record_expense(
     Args:
         note: Free text the user added, if any.
     """
-    if amount <= 0:
-        raise ToolError("The amount must be greater than zero.")
     rate = Decimal(str(tax_rate))
     gross = (amount * (1 + rate)).quantize(_CENT, rounding=ROUND_HALF_UP)
     with _connect() as db:

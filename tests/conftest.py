@@ -1,7 +1,13 @@
-"""Shared fixtures. A test module may define its own `registry` fixture to override this one."""
+"""Shared fixtures. A test module may define its own `registry` fixture to override this one.
+
+At the end of a run, the skipped tests are listed by reason with a count (not only under
+`-rs`): some need third-party servers that `.ci/run` sets up (aimock, llama-server, a
+redis-server), and a run without them must say so."""
 
 from __future__ import annotations
 
+import collections
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,3 +39,30 @@ def adder() -> ToolRegistry:
         return a + b
 
     return reg
+
+
+def skip_reasons(reports: list[pytest.TestReport]) -> list[tuple[int, str, str]]:
+    """(count, test files, reason) for the skipped tests in `reports`, the most first."""
+    counts: collections.Counter[str] = collections.Counter()
+    files: dict[str, set[str]] = collections.defaultdict(set)
+    for report in reports:
+        if isinstance(report.longrepr, tuple):  # (path, line, "Skipped: reason")
+            reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+        else:
+            reason = str(report.longrepr)
+        counts[reason] += 1
+        files[reason].add(Path(report.nodeid.split("::")[0]).name)
+    return [(n, ", ".join(sorted(files[r])), r) for r, n in counts.most_common()]
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if r.skipped]
+    if not skipped:
+        return
+    terminalreporter.write_sep("=", f"{len(skipped)} tests skipped, by reason")
+    for count, files, reason in skip_reasons(skipped):
+        terminalreporter.write_line(f"{count:5d}  {files}: {reason}")
+    terminalreporter.write_line(
+        "To run them, do what each reason says; .ci/run sets up aimock, llama-server and "
+        "redis-server (docs/contributing.md, 'Quality gates')."
+    )

@@ -137,6 +137,32 @@ def test_a_json_object_still_works_and_so_does_stdin(
         (["count=1", '{"name": "a"}'], "ARGS is one JSON object or key=value pairs, not both"),
         (['{"name": "a"}', '{"count": 1}'], "ARGS is one JSON object or key=value pairs, not both"),
         (["name=a", "Ada"], "'Ada' is not key=value"),
+        # the JSON typed unquoted: `toolreg call app.py echo {"name": "Ada"}` in a POSIX shell
+        (
+            ["{name:", "Ada}"],
+            "ARGS looks like one JSON value that the shell split into 2 words and stripped of "
+            "its double quotes: quote it whole",
+        ),
+        (
+            ["{name:Ada,", "count:", "1}"],
+            "ARGS looks like one JSON value that the shell split into 3 words and stripped of "
+            "its double quotes: quote it whole",
+        ),
+        # quoted in parts: `echo '{"name": "Ada",' '"count": 1}'`
+        (
+            ['{"name": "Ada",', '"count": 1}'],
+            "ARGS looks like one JSON value that the shell split into 2 words: quote it whole",
+        ),
+        (
+            ["[1,", "2]"],
+            "ARGS looks like one JSON value that the shell split into 2 words and "
+            "stripped of its double quotes: quote it whole",
+        ),
+        # written without spaces: one word, its quotes gone (`echo {"name":"Ada"}`)
+        (
+            ["{name:Ada}"],
+            "ARGS looks like JSON that the shell stripped of its double quotes: quote it",
+        ),
         (["=a"], "'=a' has no key before '='"),
         (['extra={"k": 1, "k": 2}', "name=a"], "the value of 'extra' has the key 'k' twice"),
         (["-", "name=a"], "'-' (read ARGS from stdin) comes alone"),

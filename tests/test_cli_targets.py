@@ -240,6 +240,49 @@ def test_a_missing_attribute_as_the_user_sees_it(tmp_path: Path) -> None:
     ]
 
 
+# a registry built on first use (PEP 562): `app.py:registry` names it, as Python would
+LAZY = '''
+from toolreg import ToolRegistry
+
+def _build():
+    registry = ToolRegistry()
+
+    @registry.register_tool
+    def ping() -> str:
+        """Answer pong. Use it to check that the tools work."""
+        return "pong"
+
+    return registry
+
+def __getattr__(name):
+    if name == "registry":
+        globals()["registry"] = built = _build()
+        return built
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+'''
+
+
+def test_a_registry_a_module_getattr_builds_on_first_use_is_found(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = write(tmp_path, "lazy.py", LAZY)
+    status, out, err = run(capsys, "list", f"{target}:registry")
+    assert (status, err) == (0, "")
+    assert out.startswith("ping(")
+
+
+def test_a_missing_attribute_of_a_module_with_getattr_is_still_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = write(tmp_path, "lazy_missing.py", LAZY)
+    status, out, err = run(capsys, "list", f"{target}:registy")
+    assert (status, out) == (2, "")
+    assert err == (
+        f"toolreg: {target} has no attribute 'registy' (it names no registry; pass {target} "
+        "alone for the tools it registers)\n"
+    )
+
+
 def test_the_chatglm3_sample_still_loads() -> None:
     """It imports `registry` by name too: one registry, not two. (A child process: the
     sample's module stays loaded, so this process's ChatGLM3 registry is left alone.)"""

@@ -183,10 +183,11 @@ def test_a_malformed_tool_call_is_a_conversation_error(adder: ToolRegistry) -> N
 
 
 def test_programming_errors_are_not_disguised(registry: ToolRegistry) -> None:
+    """An option the SDK's create method does not take is refused when it is given (a
+    UsageError is a TypeError too), never sent, never taken for an endpoint's failure."""
     with ScriptedServer([]) as server:
-        conv = Conversation(server.client(), MODEL, registry=registry, not_an_option=1)
         with pytest.raises(TypeError, match="not_an_option"):
-            conv.send("hi")
+            Conversation(server.client(), MODEL, registry=registry, not_an_option=1)
         assert server.requests == []
 
 

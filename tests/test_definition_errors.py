@@ -259,7 +259,7 @@ DEFINITION_ERRORS = [
         e_ge_on_str,
         "name",
         "ge applies to integer or number values, not to string values",
-        "remove ge",
+        "remove ge, or put it on an integer or number type",
         id="ge-on-str",
     ),
     pytest.param(
@@ -280,11 +280,15 @@ DEFINITION_ERRORS = [
         e_length_on_int,
         "n",
         "min_length/max_length applies to array or object or string values",
-        "remove min_length",
+        "remove min_length/max_length, or put it on an array or object or string type",
         id="length-on-int",
     ),
     pytest.param(
-        e_format_on_int, "n", "format applies to string values", "remove format", id="format-on-int"
+        e_format_on_int,
+        "n",
+        "format applies to string values",
+        "remove format, or put it on a string type",
+        id="format-on-int",
     ),
     pytest.param(
         e_ge_on_union, "x", "not to a union of several types", "remove ge", id="ge-on-union"
@@ -496,11 +500,16 @@ def test_duplicate_name_in_one_registry() -> None:
     assert reg["weather"].function is weather  # the first one is kept, not silently replaced
 
 
-def test_duplicate_of_the_same_function_is_also_an_error() -> None:
+def test_the_same_function_registered_again_replaces_it_with_a_warning() -> None:
+    # as a notebook cell run again does (tests/test_registry_redefinition.py); add() and
+    # register_schema() of a taken name stay errors
     reg = ToolRegistry()
     reg.register_tool(weather)
-    with pytest.raises(DuplicateToolError):
+    with pytest.warns(UserWarning, match="registered again from the same place"):
         reg.register_tool(weather)
+    assert reg.names() == ["weather"]
+    with pytest.raises(DuplicateToolError):
+        reg.add(Tool.from_function(weather))
 
 
 def test_replace_true_replaces() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import toolreg
 from toolreg import ToolRegistry, ToolResult, UnknownToolError
@@ -95,13 +97,18 @@ def test_empty_registry_says_no_tools() -> None:
     assert result.error_kind == "unknown_tool"
 
 
-def test_available_list_is_capped() -> None:
+def test_a_long_catalog_is_not_listed_only_the_nearest_names() -> None:
     reg = ToolRegistry()
     for i in range(25):
         reg.register_tool(lambda: "x", name=f"tool_{i:02d}")
     result = reg.dispatch_tool("zzz", "{}")
-    listed = ", ".join(f"tool_{i:02d}" for i in range(20))
-    assert result.content == f"Unknown tool 'zzz'. Available: {listed} and 5 more."
+    assert result.content == (
+        "Unknown tool 'zzz'. Call one of the tools you were offered, by its exact name."
+    )
+    near = reg.dispatch_tool("tool_1", "{}")
+    assert near.content == "Unknown tool 'tool_1'. Did you mean 'tool_01', 'tool_10' or 'tool_11'?"
+    assert near.content.endswith("?")  # the nearest names, and no list
+    assert len(near.content) < 120
 
 
 def test_name_is_matched_exactly() -> None:
@@ -317,3 +324,25 @@ def test_long_registered_names_are_kept_whole_in_results() -> None:
     assert failed.content == (
         f"Invalid arguments for tool '{name}': x: expected integer, got string."
     )
+
+
+def test_a_deferred_tool_is_never_listed_nor_suggested() -> None:
+    """A deferred tool (`defer_loading=True`) is found by searching, never by an unknown-tool
+    answer: not in the list, not as the nearest name (it still runs when called)."""
+    reg = ToolRegistry()
+    reg.register_tool(lambda: "x", name="get_weather")
+    for i in range(30):
+        reg.register_tool(lambda: "x", name=f"crm_update_{i}", defer_loading=True)
+    result = reg.dispatch_tool("crm_updates_1", "{}")
+    assert result.content == "Unknown tool 'crm_updates_1'. Available: get_weather."
+    assert reg.dispatch_tool("crm_update_1", "{}").ok
+
+
+@given(st.lists(st.text(alphabet="abcdefghij_", min_size=1, max_size=64), max_size=60))
+@settings(max_examples=60, deadline=None)
+def test_an_unknown_tool_answer_is_short_whatever_the_catalog(names: list[str]) -> None:
+    reg = ToolRegistry()
+    for name in dict.fromkeys(n for n in names if n[0] != "_"):
+        reg.register_tool(lambda: "x", name=name)
+    answer = reg.dispatch_tool("b" * 70, "{}").content
+    assert len(answer) <= 420  # the name, three suggestions of 64, or a list of 240

@@ -132,6 +132,27 @@ def test_pages_include_examples_and_hold_no_python_of_their_own() -> None:
     assert not orphans, f"examples no page shows: {orphans}"
 
 
+# what a reader has once toolreg is installed: the shell, Python, pip and the toolreg command
+INSTALLED = {"export", "pip", "python", "toolreg"}
+
+
+def test_a_page_says_how_to_install_each_command_it_runs() -> None:
+    # tutorial 5 once ran `pytest` without a word on installing it (toolreg does not bring it)
+    for page in PAGES:
+        installed = set(INSTALLED)
+        for info, content in _fences(page):
+            if info != "bash":
+                continue
+            for line in content.splitlines():
+                words = shlex.split(line, comments=True)
+                if not words:
+                    continue
+                if words[:2] == ["pip", "install"]:
+                    installed.update(re.split(r"[\[<>=!~]", w)[0] for w in words[2:])
+                name = page.relative_to(ROOT)
+                assert words[0] in installed, f"{name} runs `{words[0]}`: say how to install it"
+
+
 def _command_lines() -> list[object]:
     lines = []
     for page in PAGES:

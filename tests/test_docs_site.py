@@ -13,9 +13,11 @@ is a failure.
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -97,6 +99,70 @@ def test_the_site_builds_with_warnings_as_errors_and_every_link_resolves(tmp_pat
     assert not missing, f"pages that were not built: {missing}"
     assert broken_links(site) == []
     assert _signatures_missing_parameters(site / "reference" / "toolreg.html") == []
+    assert raw_roles(site) == []
+    assert code_blocks_cut_off(site) == []
+
+
+# a reST role as a reader would see it on a page: ":meth:" before the name, or the whole
+# role as text (a docstring is Markdown: MyST does not read `:meth:`x``)
+_RAW_ROLE = re.compile(r":(?:py:)?(?:func|class|meth|attr|mod|exc|data|obj|const|ref|doc):\s*\S")
+
+
+def raw_roles(site: Path) -> list[str]:
+    """Every reST role a built page shows as text, as `page: ...text around it...`."""
+    found = []
+    for page in sorted(site.rglob("*.html")):
+        html = page.read_text(encoding="utf-8")
+        body = html[html.find("<body") :]
+        text = unescape(
+            re.sub(r"<[^>]*>", "", re.sub(r"<(script|style)\b.*?</\1>", "", body, flags=re.S))
+        )
+        for match in _RAW_ROLE.finditer(text):
+            around = " ".join(text[max(0, match.start() - 30) : match.end() + 30].split())
+            found.append(f"{page.relative_to(site)}: {around}")
+    return found
+
+
+def test_the_raw_role_check_finds_a_role_shown_as_text(tmp_path: Path) -> None:
+    (tmp_path / "a.html").write_text(
+        "<body><p>Close the clients made by :meth:<code>client</code>.</p>"
+        "<p>A <code>ScriptedServer</code> and a time: 10:30.</p></body>",
+        encoding="utf-8",
+    )
+    [found] = raw_roles(tmp_path)  # the role, not the time
+    assert found.startswith("a.html: Close the clients made by :meth:client.")
+
+
+def code_blocks_cut_off(site: Path) -> list[str]:
+    """Pages whose code blocks a 1280 px window cuts off: furo's text column holds about 82
+    columns and hides the rest of a line behind a scroll bar; docs/_static/toolreg.css widens
+    the column where the window has room and wraps what still does not fit."""
+    css = site / "_static" / "toolreg.css"
+    if not css.is_file():
+        return ["_static/toolreg.css was not copied into the site"]
+    rules = re.sub(
+        r"\s+", " ", re.sub(r"/\*.*?\*/", "", css.read_text(encoding="utf-8"), flags=re.S)
+    )
+    problems = []
+    if not re.search(r"\.highlight pre \{[^}]*white-space: pre-wrap", rules):
+        problems.append("toolreg.css: code lines do not wrap")
+    if not re.search(r"\.content \{[^}]*max-width: (5[6-9]|6\d)em", rules):
+        problems.append("toolreg.css: the text column does not grow to 100 columns of code")
+    for page in sorted(site.rglob("*.html")):
+        html = page.read_text(encoding="utf-8")
+        if "<pre" in html and not re.search(r'href="(\.\./)*_static/toolreg\.css', html):
+            problems.append(f"{page.relative_to(site)}: has code but no toolreg.css")
+    return problems
+
+
+def test_docstrings_with_rest_roles_render_their_names_as_code() -> None:
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        from toolreg_docs import rest_roles_as_markdown
+    finally:
+        sys.path.remove(str(DOCS / "_ext"))
+    line = "made by :meth:`client`, see :class:`~toolreg.testing.ScriptedServer` and :py:func:`f`"
+    assert rest_roles_as_markdown(line) == "made by `client`, see `ScriptedServer` and `f`"
 
 
 def _signatures_missing_parameters(page: Path) -> list[str]:
@@ -177,12 +243,56 @@ def test_the_documented_command_builds_and_serves_the_site_locally() -> None:
     assert "--port" in done.stdout  # it serves
 
 
-def test_the_dev_extra_brings_the_docs_toolchain_on_python_3_11_and_later() -> None:
-    # `.ci/run` installs `.[dev]` only: the site's build above must have what it needs
+SPHINX_TOOLCHAIN = ("sphinx", "myst-parser", "furo", "sphinx-autobuild")
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0]
+
+
+def _own_extras(requirements: list[str]) -> list[str]:
+    """The extras of toolreg itself that `requirements` name (`toolreg[mcp,agents]`)."""
+    own = [r for r in requirements if _name(r) == "toolreg"]
+    return [e.strip() for r in own for e in r[r.index("[") + 1 : r.index("]")].split(",")]
+
+
+def test_the_docs_extra_brings_what_the_reference_imports() -> None:
+    # autodoc imports every module the reference documents: `pip install -e '.[docs]'` alone
+    # must bring the SDKs they import (toolreg.mcp: mcp; toolreg.adapters.X: the framework),
+    # through toolreg's own extras. .ci/run builds and serves the site in such a venv.
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     extras = project["optional-dependencies"]
-    dev = {re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0]: r for r in extras["dev"]}
+    brought = _own_extras(extras["docs"])
+    conf = ast.parse((DOCS / "conf.py").read_text(encoding="utf-8"))
+    modules = next(
+        ast.literal_eval(node.value)
+        for node in conf.body
+        if isinstance(node, ast.Assign)
+        and any(getattr(t, "id", "") == "toolreg_api_modules" for t in node.targets)
+    )
+    for module in modules:
+        parts = module.split(".")
+        if parts[1:2] == ["mcp"]:
+            needed = "mcp"
+        elif parts[1:2] == ["adapters"] and parts[2] != "base":
+            needed = parts[2].replace("_", "-")
+        else:
+            continue
+        assert needed in extras, f"{module}: no extra {needed!r}"
+        assert needed in brought, f"the docs extra does not bring toolreg[{needed}] ({module})"
+
+
+def test_the_dev_extra_brings_the_docs_toolchain_on_python_3_11_and_later() -> None:
+    # `.ci/run` tests with `.[dev]` only: the site's build above must have what it needs
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = project["optional-dependencies"]
+    dev = {_name(r): r for r in extras["dev"]}
     for requirement in extras["docs"]:
-        name = re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0]
-        assert name in dev, f"the dev extra lacks {name}"
-        assert "python_version >= '3.11'" in dev[name], dev[name]
+        name = _name(requirement)
+        if name == "toolreg":  # toolreg's own extras: the dev extra has what they bring
+            for extra in _own_extras([requirement]):
+                for needed in extras[extra]:
+                    assert _name(needed) in dev, f"the dev extra lacks {needed} (toolreg[{extra}])"
+            continue
+        assert name in SPHINX_TOOLCHAIN, requirement
+        assert dev.get(name) == f"{requirement}; python_version >= '3.11'", dev.get(name)

@@ -69,6 +69,71 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+# Loaded on first use, not by `import toolreg` (about 8 ms of it): the standard library's
+# value types, whose records the type table makes when a type of theirs first appears, and
+# typing_extensions, whose forms are recognised once the application has loaded it.
+DEFERRED = ("datetime", "uuid", "decimal", "pathlib", "platform", "typing_extensions")
+
+LATE = """
+import sys
+import toolreg
+print(sorted(m for m in {deferred!r} if m in sys.modules))
+import datetime, decimal, uuid, pathlib
+from typing_extensions import Annotated, Doc, Literal, NotRequired, ReadOnly, TypedDict
+
+class Line(TypedDict):
+    sku: ReadOnly[str]
+    note: NotRequired[Annotated[str, Doc("a remark")]]
+
+@toolreg.register_tool
+def order(
+    line: Line,
+    day: datetime.date,
+    price: Annotated[decimal.Decimal, toolreg.Param(gt=0)],
+    id: uuid.UUID,
+    where: pathlib.Path,
+    mode: Literal["a", "b"] = "a",
+) -> str:
+    \"\"\"Order.\"\"\"
+    return f"{{line}} {{day!r}} {{price!r}} {{id}} {{where}} {{mode}}"
+
+schema = toolreg.get_tools()[0]["function"]["parameters"]
+print(schema["$defs"]["Line"]["required"], schema["$defs"]["Line"]["properties"]["note"])
+print(schema["properties"]["day"], schema["properties"]["mode"])
+print(toolreg.dispatch_tool("order", {{
+    "line": {{"sku": "a1"}}, "day": "2026-12-01", "price": "0.10",
+    "id": "12345678-1234-5678-1234-567812345678", "where": "/tmp", "mode": "b",
+}}).content)
+print(toolreg.dispatch_tool("order", {{
+    "line": {{}}, "day": "x", "price": "0", "id": "1", "where": "/tmp",
+}}).content)
+"""
+
+
+def test_import_defers_the_library_types_and_typing_extensions_to_first_use() -> None:
+    proc = _run(LATE.format(deferred=DEFERRED))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "[]"  # none of them loaded by `import toolreg`
+    # loaded afterwards, they work as if they had been there from the start
+    assert lines[1] == "['sku'] {'type': 'string', 'description': 'a remark'}"
+    assert lines[2] == (
+        "{'type': 'string', 'format': 'date'} {'type': 'string', 'enum': ['a', 'b'], "
+        "'default': 'a'}"
+    )
+    assert lines[3] == (
+        "{'sku': 'a1'} datetime.date(2026, 12, 1) Decimal('0.10') "
+        "12345678-1234-5678-1234-567812345678 /tmp b"
+    )
+    assert lines[4:] == [
+        "Invalid arguments for tool 'order':",
+        "- line: missing required property 'sku'",
+        "- day: expected an ISO 8601 date, e.g. 2024-05-01",
+        "- price: must be > 0",
+        "- id: expected a UUID",
+    ]
+
+
 def test_import_is_light_and_quiet() -> None:
     proc = _run(PROBE)
     assert proc.returncode == 0, proc.stderr

@@ -81,6 +81,23 @@ def test_ci_runs_exactly_the_readmes_test_command_in_a_fresh_venv() -> None:
     assert "toolreg demo" in lines
 
 
+DOCS_COMMAND = "pip install -e '.[docs]' && python -m sphinx_autobuild docs docs/_build/html"
+
+
+def test_ci_runs_the_readmes_docs_command_in_a_venv_with_only_the_docs_extra() -> None:
+    # the suite builds the site from the dev extra; this is what a user who wants the site
+    # does: the docs extra alone, then the server, whose pages .ci/site-served fetches
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    lines = [line.strip() for line in ci.splitlines()]
+    install, serve = DOCS_COMMAND.split(" && ")
+    assert 'python3 -m venv "$work/docs"' in lines
+    assert install in lines
+    started = [line for line in lines if line.startswith(f"{serve} --port 0 ")]
+    assert len(started) == 1, "CI serves the site with the README's command, on a free port"
+    assert 'python .ci/site-served "$work/autobuild.log" "$server" || status=$?' in lines
+    assert (ROOT / ".ci" / "site-served").is_file()
+
+
 def test_the_readme_stays_a_landing_page() -> None:
     assert len(README.splitlines()) <= 160, "the README is a first visit's page: move it to docs/"
     assert len(blocks("python")) == 1, "one short example end to end; the rest is on the site"
@@ -137,9 +154,7 @@ def test_every_link_of_the_readme_resolves() -> None:
 
 def test_the_readme_says_how_to_build_the_site() -> None:
     # the command docs/contributing.md documents, and tests/test_docs_site.py checks
-    assert "pip install -e '.[docs]' && python -m sphinx_autobuild docs docs/_build/html" in (
-        "\n".join(blocks("bash")).splitlines()
-    )
+    assert DOCS_COMMAND in "\n".join(blocks("bash")).splitlines()
 
 
 def command_lines() -> list[str]:

@@ -218,14 +218,23 @@ def test_an_empty_or_hostile_client_search_loads_nothing(arguments: dict[str, An
     assert server.errors == []  # every history it was sent was valid
 
 
-@pytest.mark.parametrize("arguments", ['"a string"', "[1, 2]", "null"])
-def test_tool_search_arguments_that_are_no_object_load_nothing(arguments: str) -> None:
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ('"a string"', "not valid JSON"),
+        ("[1, 2]", "must be a JSON object"),
+        ("null", "missing required property 'query'"),  # no arguments: {}
+    ],
+)
+def test_tool_search_arguments_that_are_no_object_load_nothing(
+    arguments: str, problem: str
+) -> None:
     item = {"type": "tool_search_call", "call_id": "s", "execution": "client"}
     script = [raw([{**item, "arguments": json.loads(arguments)}]), text("ok")]
     with ScriptedServer(script) as server:
         reply = chat(server, catalog(), deferred_search="client").send("hi")
     assert not reply.tool_results[0].ok
-    assert "not a JSON object" in reply.tool_results[0].content
+    assert problem in reply.tool_results[0].content  # dispatch decoded it
     assert items(server, 1, "tool_search_output")[0]["tools"] == []
     assert server.errors == []
 

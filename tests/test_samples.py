@@ -127,10 +127,19 @@ def test_expense_missing_date_is_reported_not_invented(expenses: ModuleType) -> 
 
 def test_expense_rejects_bad_values(expenses: ModuleType) -> None:
     reg = expenses.registry
-    negative = call_tool(
-        "record_expense", {"amount": -1, "category": "x", "date": "2026-01-01"}, registry=reg
-    )
-    assert negative.content == "The amount must be greater than zero."
+    # the bound is in the schema (Param(gt=0) on a Decimal), for a number and a numeric string
+    schema = reg["record_expense"].parameters["properties"]["amount"]["anyOf"]
+    assert schema[0] == {"type": "number", "exclusiveMinimum": 0}
+    assert schema[1]["description"] == "a decimal number > 0"
+    for amount in (-1, 0, "-1", "0.00"):
+        negative = call_tool(
+            "record_expense",
+            {"amount": amount, "category": "x", "date": "2026-01-01"},
+            registry=reg,
+        )
+        assert (
+            negative.content == "Invalid arguments for tool 'record_expense': amount: must be > 0."
+        )
     rate = call_tool(
         "record_expense",
         {"amount": 1, "category": "x", "date": "2026-01-01", "tax_rate": 20},

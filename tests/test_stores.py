@@ -27,6 +27,7 @@ from toolreg import (
     Conversation,
     ConversationStateError,
     StateConflictError,
+    StateStoreError,
     ToolRegistry,
     UsageError,
 )
@@ -264,8 +265,9 @@ def test_max_bytes_is_checked(bad: Any, tmp_path: Path) -> None:
 def test_sqlite_wants_a_file(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="use MemoryStore"):
         SQLiteStore(":memory:")
-    with pytest.raises(sqlite3.OperationalError):
+    with pytest.raises(StateStoreError, match="directory is missing") as caught:
         SQLiteStore(tmp_path / "no" / "such" / "folder" / "x.db")
+    assert isinstance(caught.value.__cause__, sqlite3.OperationalError)
 
 
 def test_sqlite_runs_in_wal_mode(tmp_path: Path) -> None:
@@ -628,7 +630,7 @@ def test_store_options_are_checked(options: dict[str, Any], problem: str) -> Non
 
 
 def test_the_async_driver_needs_async_methods() -> None:
-    with ScriptedServer([]) as server, pytest.raises(UsageError, match="not a AsyncStateStore"):
+    with ScriptedServer([]) as server, pytest.raises(UsageError, match="not an AsyncStateStore"):
         AsyncConversation(
             server.async_client(), MODEL, state_store=SyncOnly(), conversation_id="c1"
         )

@@ -20,6 +20,7 @@ from toolreg import (
     prefixed,
     searchable,
 )
+from toolreg.conversation import history_reader
 from toolreg.dispatch import DispatchSettings
 from toolreg.toolsets import BaseToolset
 
@@ -254,7 +255,10 @@ def test_searchable_offers_the_best_matches_and_runs_any() -> None:
     weather, maths = _weather(), _maths()
     view = searchable(combined(weather, maths), limit=1, always=["fail"])
     history = [{"role": "user", "content": "Please add 2 and 3"}]
-    assert _names(view.offer(StepContext(history=history))) == ["add", "fail"]
+    step = StepContext(history=history, reader=history_reader("tools"))
+    assert _names(view.offer(step)) == ["add", "fail"]
+    with pytest.raises(UsageError, match=r"needs reader=.*history_reader\('tools'\)"):
+        view.offer(StepContext(history=history))  # a history in no known wire format
     assert _names(view.offer(StepContext())) == ["fail"]  # no question: the `always` ones
     assert view.dispatcher.dispatch_tool("get_weather", {"city": "Rome"}).ok
     with pytest.raises(UsageError, match="limit"):

@@ -20,6 +20,9 @@ ToolregError
 │       ├── RetryRequestedError the tool raised `ToolRetry`: the model may try again
 │       └── ToolFailedError    the tool raised `ToolFailed`: final, the model is told so
 ├── ConversationError          e.g. the endpoint answered something unusable
+├── StateStoreError            a state store cannot be read or written (a corrupt, locked or
+│                              read-only SQLite file, Redis down): names the file or URL,
+│                              and what a turn whose save failed had run
 ├── GuardrailTripped           a guardrail raised: the conversation turn is stopped
 └── UsageError                 toolreg itself was misused: a bad option, a wrong type;
     │                          also a ValueError and a TypeError
@@ -68,6 +71,7 @@ __all__ = [
     "RepeatedCallError",
     "RetryRequestedError",
     "StateConflictError",
+    "StateStoreError",
     "ToolCallError",
     "ToolCancelled",
     "ToolDefinitionError",
@@ -95,6 +99,31 @@ def exception_text(exc: BaseException, limit: int = 500) -> str:
         return " ".join(str(exc).split())[:limit]
     except Exception:  # a broken __str__
         return ""
+
+
+# Words that begin with a vowel letter read as a consonant (a union, a user, a one-off),
+# and with a consonant letter read as a vowel (an hour). Acronyms are read letter by letter.
+_A_BEFORE = ("one", "once", "uni", "usa", "use", "usi", "usu", "uti", "url", "eu")
+_AN_BEFORE = ("hour", "honest", "honor", "honour", "heir")
+_VOWEL_NAMED = "AEFHILMNORSX"  # letters whose names begin with a vowel: an HTTP..., an MCP...
+
+
+def with_article(noun: str) -> str:
+    """`noun` after "a" or "an", as it is read aloud, for messages: an integer, an object,
+    an array, a string, a union, a UUID, an HTTPError, an MCP server."""
+    word = noun.lstrip("`'\"(")
+    capitals = len(word) - len(word.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+    if capitals >= 2:  # an acronym (HTTP, UUID, IPv4Address): the first letter's name
+        vowel = word[0] in _VOWEL_NAMED
+    else:
+        lower = word.lower()
+        if lower.startswith(_AN_BEFORE):
+            vowel = True
+        elif lower.startswith(_A_BEFORE):
+            vowel = False
+        else:
+            vowel = lower[:1] in ("a", "e", "i", "o", "u")
+    return f"{'an' if vowel else 'a'} {noun}"
 
 
 class ToolregError(Exception):
@@ -297,6 +326,32 @@ class ConversationError(ToolregError):
     def __str__(self) -> str:
         text = super().__str__()
         return text if self.endpoint is None else f"{self.endpoint}: {text}"
+
+
+class StateStoreError(ToolregError):
+    """A state store cannot be read or written: a SQLite file that is corrupt, locked past
+    its `busy_timeout` or read-only, a Redis server that is down or refuses the command, a
+    store of one's own that raised. The store's own exception is `__cause__`.
+
+    `store` names it (the file, or the URL without credentials); `operation` is "load",
+    "save", "claim" or "delete"; `id` the conversation (or claim) id. A failed load or
+    claim ran nothing. When the save at the end of a turn fails, the turn's tools did run:
+    `ran` holds their results (what ran, with which outcome) and `reply` the turn's reply;
+    the conversation keeps them and saves them first at its next `send` or `resume`, and
+    the message says so."""
+
+    def __init__(self, message: str, *, store: str, operation: str, id: str | None = None) -> None:
+        self.store = store
+        self.operation = operation
+        self.id = id
+        self.ran: tuple[object, ...] = ()
+        self.reply: object = None
+        self.outcome = ""  # what the conversation says of the turn, when one ran
+        super().__init__(message)
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        return f"{text}; {self.outcome}" if self.outcome else text
 
 
 class GuardrailTripped(ToolregError):

@@ -16,7 +16,10 @@ import threading
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from decimal import Decimal
 
 __all__ = [
     "UNSET",
@@ -57,16 +60,17 @@ class Param:
     pydantic's `Field(...)`) in one `Annotated` are merged, the later one winning field by
     field. `default` / `default_factory` give the parameter a default the function itself
     does not declare (dispatch passes it when the model leaves the argument out); `ignored`
-    lists metadata toolreg did not understand (`toolreg lint` reports it).
+    lists metadata toolreg did not understand (`toolreg lint` reports it). A bound
+    (`ge`, `gt`, `le`, `lt`, `multiple_of`) may be a `Decimal` on a `Decimal` parameter.
     """
 
     description: str | None = None
     required: bool | None = None
-    ge: float | None = None
-    gt: float | None = None
-    le: float | None = None
-    lt: float | None = None
-    multiple_of: float | None = None
+    ge: float | Decimal | None = None
+    gt: float | Decimal | None = None
+    le: float | Decimal | None = None
+    lt: float | Decimal | None = None
+    multiple_of: float | Decimal | None = None
     min_length: int | None = None
     max_length: int | None = None
     pattern: str | None = None

@@ -6,11 +6,17 @@ Every `ToolRegistry()` is fresh and independent. The module-level `register_tool
 
 from __future__ import annotations
 
+import sys
 import threading
+import warnings
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
+from types import FunctionType
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, overload
 
-from typing_extensions import Unpack
+if sys.version_info >= (3, 11):
+    from typing import Unpack
+else:
+    from typing_extensions import Unpack
 
 from . import formats
 from .dispatch import (
@@ -23,6 +29,7 @@ from .dispatch.calling import rank
 from .errors import DuplicateToolError, ToolDefinitionError, ToolNotFoundError, UsageError
 from .formats import export_tools
 from .tool import ResultFilter, Tool
+from .toolsets.base import searched_names
 
 if TYPE_CHECKING:  # the index loads on the first search (its patterns take ~6 ms to compile)
     from .search import SearchIndex
@@ -184,7 +191,9 @@ class ToolRegistry:
                 the function, the parameter and the fix. A `fn` that is not callable
                 (`@register_tool("name")`) is one too.
             UnsupportedTypeError: a parameter's annotation has no JSON Schema.
-            DuplicateToolError: the name is taken and `replace` is false.
+            DuplicateToolError: the name is taken and `replace` is false, unless by this
+                function defined again in the same place (module, name, file and line: a
+                notebook cell run again, a reloaded module): that replaces it with a warning.
 
         Example:
             @registry.register_tool(read_only=True, timeout=5)
@@ -200,11 +209,11 @@ class ToolRegistry:
                 fix=f"pass the name as a keyword: @register_tool(name={fn!r})",
             )
 
-        def decorate(func: F) -> F:
-            self.add(Tool.from_function(func, **options), replace=replace)
+        def decorate(func: F, stacklevel: int = 3) -> F:
+            self._insert(Tool.from_function(func, **options), replace, stacklevel)
             return func
 
-        return decorate(fn) if fn is not None else decorate
+        return decorate(fn, 4) if fn is not None else decorate
 
     def register_schema(
         self,
@@ -239,19 +248,37 @@ class ToolRegistry:
 
     def add(self, tool: Tool, *, replace: bool = False) -> Tool:
         """Add a ready `Tool`; a taken name raises `DuplicateToolError` unless `replace`."""
+        return self._insert(tool, replace, 0)
+
+    def _insert(self, tool: Tool, replace: bool, again: int) -> Tool:
+        """Add `tool`. `again` (register_tool: the stack level of its caller, else 0): the
+        function that holds the name defined again, from the same place (a notebook cell run
+        again, a reloaded module), replaces it with a warning instead of an error."""
         with self._lock:
             existing = self._tools.get(tool.name)
+            redefined = False
             if existing is not None and not replace:
-                raise DuplicateToolError(
-                    tool.name,
-                    function=_owner(tool),
-                    existing=_owner(existing),
-                )
+                place = _place(tool.function)
+                if not again or place is None or place != _place(existing.function):
+                    raise DuplicateToolError(
+                        tool.name,
+                        function=_owner(tool),
+                        existing=_owner(existing),
+                    )
+                redefined = True
             self._tools[tool.name] = tool
             self._exports = {}
             self.revision += 1
             if self._index is not None:
                 self._index.add(tool)
+        if redefined:
+            warnings.warn(
+                f"register_tool: {_owner(tool)} was registered again from the same place; "
+                f"the new definition replaces the tool '{tool.name}' (a notebook cell run "
+                "again, a reloaded module). replace=True says so and silences this warning",
+                UserWarning,
+                stacklevel=again,
+            )
         return tool
 
     def unregister(self, name: str) -> Tool:
@@ -325,19 +352,23 @@ class ToolRegistry:
 
     # -- search ---------------------------------------------------------------------------
     def search_tools(
-        self, query: str, *, limit: int = 5, among: Iterable[str] | None = None
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        among: Iterable[str] | None = None,
+        step: StepContext | None = None,
     ) -> list[Tool]:
         """The `limit` tools whose definitions best match `query`, best first (none when no
         word matches). Names (split on `_ . -` and camelCase), descriptions, parameter names
         and descriptions are searched, in any language (see `toolreg.search`); `among`
-        keeps only those tool names. With a `ranker`, it orders the index's candidates."""
+        keeps only those tool names, `step` only those `offer(step)` gives. With a
+        `ranker`, it orders the index's candidates."""
         if not isinstance(query, str):
             raise UsageError(f"search_tools() takes a query string, not {type(query).__name__}")
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
             raise UsageError(f"search_tools(limit={limit!r}): a whole number >= 0")
-        accept = None
-        if among is not None:
-            accept = frozenset(_name_list(among) if isinstance(among, str) else among).__contains__
+        accept = searched_names(self, among, step)
         ranker = self.ranker
         wanted = limit if ranker is None else max(4 * limit, _CANDIDATES)
         with self._lock:
@@ -491,6 +522,16 @@ def _ranked(answer: Any, candidates: list[Tool], limit: int) -> list[Tool]:
         if len(out) == limit:
             break
     return out
+
+
+def _place(function: object) -> tuple[object, ...] | None:
+    """Where a plain function is defined: its module, qualified name, file and first line;
+    None for a nested function (a factory's closures share one place), a method, a partial
+    or a callable object, which are never taken for the same function defined again."""
+    if not isinstance(function, FunctionType) or "<locals>" in function.__qualname__:
+        return None
+    code = function.__code__
+    return (function.__module__, function.__qualname__, code.co_filename, code.co_firstlineno)
 
 
 def _owner(tool: Tool) -> str:

@@ -873,7 +873,7 @@ def _build_plan(
             continue
         if p.positional_only:
             positional.append((p.name, None if p.default is MISSING else p.default))
-        conv = converter_for(p.annotation, name)
+        conv = converter_for(p.annotation, name, p.param)
         if conv is not None:
             converters.append((p.name, conv))
         if p.default is MISSING and not p.required and p.fill is None:

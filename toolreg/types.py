@@ -14,7 +14,6 @@ schema builder and the converter builder walk them.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import enum
 import json
 import math
@@ -22,23 +21,24 @@ import re
 import sys
 import types
 import typing
-import uuid
 from collections import abc
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from decimal import Decimal
-from pathlib import Path, PurePath
-from typing import Any
-
-import typing_extensions
+from typing import TYPE_CHECKING, Any
 
 from .jsonvalues import NOT_JSONABLE
 
 __all__ = [
+    "ANNOTATED_ORIGINS",
     "ANY_TYPES",
     "BARE_CONTAINERS",
+    "BUILTIN_TYPES",
+    "DECIMAL_PATTERN",
     "LITERAL_ORIGINS",
     "MAPPING_ORIGINS",
+    "NOT_REQUIRED_ORIGINS",
+    "PATTERN_WORDS",
+    "REQUIRED_ORIGINS",
     "SEQUENCE_ORIGINS",
     "SET_ORIGINS",
     "TYPES",
@@ -47,6 +47,9 @@ __all__ = [
     "ConversionError",
     "Converter",
     "TypeRecord",
+    "TypingForms",
+    "extension_form",
+    "is_typeddict",
     "json_default",
     "record_for",
     "timedelta_iso",
@@ -107,6 +110,13 @@ class TypeRecord:
     validated JSON value into `cls` (this type or, when `subclasses`, a subclass such as
     `class UserId(str)`), or None when the JSON value already is the Python value;
     `to_json` turns a value back into JSON (None: it already is JSON).
+
+    `number_text`: for a number that travels as a JSON number or, exactly, as a numeric
+    string (`Decimal`: `anyOf` number / string with `pattern`), what the string holds in
+    words ("a decimal number"). Its bounds (`Param(gt=...)`) go on the number branch and are
+    said in words on the string branch; dispatch checks both exactly on the converted value,
+    with `exact` (a bound as a value of the type, None if it is not a finite number) and
+    `is_multiple(value, step)`.
     """
 
     python: type
@@ -114,6 +124,9 @@ class TypeRecord:
     converter: Callable[[type], Converter | None]
     to_json: Converter | None = None
     subclasses: bool = True
+    number_text: str | None = None
+    exact: Converter | None = None
+    is_multiple: Callable[[Any, Any], bool] | None = None
 
 
 # -- JSON -> Python ---------------------------------------------------------------------------
@@ -136,13 +149,14 @@ _DURATION = re.compile(
 )
 
 
-def _duration(value: Any) -> dt.timedelta:
+def _duration(value: Any) -> Any:
+    """An ISO 8601 duration as a `datetime.timedelta` (loaded: a timedelta is asked for)."""
     match = _DURATION.fullmatch(value) if isinstance(value, str) else None
     if match is None or value.rstrip("T").endswith("P"):
         raise ConversionError((), "expected an ISO 8601 duration, e.g. PT1H30M")
     sign, weeks, days, hours, minutes, seconds = match.groups()
     try:
-        delta = dt.timedelta(
+        delta = sys.modules["datetime"].timedelta(
             weeks=float(weeks or 0),
             days=float(days or 0),
             hours=float(hours or 0),
@@ -199,7 +213,7 @@ def _iso_converter(kind: str, example: str) -> Callable[[type], Converter]:
 
 
 def _duration_converter(cls: type) -> Converter:
-    if cls is dt.timedelta:
+    if cls.__module__ == "datetime":  # timedelta itself
         return _duration
     return lambda v: cls(seconds=_duration(v).total_seconds())
 
@@ -211,9 +225,10 @@ def _none(cls: type) -> None:
 # -- Python -> JSON ---------------------------------------------------------------------------
 
 
-def timedelta_iso(value: dt.timedelta) -> str:
-    """ISO 8601 duration, e.g. `P1DT3600S`; negative durations get a leading minus."""
-    sign = "-" if value < dt.timedelta(0) else ""
+def timedelta_iso(value: Any) -> str:
+    """ISO 8601 duration of a `timedelta`, e.g. `P1DT3600S`; negative durations get a leading
+    minus."""
+    sign = "-" if value < type(value)(0) else ""
     value = abs(value)
     seconds = value.seconds + value.microseconds / 1_000_000
     secs = f"{seconds:f}".rstrip("0").rstrip(".") if value.microseconds else str(value.seconds)
@@ -227,52 +242,145 @@ def _isoformat(value: Any) -> str:
 # -- the table ------------------------------------------------------------------------------
 
 DECIMAL_PATTERN = r"^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$"
+"""The string branch of a `Decimal`'s schema: digits, an optional fraction and exponent."""
 
-TYPES: tuple[TypeRecord, ...] = (
+PATTERN_WORDS: Mapping[str, str] = {DECIMAL_PATTERN: "a decimal number"}
+"""The patterns of the type table's numeric strings, in words for messages: a value that
+does not match `DECIMAL_PATTERN` "is not a decimal number" (the model is not shown a regex)."""
+
+BUILTIN_TYPES: tuple[TypeRecord, ...] = (
     TypeRecord(str, {"type": "string"}, _same(str, None)),
     TypeRecord(int, {"type": "integer"}, _int_converter),
     TypeRecord(float, {"type": "number"}, _same(float, _float)),
     TypeRecord(bool, {"type": "boolean"}, _none, subclasses=False),
     TypeRecord(type(None), {"type": "null"}, _none, subclasses=False),
-    TypeRecord(
-        dt.datetime,
-        {"type": "string", "format": "date-time"},
-        _iso_converter("date-time", "2024-05-01T09:30:00+08:00"),
-        _isoformat,
-    ),
-    TypeRecord(
-        dt.date,
-        {"type": "string", "format": "date"},
-        _iso_converter("date", "2024-05-01"),
-        _isoformat,
-    ),
-    TypeRecord(
-        dt.time,
-        {"type": "string", "format": "time"},
-        _iso_converter("time", "09:30:00"),
-        _isoformat,
-    ),
-    TypeRecord(
-        dt.timedelta, {"type": "string", "format": "duration"}, _duration_converter, timedelta_iso
-    ),
-    TypeRecord(
-        uuid.UUID,
-        {"type": "string", "format": "uuid"},
-        _same(uuid.UUID, _wrap(uuid.UUID, "a UUID")),
-        str,
-    ),
-    TypeRecord(
-        Decimal,
-        {"anyOf": [{"type": "number"}, {"type": "string", "pattern": DECIMAL_PATTERN}]},
-        lambda cls: _wrap(cls, "a decimal number" if cls is Decimal else f"a valid {cls.__name__}"),
-        str,  # exact: no float rounding of money
-    ),
-    TypeRecord(PurePath, {"type": "string", "format": "path"}, lambda cls: cls, str),
 )
-"""Every supported scalar type. Order matters for subclasses: `datetime` before `date`."""
+"""The records of the built-in types: the part of `TYPES` that is there from the start."""
 
-_BY_TYPE: dict[Any, TypeRecord] = {r.python: r for r in TYPES}
-_BY_TYPE[Path] = _BY_TYPE[PurePath]
+
+# The standard library's value types (datetime, date, time, timedelta, UUID, Decimal, Path)
+# have their records made, and their modules imported, the first time a type or a value
+# needs one: `import toolreg` does not load datetime, uuid, decimal and pathlib (nor
+# platform, urllib.parse and ipaddress behind them). A type of those modules reaches toolreg
+# only once its module is loaded, so `record_for` makes them when it meets one.
+_LIBRARY_MODULES = frozenset({"datetime", "uuid", "decimal", "pathlib"})
+
+
+def _library_types() -> tuple[TypeRecord, ...]:
+    """The records of the standard library's value types (imports their modules: first use)."""
+    import datetime as dt
+    import decimal
+    import uuid
+    from decimal import Decimal
+    from pathlib import PurePath
+
+    def exact(bound: Any) -> Decimal | None:
+        """A bound as an exact Decimal: an int, a float as it is written (`0.1` is 0.1, not
+        the binary float's expansion) or a finite Decimal; None for anything else."""
+        if isinstance(bound, bool):
+            return None
+        if isinstance(bound, int):
+            return Decimal(bound)
+        if isinstance(bound, float):
+            return Decimal(repr(bound)) if math.isfinite(bound) else None
+        if isinstance(bound, Decimal):
+            return bound if bound.is_finite() else None
+        return None
+
+    def is_multiple(value: Decimal, step: Decimal) -> bool:
+        """Whether `value` is a whole multiple of `step`, exactly, in time bounded by their
+        digits (not by their exponents: 1E+999999999 is one digit). An integral quotient has
+        at most the value's digits plus about 2.33 per digit of the step (powers of 2 and 5),
+        so this precision holds it exactly: an inexact quotient is not integral."""
+        digits = len(value.as_tuple().digits) + 3 * len(step.as_tuple().digits) + 5
+        context = decimal.Context(
+            prec=digits, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN, traps=[]
+        )
+        quotient = context.divide(value, step)
+        if context.flags[decimal.Inexact] or not quotient.is_finite():
+            return False
+        return bool(quotient == quotient.to_integral_value(context=context))
+
+    return (
+        TypeRecord(
+            dt.datetime,
+            {"type": "string", "format": "date-time"},
+            _iso_converter("date-time", "2024-05-01T09:30:00+08:00"),
+            _isoformat,
+        ),
+        TypeRecord(
+            dt.date,
+            {"type": "string", "format": "date"},
+            _iso_converter("date", "2024-05-01"),
+            _isoformat,
+        ),
+        TypeRecord(
+            dt.time,
+            {"type": "string", "format": "time"},
+            _iso_converter("time", "09:30:00"),
+            _isoformat,
+        ),
+        TypeRecord(
+            dt.timedelta,
+            {"type": "string", "format": "duration"},
+            _duration_converter,
+            timedelta_iso,
+        ),
+        TypeRecord(
+            uuid.UUID,
+            {"type": "string", "format": "uuid"},
+            _same(uuid.UUID, _wrap(uuid.UUID, "a UUID")),
+            str,
+        ),
+        TypeRecord(
+            Decimal,
+            {"anyOf": [{"type": "number"}, {"type": "string", "pattern": DECIMAL_PATTERN}]},
+            lambda cls: _wrap(
+                cls, "a decimal number" if cls is Decimal else f"a valid {cls.__name__}"
+            ),
+            str,  # exact: no float rounding of money
+            number_text=PATTERN_WORDS[DECIMAL_PATTERN],
+            exact=exact,
+            is_multiple=is_multiple,
+        ),
+        TypeRecord(PurePath, {"type": "string", "format": "path"}, lambda cls: cls, str),
+    )
+
+
+_BY_TYPE: dict[Any, TypeRecord] = {r.python: r for r in BUILTIN_TYPES}
+_all_types: tuple[TypeRecord, ...] | None = None
+
+
+def _every_type() -> tuple[TypeRecord, ...]:
+    """`TYPES`, the standard library's records made on the first call."""
+    global _all_types
+    if _all_types is None:
+        library = _library_types()
+        for record in library:
+            _BY_TYPE.setdefault(record.python, record)
+        path = sys.modules["pathlib"]
+        _BY_TYPE.setdefault(path.Path, _BY_TYPE[path.PurePath])
+        _all_types = BUILTIN_TYPES + library
+    return _all_types
+
+
+if TYPE_CHECKING:
+    TYPES: tuple[TypeRecord, ...]
+    """Every supported scalar type. Order matters for subclasses: `datetime` before `date`."""
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TYPES":  # PEP 562: made on first use (see _LIBRARY_MODULES)
+        return _every_type()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _from_library(cls: type) -> bool:
+    """Whether `cls` is, or derives from, a type of the modules `_library_types` covers."""
+    return any(
+        str(getattr(c, "__module__", "")).partition(".")[0] in _LIBRARY_MODULES
+        for c in getattr(cls, "__mro__", ())
+    )
 
 
 def record_for(cls: Any) -> TypeRecord | None:
@@ -280,7 +388,16 @@ def record_for(cls: Any) -> TypeRecord | None:
     record = _BY_TYPE.get(cls)
     if record is not None or not isinstance(cls, type):
         return record
-    for record in TYPES:
+    records = _all_types
+    if records is None:
+        if not _from_library(cls):
+            records = BUILTIN_TYPES
+        else:
+            records = _every_type()
+            record = _BY_TYPE.get(cls)
+            if record is not None:
+                return record
+    for record in records:
         if record.subclasses and issubclass(cls, record.python):
             return record
     return None
@@ -288,9 +405,48 @@ def record_for(cls: Any) -> TypeRecord | None:
 
 # -- generic forms ----------------------------------------------------------------------------
 
-ANY_TYPES = (typing.Any, typing_extensions.Any, object)
+
+class TypingForms:
+    """Forms of one kind from `typing` (`Literal`, `Any`, the TypedDict field wrappers...)
+    and typing_extensions' spellings of the same, for `form in FORMS`.
+
+    typing_extensions is not imported for this (`import toolreg` stays light): a form of it
+    can be in an annotation only once the application has loaded it, so its spellings are
+    looked up then, once."""
+
+    __slots__ = ("_extensions", "_names", "_typing")
+
+    def __init__(self, forms: Iterable[Any], extension_names: Iterable[str]) -> None:
+        self._typing = frozenset(f for f in forms if f is not None)
+        self._names = tuple(extension_names)
+        self._extensions: frozenset[Any] | None = None
+
+    def _spellings(self) -> frozenset[Any]:
+        found = self._extensions
+        if found is None:
+            module = sys.modules.get("typing_extensions")
+            if module is None:
+                return frozenset()
+            named = (getattr(module, name, None) for name in self._names)
+            found = self._extensions = frozenset(f for f in named if f is not None)
+        return found
+
+    def __contains__(self, form: object) -> bool:
+        try:
+            return form in self._typing or form in self._spellings()
+        except TypeError:  # unhashable: no typing form
+            return False
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._typing | self._spellings())
+
+    def __repr__(self) -> str:
+        return f"TypingForms({sorted(map(repr, self))})"
+
+
+ANY_TYPES = TypingForms((typing.Any, object), ("Any",))
 UNION_ORIGINS: frozenset[Any] = frozenset({typing.Union, types.UnionType})
-LITERAL_ORIGINS: frozenset[Any] = frozenset({typing.Literal, typing_extensions.Literal})
+LITERAL_ORIGINS = TypingForms((typing.Literal,), ("Literal",))
 SEQUENCE_ORIGINS: frozenset[Any] = frozenset(
     {list, abc.Sequence, abc.MutableSequence, abc.Iterable, abc.Collection}
 )
@@ -301,17 +457,32 @@ BARE_CONTAINERS: frozenset[Any] = frozenset(
 )
 # `Required[...]`, `NotRequired[...]` and `ReadOnly[...]` (TypedDict fields): peeled off to
 # reach the field's type, from typing or typing_extensions.
-WRAPPER_ORIGINS: frozenset[Any] = frozenset(
-    {
-        typing_extensions.Required,
-        typing_extensions.NotRequired,
-        typing_extensions.ReadOnly,
+WRAPPER_ORIGINS = TypingForms(
+    (
         getattr(typing, "Required", None),
         getattr(typing, "NotRequired", None),
         getattr(typing, "ReadOnly", None),
-    }
-    - {None}
+    ),
+    ("Required", "NotRequired", "ReadOnly"),
 )
+REQUIRED_ORIGINS = TypingForms((getattr(typing, "Required", None),), ("Required",))
+NOT_REQUIRED_ORIGINS = TypingForms((getattr(typing, "NotRequired", None),), ("NotRequired",))
+ANNOTATED_ORIGINS = TypingForms((typing.Annotated,), ("Annotated",))
+
+
+def is_typeddict(cls: object) -> bool:
+    """Whether `cls` is a TypedDict class, of typing's or of typing_extensions' (when the
+    application loaded it: its TypedDict makes classes typing's function does not know)."""
+    if typing.is_typeddict(cls):
+        return True
+    extensions = sys.modules.get("typing_extensions")
+    return extensions is not None and bool(extensions.is_typeddict(cls))
+
+
+def extension_form(name: str) -> Any:
+    """typing_extensions' `name` (`Doc`...), or None while the application has not loaded it
+    (no annotation can hold it then)."""
+    return getattr(sys.modules.get("typing_extensions"), name, None)
 
 
 # -- values -> JSON ---------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import argparse
 import dataclasses
 import importlib
 import inspect
+import re
 import typing
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -326,6 +327,22 @@ class OptionsDirective(SphinxDirective):
         return self.parse_text_to_nodes("\n".join(table))
 
 
+# A reST role (`:meth:`close``, `:class:`~toolreg.X``) in a docstring: MyST reads it as the
+# text ":meth:" before a code span, so the page would show the role. It is written as the
+# Markdown the docstrings use for names instead: a code span (`~` keeps the last part).
+_REST_ROLE = re.compile(
+    r":(?:py:)?(?:func|class|meth|attr|mod|exc|data|obj|const|any|ref|doc):`(~?)([^`]+)`"
+)
+
+
+def rest_roles_as_markdown(line: str) -> str:
+    """`line` with every reST role written as a Markdown code span."""
+    return _REST_ROLE.sub(
+        lambda m: f"`{m[2].rsplit('.', 1)[-1] if m[1] else m[2]}`",
+        line,
+    )
+
+
 class MarkdownDirective(SphinxDirective):
     """``toolreg-markdown``: its content parsed as MyST Markdown (toolreg's docstrings are)."""
 
@@ -338,7 +355,8 @@ class MarkdownDirective(SphinxDirective):
         source, _line = self.get_source_info()
         document = new_document(source, self.state.document.settings)
         document.reporter = self.state.document.reporter
-        MystParser().parse("\n".join(self.content), document)
+        text = "\n".join(rest_roles_as_markdown(line) for line in self.content)
+        MystParser().parse(text, document)
         return list(document.children)
 
 

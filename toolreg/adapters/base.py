@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Union
 
 from ..dispatch import ConfirmCallback
-from ..errors import ToolDefinitionError, UsageError
+from ..errors import ToolDefinitionError, UsageError, with_article
 from ..formats import export_tools
 from ..jsonvalues import copy_json
 from ..result import ToolResult
@@ -219,7 +219,8 @@ def schema_of(schema: object, *, owner: str) -> Mapping[str, Any]:
     """
     if not isinstance(schema, Mapping):
         raise ToolDefinitionError(
-            f"the tool's argument schema is a {type(schema).__name__}, not a JSON Schema object",
+            f"the tool's argument schema is {with_article(type(schema).__name__)}, not a JSON "
+            "Schema object",
             function=owner,
             fix="give the tool a JSON Schema (an object schema) for its arguments",
         )

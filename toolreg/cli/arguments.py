@@ -50,6 +50,12 @@ def read_arguments(words: Sequence[str], tool: Tool | None, stdin: TextIO) -> st
         _usage("'-' (read ARGS from stdin) comes alone")
     if len(words) == 1 and not _is_pair(words[0]):
         return _json_object(words[0], "ARGS")
+    if _split_json(words):
+        unquoted = not any('"' in word for word in words)  # {"city": "Paris"} typed as is
+        _usage(
+            f"ARGS looks like one JSON value that the shell split into {len(words)} words"
+            f"{' and stripped of its double quotes' if unquoted else ''}: quote it whole"
+        )
     for word in words:
         if not _is_pair(word):
             if word.lstrip()[:1] in _JSON_STARTS:
@@ -59,6 +65,18 @@ def read_arguments(words: Sequence[str], tool: Tool | None, stdin: TextIO) -> st
 
 
 _JSON_STARTS = ("{", "[", '"')
+
+
+def _split_json(words: Sequence[str]) -> bool:
+    """Whether `words` look like one JSON value the shell split at its spaces: the first
+    opens an object or array it does not close, and none is a key=value pair."""
+    if words[0].lstrip()[:1] not in ("{", "[") or any(_is_pair(word) for word in words):
+        return False
+    try:
+        json.loads(words[0])
+    except (ValueError, RecursionError):
+        return True
+    return False
 
 
 def _is_pair(word: str) -> bool:
@@ -78,6 +96,8 @@ def _json_object(text: str, what: str) -> str:
     except ValueError as exc:
         if what == "ARGS" and not text.lstrip().startswith(_JSON_STARTS):
             _usage(f"ARGS '{safe_text(text)}' is not key=value")
+        if what == "ARGS" and '"' not in text and ":" in text:
+            _usage("ARGS looks like JSON that the shell stripped of its double quotes: quote it")
         _usage(f"{what} is not valid JSON ({exc})")
     if not isinstance(value, dict):
         _usage(f"{what} must be an object, got {_json_kind(value)}")

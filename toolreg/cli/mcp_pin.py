@@ -30,7 +30,7 @@ from typing import Any
 
 from ..jsonvalues import safe_text
 from ..registry import ToolRegistry
-from .target import TargetError
+from .target import TargetError, require_mcp_extra
 
 __all__ = ["add_parser", "cmd_mcp"]
 
@@ -56,6 +56,7 @@ def cmd_mcp(args: argparse.Namespace, errlog: Any = None) -> int:
 
 
 def _pin(target: str, lock: Path, *, yes: bool, errlog: Any) -> int:
+    require_mcp_extra("toolreg mcp pin needs")
     from ..mcp import McpConnectionError, mount
     from ..mcp.pinning import PinFile
 

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import UsageError as ToolregUsageError
-from .target import TargetError, load_target
+from .target import TargetError, load_target, require_mcp_extra
 
 __all__ = ["add_parser", "cmd_serve", "worker_app"]
 
@@ -96,6 +96,7 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser], target_he
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    require_mcp_extra("toolreg serve needs")
     if args.transport == "stdio":
         options = (
             ("--token", args.token),
@@ -297,7 +298,8 @@ def _rate_limit(
                 "--rate-limit 60/min"
             )
         return None
-    from ..mcp.limits import RateLimit, parse_rate, redacted
+    from ..mcp.limits import RateLimit, parse_rate
+    from ..stores.redis import redacted
 
     overall: str | None = None
     tools: dict[str, str] = {}

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
+from ..errors import with_article
 from ..registry import ToolRegistry, default_registry
 from ..toolsets import Toolset
 
@@ -25,6 +26,7 @@ __all__ = [
     "load_module",
     "load_target",
     "readable",
+    "require_mcp_extra",
     "sample_names",
     "sample_path",
 ]
@@ -37,6 +39,15 @@ _FILE_OF: dict[str, str] = {}
 
 class TargetError(Exception):
     """A target that cannot be loaded; the message says how to fix it."""
+
+
+def require_mcp_extra(what: str) -> None:
+    """A TargetError that says how to install the `mcp` extra when it is missing: `what`
+    begins the message (`toolreg serve needs`)."""
+    try:
+        from .. import mcp  # noqa: F401  the extra, loaded only by the commands that need it
+    except ModuleNotFoundError as exc:
+        raise TargetError(f"{what} the mcp extra: pip install 'toolreg[mcp]' ({exc})") from None
 
 
 def sample_dir() -> Path | None:
@@ -209,6 +220,24 @@ def _registry_in(module: ModuleType, target: str) -> ToolRegistry:
     return default_registry
 
 
+_MISSING = object()
+
+
+def _attribute(module: ModuleType, attribute: str) -> Any:
+    """The module's `attribute`: one it defines, or one its module-level `__getattr__`
+    (PEP 562) makes on first use, such as a registry built lazily; `_MISSING` if neither."""
+    namespace = vars(module)
+    if attribute in namespace:
+        return namespace[attribute]
+    lazy = namespace.get("__getattr__")
+    if callable(lazy) and attribute.isidentifier():
+        try:
+            return lazy(attribute)
+        except AttributeError:
+            pass
+    return _MISSING
+
+
 def _named_registry(
     module: ModuleType, target: str, module_part: str, attribute: str, toolset: bool = False
 ) -> Any:
@@ -220,9 +249,9 @@ def _named_registry(
         if named
         else (f"it names no registry; pass {module_part} alone for the tools it registers")
     )
-    if attribute not in vars(module):
+    value = _attribute(module, attribute)
+    if value is _MISSING:
         raise TargetError(f"{module_part} has no attribute '{attribute}' ({there})")
-    value = vars(module)[attribute]
     if toolset and isinstance(value, Toolset):
         return value
     if not isinstance(value, ToolRegistry):
@@ -239,8 +268,7 @@ def _kind(value: object) -> str:
         return "a class"
     if callable(value) and hasattr(value, "__code__"):
         return "a function"
-    name = type(value).__name__
-    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+    return with_article(type(value).__name__)
 
 
 def load_target(
@@ -294,12 +322,9 @@ def _mounted(
         spec = shlex.split(server)
         if not spec:
             raise TargetError("mcp: needs a URL or a command, e.g. mcp:'uvx mcp-server-time'")
-    try:
-        from ..mcp import McpConnectionError, mount  # the `mcp` extra, for mcp: targets only
-    except ImportError as exc:
-        raise TargetError(
-            f"mcp: targets need the mcp extra: pip install 'toolreg[mcp]' ({exc})"
-        ) from None
+    require_mcp_extra("mcp: targets need")
+    from ..mcp import McpConnectionError, mount  # the `mcp` extra, for mcp: targets only
+
     registry = ToolRegistry()
     # a command runs like one typed in the shell: with this process's environment; the
     # person at the terminal who names a server and a tool decides, as the annotations did

@@ -11,7 +11,8 @@
 - `options`: `ConversationOptions`, every option of a conversation, declared once;
 - `state`: a conversation (a turn paused for approvals too) as plain JSON and back;
 - `output`: structured output (`output_type=`);
-- `history`: `trim_history`;
+- `history`: `trim_history`; `history_reader(dialect)` reads a history in a dialect's wire
+  format for a toolset's `StepContext`;
 - `policies`: retry budgets and call limits; `guardrails`: checks on a call's input and
   output (`GuardrailInput`, `GuardrailOutput`).
 """
@@ -30,6 +31,7 @@ from .events import (
 from .guardrails import GuardrailInput, GuardrailOutput
 from .history import trim_history
 from .options import ConversationOptions
+from .providers import history_reader
 from .reply import (
     REPLY_FIELDS,
     STOP_REASONS,
@@ -69,6 +71,7 @@ __all__ = [
     "ToolStarted",
     "TurnFinished",
     "Usage",
+    "history_reader",
     "run_conversation",
     "trim_history",
 ]

@@ -20,6 +20,7 @@ from collections.abc import (
     Callable,
     Generator,
     Iterable,
+    Iterator,
     Mapping,
     Sequence,
 )
@@ -29,7 +30,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 from typing_extensions import Self
 
 from ..dispatch import ConfirmCallback
-from ..errors import ConversationError, ConversationStateError, ToolCallError, UsageError
+from ..errors import (
+    ConversationError,
+    ConversationStateError,
+    StateStoreError,
+    ToolCallError,
+    ToolregError,
+    UsageError,
+)
 from ..formats import DIALECTS, Dialect, export_tools
 from ..idempotency import new_id
 from ..observe import OBSERVER, ModelCallTrace
@@ -37,7 +45,7 @@ from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch
 from ..tool import Tool
-from ..toolsets import StepContext, Toolset
+from ..toolsets import StepContext, Toolset, namespaces_of
 from .endpoints import endpoint_url
 from .events import (
     ApprovalRequired,
@@ -63,6 +71,7 @@ from .offer import (
     check_always,
     check_deferred_search,
     found_loader,
+    namespaced,
     not_loaded,
     offers_search,
     reload_found,
@@ -162,6 +171,8 @@ class ConversationCore:
         chosen = {name: given[name] for name in _OPTION_NAMES}  # every field: the record's
         chosen["dialect"] = dialect
         options = ConversationOptions._of(chosen)
+        provider = provider_for(dialect, client, assistant_content)
+        check_request_options(request_options, _sdk_parameters(provider, client))
         check_deferred_search(options.deferred_search, dialect)
         _check_state_option(options.state, dialect, request_options)
         self.options = options
@@ -197,7 +208,7 @@ class ConversationCore:
             )
         self._settings = LoopSettings(
             model=model,
-            provider=provider_for(dialect, client, assistant_content),
+            provider=provider,
             tools=self._tool_definitions,
             tool_choice=tool_choice,
             max_rounds=max_rounds,
@@ -222,7 +233,6 @@ class ConversationCore:
             guardrails=guards,
             eager=self._eager if eager_tools is not False and stream and parallel else None,
         )
-        provider = self._settings.provider
         if max_calls:
             self._settings.policy.check_names([t.name for t in self.registry.tools()])
         provider.check_choice(tool_choice)  # one the dialect cannot express fails now
@@ -420,10 +430,10 @@ class ConversationCore:
             raise
         except BaseException:
             if self._stopped_turn(turn_state):
-                yield from self._save_flow(failed=True)
+                yield from self._save_flow(None, failed=True)
             raise
         reply = self._end(reply, settings, turn_state, keep=True)
-        yield from self._save_flow()
+        yield from self._save_flow(reply)
         return (yield from _finished(reply))
 
     def _run_flow(self, messages: Iterable[Message], output_type: Any) -> Flow:
@@ -446,10 +456,10 @@ class ConversationCore:
             raise
         except BaseException:
             self._interrupted(settings, turn_state)
-            yield from self._save_flow(failed=True)
+            yield from self._save_flow(None, failed=True)
             raise
         reply = self._end(reply, settings, turn_state, keep=True)
-        yield from self._save_flow()
+        yield from self._save_flow(reply)
         return (yield from _finished(reply))
 
     def _turn_flow(self, loop: Generator[Step, Any, Reply]) -> Flow:
@@ -461,8 +471,11 @@ class ConversationCore:
     def _load_flow(self, resuming: bool = False) -> Generator[StoreStep, Any, None]:
         stored = self._stored
         if stored is not None:
-            store = stored.store
-            self._take(stored.loaded((yield StoreStep(store, "load", (stored.id,)))))
+            if stored.unsaved:  # the last turn's save failed: it is saved first
+                yield from self._save_flow(None)
+            with _before_anything_ran():
+                found = yield from _store_step(stored.store, "load", (stored.id,))
+            self._take(stored.loaded(found))
             if resuming:
                 stored.resumable()
 
@@ -471,24 +484,36 @@ class ConversationCore:
         if stored is not None:
             store = stored.store
             claim = (stored.claim, stored.token, RESUME_TTL)
-            marker = stored.claimed((yield StoreStep(store, "claim", claim)))
-            stored.saved((yield StoreStep(store, "save", (stored.id, marker, stored.version))))
+            with _before_anything_ran():
+                marker = stored.claimed((yield from _store_step(store, "claim", claim)))
+                args = (stored.id, marker, stored.version)
+                stored.saved((yield from _store_step(store, "save", args)))
 
-    def _save_flow(self, failed: bool = False) -> Generator[StoreStep, Any, None]:
+    def _save_flow(
+        self, reply: Reply | None, failed: bool = False
+    ) -> Generator[StoreStep, Any, None]:
+        """Save the conversation after a turn (`reply`; None: the last turn's, again).
+        When the store cannot be written (`StateStoreError`), the conversation keeps the
+        turn and saves it first next time; the error says what the turn ran."""
         stored = self._stored
         if stored is None:
             return
-        store = stored.store
         try:
             args = (stored.id, stored.state(self), stored.version)
-            saved = yield StoreStep(store, "save", args)
-        except Exception:
-            if not failed:
-                raise
-            # the turn's own failure is what the caller sees; the store keeps the
-            # "resumed" marker, and the next load says that the resume did not finish
-            return
+            saved = yield from _store_step(stored.store, "save", args)
+        except Exception as exc:
+            if failed:
+                # the turn's own failure is what the caller sees; the store keeps the
+                # "resumed" marker, and the next load says that the resume did not finish
+                return
+            if isinstance(exc, StateStoreError):
+                stored.unsaved = True
+                if reply is not None:
+                    stored.unsaved_reply = reply
+            _tell_what_ran(exc, stored.unsaved_reply if reply is None else reply, stored)
+            raise
         stored.saved(saved)
+        stored.unsaved, stored.unsaved_reply = False, None
 
     @property
     def pending(self) -> list[PendingCall]:
@@ -721,7 +746,8 @@ class ConversationCore:
         """The definitions the next model call offers: what the toolset offers for this
         step (`Toolset.offer`), narrowed by `tools=`, deferred loading and tool search."""
         held = self.registry.tools()
-        offer = self.registry.offer(StepContext(self.context, tuple(history), round_))
+        reader = self._settings.provider
+        offer = self.registry.offer(StepContext(self.context, tuple(history), round_, reader))
         self._step_offer = None if len(offer) == len(held) else frozenset(t.name for t in offer)
         allowed = self._allowed(held)
         found = set(self.discovered)
@@ -730,12 +756,17 @@ class ConversationCore:
         names = self._offered(allowed)
         fmt, strict = self._settings.fmt.name, options.strict or None
         if self.tool_search is not None:
-            chosen = set(select(self.registry, self.tool_search, names, history)) | found
+            chosen = set(select(self.registry, self.tool_search, names, history, reader))
+            chosen |= found
             names = [name for name in names if name in chosen]
         names = sent_names(mode, fmt, names, allowed)
         offered = self._definitions(names)
         if mode == "function":  # a found tool is a plain function here
             offered = [{k: v for k, v in d.items() if k != "defer_loading"} for d in offered]
+        if fmt == "responses":  # the API's namespaces: a prefixed toolset with a description
+            spaces = namespaces_of(self.registry)
+            if spaces:
+                offered = namespaced(offered, spaces, self._settings.tool_choice)
         if offers_search(mode, fmt, allowed, found):
             if search_call(mode, fmt) == SEARCH_TOOL and self.registry.get(SEARCH_TOOL) is not None:
                 raise UsageError(
@@ -806,7 +837,8 @@ class ConversationCore:
         if call.name == searching and self.registry.get(call.name) is None:
             allowed = self._allowed()
             if any(t.defer_loading for t in allowed):
-                among = [t.name for t in allowed]
+                step = self._step_offer  # a tool the step did not offer is never found
+                among = [t.name for t in allowed if step is None or t.name in step]
                 definitions = found_loader(mode, self._settings.fmt.name, self._found_definitions)
                 return answer_search(self.registry, call, among, self.discovered, definitions)
             return None
@@ -877,16 +909,80 @@ def _unknown_request_options(chat: ConversationCore, saved: Mapping[str, Any]) -
     TypeError in the middle of a resume); none are known when there is no such method."""
     if not saved:
         return []
+    parameters = _sdk_parameters(chat._settings.provider, chat.client)
+    return [] if parameters is None else sorted(k for k in saved if k not in parameters)
+
+
+_OWN_OPTIONS: tuple[str, ...] = ()  # the constructor's keywords (filled below)
+_SPELLED = {"toolset": "registry", "toolsets": "registry"}  # said another way, in the docs
+_SIGNATURES: dict[Any, frozenset[str] | None] = {}  # a create method -> its keywords
+
+
+def _sdk_parameters(provider: Any, client: Any) -> frozenset[str] | None:
+    """The keywords the client's create method for this dialect takes, when its signature
+    says so; None when it does not (no such method, or one that takes **kwargs)."""
     try:
-        parameters = inspect.signature(chat._settings.provider.create(chat.client)).parameters
-    except (AttributeError, TypeError, ValueError):
-        return []
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return []
-    return sorted(k for k in saved if k not in parameters)
+        method = provider.create(client)
+    except AttributeError:
+        return None
+    key = getattr(method, "__func__", method)
+    try:
+        return _SIGNATURES[key]
+    except (KeyError, TypeError):  # not seen yet, or not hashable
+        pass
+    try:
+        parameters = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        found = None
+    else:
+        kinds = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+        loose = any(p.kind in kinds for p in parameters.values())
+        found = None if loose else frozenset(parameters)
+    with contextlib.suppress(TypeError):
+        if len(_SIGNATURES) > 64:  # a client class per test, say: the map stays small
+            _SIGNATURES.clear()
+        _SIGNATURES[key] = found
+    return found
+
+
+def check_request_options(given: Mapping[str, Any], sdk: frozenset[str] | None) -> None:
+    """Refuse a keyword that is neither a conversation option nor a request option, with
+    the nearest valid name. A keyword the SDK's create method takes (`sdk`) is a request
+    option; when that method's keywords are known, any other is refused; when they are not
+    (a client of another make, a method that takes **kwargs), only a near miss of one of the
+    conversation's own options is (`difflib`, ratio 0.75 or more: `max_round`,
+    `tool_retry`), and the rest go to the endpoint as they are."""
+    import difflib  # only when there are request options
+
+    for key in given:
+        if key in _SPELLED:
+            raise UsageError(
+                f"Conversation({key}=...): the conversation's toolset is given as "
+                f"{_SPELLED[key]}= (any Toolset: a ToolRegistry, a Mount, a combined, "
+                "prefixed, filtered or searchable view)"
+            )
+        if sdk is not None and key in sdk:
+            continue
+        near = difflib.get_close_matches(key, _OWN_OPTIONS, n=1, cutoff=0.75)
+        if not near and sdk is None:
+            continue  # nothing says it is wrong: the endpoint decides
+        if not near and sdk is not None:
+            near = difflib.get_close_matches(key, sorted(sdk), n=1, cutoff=0.6)
+        hint = f"; did you mean {near[0]}=?" if near else ""
+        where = ""
+        if sdk is not None:
+            where = " nor a parameter of the client's create method"
+            if "extra_body" in sdk:
+                hint += f" (a parameter only your endpoint knows: extra_body={{{key!r}: ...}})"
+        raise UsageError(f"Conversation({key}=...) is not an option of Conversation{where}{hint}")
 
 
 _HOOK_NAMES = tuple(f.name for f in dataclasses.fields(Hooks))
+_OWN_OPTIONS = tuple(
+    name
+    for name in inspect.signature(ConversationCore.__init__).parameters
+    if name not in ("self", "client", "model", "request_options")
+)
 
 
 def _check_sync_hooks(hooks: Hooks | None, on_text: Any, on_event: Any) -> None:
@@ -1008,6 +1104,69 @@ class StoreStep:
 
 
 Flow: TypeAlias = Generator[Step | StoreStep | StreamEvent, Any, Reply]
+
+
+def _store_step(
+    store: Any, kind: Literal["load", "save", "claim"], args: tuple[Any, ...]
+) -> Generator[StoreStep, Any, Any]:
+    """Call the store; what a store of one's own raises that is not toolreg's is a
+    `StateStoreError` naming the store (its text is not shown: it may hold a secret; it is
+    the error's `__cause__`)."""
+    try:
+        return (yield StoreStep(store, kind, args))
+    except ToolregError:
+        raise
+    except Exception as exc:
+        name = type(store).__name__
+        raise StateStoreError(
+            f"the state store {name}: cannot {kind} {args[0]!r}: it raised {type(exc).__name__}",
+            store=name,
+            operation=kind,
+            id=str(args[0]),
+        ) from exc
+
+
+@contextlib.contextmanager
+def _before_anything_ran() -> Iterator[None]:
+    """A store's failure before the turn: it says that nothing ran."""
+    try:
+        yield
+    except StateStoreError as err:
+        if not err.outcome:
+            err.outcome = "nothing ran, and the conversation is as it was"
+        raise
+
+
+_SHOWN_CALLS = 10  # calls a save's failure names, at most
+
+
+def _tell_what_ran(exc: BaseException, reply: Reply | None, stored: Stored) -> None:
+    """Say, on the error of a turn's failed save, which tool calls that turn ran (they are
+    not run again) and where the turn is now."""
+    ran = [] if reply is None else list(reply.tool_results)
+    shown = [
+        f"{r.tool_name} ({r.call_id or 'no id'}: {'ok' if r.ok else r.error_kind or 'failed'})"
+        for r in ran[:_SHOWN_CALLS]
+    ]
+    more = f" and {len(ran) - _SHOWN_CALLS} more" if len(ran) > _SHOWN_CALLS else ""
+    did = (
+        f"the last turn ran {len(ran)} tool call(s), {', '.join(shown)}{more}, which will "
+        "not run again"
+        if ran
+        else "the last turn ran no tool"
+    )
+    if stored.unsaved:
+        where = (
+            "its reply and results are on this error (.reply, .ran) and in the "
+            "conversation, which saves them first at its next send() or resume()"
+        )
+    else:
+        where = "its reply and results are in the conversation, not in the store"
+    outcome = f"{did}; {where}"
+    if isinstance(exc, StateStoreError):
+        exc.ran, exc.reply, exc.outcome = tuple(ran), reply, outcome
+    elif isinstance(exc, ToolregError) and exc.args and isinstance(exc.args[0], str):
+        exc.args = (f"{exc.args[0]}; {outcome}", *exc.args[1:])
 
 
 def _finished(reply: Reply) -> Generator[StreamEvent, Any, Reply]:

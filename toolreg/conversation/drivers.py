@@ -191,7 +191,9 @@ class Conversation(ConversationCore):
     `conversation_id` and `key` keep the conversation in a store, its state signed with the
     key. Every other option (`system`, `max_rounds`, `confirm`, `stream`, ...) is a field of
     `ConversationOptions`, checked when the conversation is built; any other keyword is a
-    request option sent with every model call (`temperature=...`).
+    request option sent with every model call (`temperature=...`), refused when built with
+    the nearest valid name if the client's create method does not take it (or, for a
+    method that takes `**kwargs`, when it is a near miss of a conversation option).
 
     `send` runs a turn, `stream` runs one as typed events, `resume` carries on one paused
     for approval, `export_state` / `from_state` move it between processes.

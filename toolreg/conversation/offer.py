@@ -23,17 +23,18 @@ then on by the history itself; "hosted" sends the deferred tools and the API's o
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
+from ..dispatch import Dispatcher, DispatchSettings
 from ..errors import InvalidArgumentsError, ToolCallError, UnknownToolError, UsageError
 from ..formats import anthropic as anthropic_format
 from ..formats import export_tools
-from ..formats.responses import TOOL_SEARCH_CALL, tool_search_tool
+from ..formats.responses import TOOL_SEARCH_CALL, namespace_tool, tool_search_tool
 from ..result import ToolCall, ToolResult
-from ..search.selection import ToolSearch, called_names, query_text
+from ..search.selection import ToolSearch, query_text
 from ..tool import Tool
-from ..toolsets import Toolset
+from ..toolsets import HistoryReader, Namespace, Toolset
 
 __all__ = [
     "DEFERRED_SEARCH",
@@ -46,6 +47,7 @@ __all__ = [
     "check_deferred_search",
     "found_loader",
     "found_names",
+    "namespaced",
     "not_loaded",
     "offers_search",
     "reload_found",
@@ -199,11 +201,16 @@ def search_definitions(
 
 
 def select(
-    registry: Toolset, option: ToolSearch, names: list[str], history: list[Message]
+    registry: Toolset,
+    option: ToolSearch,
+    names: list[str],
+    history: Sequence[Message],
+    reader: HistoryReader,
 ) -> list[str]:
-    """Of `names` (in their order), those the next model call is offered."""
+    """Of `names` (in their order), those the next model call is offered; the history is
+    read through `reader` (the provider: only it knows the wire format)."""
     always = set(option.always)
-    keep = {*called_names(history)}
+    keep = set(reader.calls_in(history))
     if always:
         among = set(names)
         keep.update(
@@ -211,10 +218,44 @@ def select(
             for t in registry.tools()
             if t.name in among and (t.name in always or t.tags & always)
         )
-    query = query_text(history, option.messages)
+    query = query_text(history, option.messages, reader.user_text)
     if query:
         keep.update(t.name for t in registry.search_tools(query, limit=option.limit, among=names))
     return [name for name in names if name in keep]
+
+
+def namespaced(
+    definitions: list[dict[str, Any]], spaces: list[Namespace], choice: str
+) -> list[dict[str, Any]]:
+    """The Responses API's definitions with each namespace's offered members as one
+    `namespace` tool, where its first member stood (a call in it is read back by its flat
+    name). A namespace holding the tool `choice` names stays flat (a forced call names a
+    function of its own)."""
+    where: dict[str, Namespace] = {}
+    for space in spaces:
+        if choice not in space.members:
+            for name in space.members:
+                where.setdefault(name, space)
+    if not where:
+        return definitions
+    out: list[dict[str, Any] | Namespace] = []
+    members: dict[str, list[Any]] = {}
+    for definition in definitions:
+        named: Any = definition.get("name") if definition.get("type") == "function" else None
+        found = where.get(named) if isinstance(named, str) else None
+        if found is None:
+            out.append(definition)
+            continue
+        if found.name not in members:
+            members[found.name] = []
+            out.append(found)
+        members[found.name].append(definition)
+    return [
+        dict(namespace_tool(d.name, d.description, members[d.name]))
+        if isinstance(d, Namespace)
+        else d
+        for d in out
+    ]
 
 
 def _search_tools(
@@ -227,6 +268,7 @@ def _search_tools(
 
 
 _TOOL: list[Tool] = []
+_DECODER: list[Dispatcher] = []
 
 
 def search_tool() -> Tool:
@@ -234,6 +276,22 @@ def search_tool() -> Tool:
     if not _TOOL:
         _TOOL.append(Tool.from_function(_search_tools, name=SEARCH_TOOL))
     return _TOOL[0]
+
+
+def _decoder() -> Dispatcher:
+    """Checks a search call's arguments the way dispatch checks any call's (decoding,
+    bounds, validation, safe coercion) against `search_tool()`; it runs nothing."""
+    if not _DECODER:
+        settings = DispatchSettings(
+            coerce=True,
+            errors="redact",
+            max_payload_bytes=_MAX_ARGUMENTS,
+            max_depth=8,
+            max_concurrency=1,
+            max_result_chars=None,
+        )
+        _DECODER.append(Dispatcher({SEARCH_TOOL: search_tool()}, settings))
+    return _DECODER[0]
 
 
 def answer_search(
@@ -274,28 +332,27 @@ def not_loaded(call: ToolCall) -> ToolResult:
 
 
 def _search_arguments(call: ToolCall) -> tuple[str, int]:
-    arguments = call.arguments
-    if isinstance(arguments, (str, bytes)):
-        if len(arguments) > _MAX_ARGUMENTS:
-            raise _invalid(call, "its arguments are too long")
-        try:
-            arguments = json.loads(arguments or "{}")
-        except (ValueError, RecursionError):
-            raise _invalid(call, "its arguments are not a JSON object") from None
-    if not isinstance(arguments, dict):
-        raise _invalid(call, "its arguments are not a JSON object")
-    query, limit = arguments.get("query"), arguments.get("limit", 5)
-    if not isinstance(query, str) or not query.strip():
+    """The query and the limit of a search call, checked by dispatch (`_decoder`); the
+    limit brought into 1 to `MAX_FOUND`."""
+    try:
+        _, arguments = _decoder().check_call(SEARCH_TOOL, call.arguments)
+    except ToolCallError as err:  # dispatch's own words, and an example of a good call
+        err.message = f"{err.message} e.g. {_EXAMPLE}"
+        err.args = (err.message,)
+        err.tool_name = call.name
+        raise
+    query, limit = arguments["query"], arguments.get("limit", 5)
+    if not query.strip():
         raise _invalid(call, "'query' must be a non-empty string")
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        limit = 5
     return query[:1000], min(max(limit, 1), MAX_FOUND)
+
+
+_EXAMPLE = '{"query": "create a calendar event"}.'
 
 
 def _invalid(call: ToolCall, problem: str) -> InvalidArgumentsError:
     return InvalidArgumentsError(
-        f"Invalid arguments for tool '{call.name}': {problem}, e.g. "
-        '{"query": "create a calendar event"}.',
+        f"Invalid arguments for tool '{call.name}': {problem}, e.g. {_EXAMPLE}",
         tool_name=call.name,
     )
 

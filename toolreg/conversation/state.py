@@ -69,6 +69,7 @@ from ..errors import (
     ToolTimeoutError,
     UnknownToolError,
     UsageError,
+    with_article,
 )
 from ..formats import Format
 from ..idempotency import new_id, received_key
@@ -230,7 +231,7 @@ def _check_shape(state: Any) -> None:
         elif kind is float and not math.isfinite(value):
             raise _bad("it holds a number that is not finite (NaN, Infinity)")
         elif kind not in (int, float, bool, type(None)):
-            raise _bad(f"it holds a {kind.__name__}, which is not a JSON value")
+            raise _bad(f"it holds {with_article(kind.__name__)}, which is not a JSON value")
         if size > MAX_STATE_SIZE:
             raise _bad(f"it is larger than {MAX_STATE_SIZE} characters and values")
 

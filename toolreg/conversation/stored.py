@@ -23,7 +23,7 @@ import hashlib
 import uuid
 from typing import Any
 
-from ..errors import StateConflictError, UsageError
+from ..errors import StateConflictError, UsageError, with_article
 from ..stores.base import AsyncStateStore, StateStore, StoredState, check_id
 from .state import Loaded, load_state, signing_keys
 
@@ -53,8 +53,9 @@ class Stored:
             methods = "load, save, claim, delete"
             if asynchronous:
                 methods = "aload, asave, aclaim, adelete"
+            wanted = with_article(protocol.__name__)
             raise UsageError(
-                f"state_store={type(store).__name__} is not a {protocol.__name__} ({methods}): "
+                f"state_store={type(store).__name__} is not {wanted} ({methods}): "
                 "give a MemoryStore, SQLiteStore or RedisStore from toolreg.stores"
             )
         if conversation_id is None:
@@ -69,6 +70,8 @@ class Stored:
         self.version: int | None = None
         self.paused: dict[str, Any] | None = None  # the loaded state of a paused turn
         self.token = uuid.uuid4().hex
+        self.unsaved = False  # a turn's save failed: the next send or resume saves it first
+        self.unsaved_reply: Any = None  # that turn's reply
 
     def loaded(self, stored: StoredState | None) -> tuple[Loaded, dict[str, Any]] | None:
         """What was read, checked: the loaded state and its dict, or None for none."""

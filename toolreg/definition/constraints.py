@@ -12,23 +12,33 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ToolDefinitionError
-from ..jsonvalues import NOT_JSONABLE
+from ..errors import ToolDefinitionError, with_article
+from ..jsonvalues import NOT_JSONABLE, copy_json
 from ..params import Param
-from ..types import to_jsonable
+from ..types import TypeRecord, to_jsonable
 
-__all__ = ["Fail", "apply_param", "jsonable"]
+__all__ = ["Fail", "apply_param", "jsonable", "numeric_constraints"]
 
 JsonSchema = dict[str, Any]
 Fail = Callable[[str, str], ToolDefinitionError]
 """`fail(problem, fix)`: the error to raise, naming where the problem is."""
 
 
-def apply_param(schema: JsonSchema, param: Param, fail: Fail) -> JsonSchema:
-    """Apply `Param` metadata (description, constraints, examples...) to a schema."""
+def apply_param(
+    schema: JsonSchema, param: Param, fail: Fail, number: TypeRecord | None = None
+) -> JsonSchema:
+    """Apply `Param` metadata (description, constraints, examples...) to a schema.
+
+    `number`: the schema is of a number that may travel as a numeric string (a `Decimal`:
+    `anyOf` number / string), this is its type's record: its bounds go on the number branch
+    as keywords and are said on the string branch in words (dispatch checks them on the
+    converted value, `definition.conversion`)."""
     out = dict(schema)
     target = _constraint_target(out)
-    _apply_numeric(target, param, fail)
+    if number is not None and any(v is not None for v in numeric_constraints(param)):
+        _apply_text_number(out, param, fail, number)
+    else:
+        _apply_numeric(target, param, fail)
     _apply_lengths(target, param, fail)
     _apply_string(target, param, fail)
     if param.description is not None:
@@ -55,6 +65,62 @@ def _apply_numeric(target: JsonSchema, param: Param, fail: Fail) -> None:
     for low, low_open in _bounds(target, "minimum", "exclusiveMinimum"):
         for high, high_open in _bounds(target, "maximum", "exclusiveMaximum"):
             if low > high or (low == high and (low_open or high_open)):
+                raise fail(
+                    f"the bounds leave no valid value (lower {low}, upper {high})",
+                    "check ge/gt/le/lt: the lower bound must be below the upper bound",
+                )
+
+
+def numeric_constraints(param: Param) -> tuple[Any, Any, Any, Any, Any]:
+    """`param`'s (gt, ge, lt, le, multiple_of), each None when not set."""
+    return (param.gt, param.ge, param.lt, param.le, param.multiple_of)
+
+
+def _json_number(value: Any) -> int | float:
+    """An exact bound (a Decimal) as a JSON Schema keyword's number (the schema is JSON)."""
+    if value == value.to_integral_value() and value.adjusted() < 300:
+        return int(value)
+    return float(value)
+
+
+_SAID = {"gt": ">", "ge": ">=", "lt": "<", "le": "<="}
+
+
+def _apply_text_number(out: JsonSchema, param: Param, fail: Fail, record: TypeRecord) -> None:
+    """Bounds on a number that may travel as a numeric string: keywords on the number branch,
+    words on the string branch. `multiple_of` only in words: JSON Schema's `multipleOf` is
+    tested in binary floats, where 0.07 is not a multiple of 0.01."""
+    branches = copy_json(out["anyOf"])
+    number = next(b for b in branches if b.get("type") == "number")
+    text = next(b for b in branches if b.get("type") == "string")
+    out["anyOf"] = branches
+    exact_of, words = record.exact, record.number_text
+    if exact_of is None or words is None:
+        raise TypeError(f"{record.python.__name__} is no number that travels as text")
+    bounds: dict[str, Any] = {}
+    for attr, keyword in _NUMERIC.items():
+        value = getattr(param, attr)
+        if value is None:
+            continue
+        exact = exact_of(value)
+        if exact is None:
+            raise fail(f"{attr}={value!r} must be a number", f"pass a number, e.g. {attr}=0")
+        bounds[attr] = exact
+        number[keyword] = _json_number(exact)
+    said = [f"{_SAID[attr]} {bound}" for attr, bound in bounds.items()]
+    if param.multiple_of is not None:
+        step = exact_of(param.multiple_of)
+        if step is None or step <= 0:
+            raise fail("multiple_of must be > 0", "pass a positive number")
+        said.append(f"a multiple of {step}")
+        number["description"] = f"a multiple of {step}"
+    text["description"] = f"{words} {' and '.join(said)}"
+    for low_key in ("ge", "gt"):
+        for high_key in ("le", "lt"):
+            low, high = bounds.get(low_key), bounds.get(high_key)
+            if low is None or high is None:
+                continue
+            if low > high or (low == high and (low_key == "gt" or high_key == "lt")):
                 raise fail(
                     f"the bounds leave no valid value (lower {low}, upper {high})",
                     "check ge/gt/le/lt: the lower bound must be below the upper bound",
@@ -107,7 +173,7 @@ def _require_type(target: JsonSchema, allowed: set[str], what: str, fail: Fail) 
     kinds = " or ".join(sorted(allowed))
     raise fail(
         f"{what} applies to {kinds} values, not to {_kind_text(target)}",
-        f"remove {what}, or put it on a {kinds} type",
+        f"remove {what}, or put it on {with_article(kinds)} type",
     )
 
 

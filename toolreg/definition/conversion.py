@@ -9,28 +9,32 @@ A converter raises `ConversionError` with the path of the bad value.
 from __future__ import annotations
 
 import enum
+import operator
 import typing
 from collections import abc
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import exception_text
+from ..params import EMPTY_PARAM, Param
 from ..types import (
+    BUILTIN_TYPES,
     LITERAL_ORIGINS,
     MAPPING_ORIGINS,
     SEQUENCE_ORIGINS,
     SET_ORIGINS,
-    TYPES,
     UNION_ORIGINS,
     WRAPPER_ORIGINS,
     ConversionError,
     Converter,
+    TypeRecord,
     record_for,
 )
 from ..validation import Validator
 from . import fields as _fields
+from .constraints import numeric_constraints
 from .pydantic_types import conversion_problems, pydantic_converter
-from .schema import SchemaBuilder
+from .schema import SchemaBuilder, text_number
 from .signature import split_annotated
 
 __all__ = ["converter_for"]
@@ -43,8 +47,9 @@ def _nested(path: str | int, conv: Converter, value: Any) -> Any:
         raise exc.under(path) from None
 
 
-_SCALARS: dict[Any, Converter | None] = {r.python: r.converter(r.python) for r in TYPES}
-"""The exact scalar types' converters, for the one dictionary look-up most annotations need."""
+_SCALARS: dict[Any, Converter | None] = {r.python: r.converter(r.python) for r in BUILTIN_TYPES}
+"""The built-in scalar types' converters, for the one dictionary look-up most annotations
+need (the others' come from `record_for`)."""
 
 
 # Bare `tuple`, `set` and `frozenset` still need their Python type (JSON only has lists).
@@ -58,7 +63,19 @@ class _Builder:
         self.owner = owner
         self.classes: dict[Any, Converter | None] = {}
 
-    def build(self, tp: Any) -> Converter | None:
+    def build(self, tp: Any, param: Param = EMPTY_PARAM) -> Converter | None:
+        """The converter of `tp`; `param`: the metadata that came with it from outside (a
+        parameter's or a field's), merged with any `Annotated` metadata of `tp` itself."""
+        converter = self._build(tp)
+        bare, inner = split_annotated(tp)
+        if inner is not EMPTY_PARAM:
+            param = inner.merged(param)
+        if all(v is None for v in numeric_constraints(param)):
+            return converter
+        number = text_number(bare)
+        return converter if number is None else _exactly_bounded(converter, param, number)
+
+    def _build(self, tp: Any) -> Converter | None:
         if tp in _SCALARS:
             return _SCALARS[tp]
         tp = split_annotated(tp)[0]
@@ -170,7 +187,7 @@ class _Builder:
 
     def _fields(self, cls: type, kind: str) -> Converter:
         fields = _fields.class_fields(cls, self.owner)
-        convs = {f.name: c for f in fields if (c := self.build(f.annotation)) is not None}
+        convs = {f.name: c for f in fields if (c := self.build(f.annotation, f.param)) is not None}
         make: Callable[..., Any] = dict if kind == "typeddict" else cls
 
         def convert(value: dict[str, Any]) -> Any:
@@ -193,6 +210,44 @@ class _Builder:
                 raise ConversionError((), text, user_text=True) from exc
 
         return convert
+
+
+_FAILS = (
+    ("gt", ">", operator.le),
+    ("ge", ">=", operator.lt),
+    ("lt", "<", operator.ge),
+    ("le", "<=", operator.gt),
+)
+
+
+def _exactly_bounded(converter: Converter | None, param: Param, number: TypeRecord) -> Converter:
+    """`converter`, then `param`'s bounds and `multiple_of` checked exactly on the value it
+    made (a `Decimal`, from a JSON number or a numeric string alike): the validator checks
+    only the number branch's keywords, in floats, and a numeric string not at all. `number`:
+    the type's record, whose `exact` and `is_multiple` do the arithmetic."""
+    exact, is_multiple = number.exact, number.is_multiple
+    if exact is None or is_multiple is None:
+        raise TypeError(f"{number.python.__name__} is no number that travels as text")
+    bounds = []
+    for attr, op, fails in _FAILS:
+        bound = exact(getattr(param, attr))
+        if bound is not None:
+            bounds.append((fails, bound, f"must be {op} {bound}"))
+    step = exact(param.multiple_of)
+
+    def convert(value: Any) -> Any:
+        number = value if converter is None else converter(value)
+        if number is None:
+            return None
+        problems = [text for fails, bound, text in bounds if fails(number, bound)]
+        if step is not None and not is_multiple(number, step):
+            problems.append(f"must be a multiple of {step}")
+        if problems:
+            more = tuple(ConversionError((), text) for text in problems[1:])
+            raise ConversionError((), problems[0], more=more)
+        return number
+
+    return convert
 
 
 def _enum(cls: type[enum.Enum]) -> Converter:
@@ -225,19 +280,22 @@ _CONVERTERS: dict[Any, Converter | None] = {}
 _MAX_CONVERTERS = 4096
 
 
-def converter_for(tp: Any, owner: str) -> Converter | None:
-    """The converter for one parameter type (None: pass the JSON value through).
+def converter_for(tp: Any, owner: str, param: Param = EMPTY_PARAM) -> Converter | None:
+    """The converter for one parameter type (None: pass the JSON value through); `param`:
+    the parameter's metadata (its numeric bounds, on a `Decimal`, are checked here).
 
-    Remembered per annotation: a converter depends on the type alone, and the same types
-    recur across tools (`owner` only names the function in a registration error)."""
+    Remembered per annotation: a converter depends on the type alone (and those bounds), and
+    the same types recur across tools (`owner` only names the function in an error)."""
+    bounds = numeric_constraints(param)
+    key = tp if all(v is None for v in bounds) else (tp, bounds)
     try:
-        return _CONVERTERS[tp]
+        return _CONVERTERS[key]
     except KeyError:
         pass
     except TypeError:  # an unhashable annotation: built each time
-        return _Builder(owner).build(tp)
-    converter = _Builder(owner).build(tp)
+        return _Builder(owner).build(tp, param)
+    converter = _Builder(owner).build(tp, param)
     if len(_CONVERTERS) >= _MAX_CONVERTERS:
         _CONVERTERS.clear()
-    _CONVERTERS[tp] = converter
+    _CONVERTERS[key] = converter
     return converter

@@ -15,6 +15,7 @@ docstring it cannot make sense of is returned whole as the summary.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Iterable, Mapping
@@ -64,23 +65,33 @@ _FIELD_NAMES = (
     r"param|parameter|arg|argument|key|keyword|kwarg|kwtype|type|returns?|rtype|raises?|except"
     r"|exception|yields?|ytype|var|ivar|cvar|vartype|meta"
 )
-# Every marker starts a line, written "\n" (the text is searched with a "\n" in front) so the
-# engine only tries the positions after a newline. A title is any one or two words here; it
-# counts only when it is one of _ALL_TITLES (cheaper than a long alternation in the regex).
-_MARKERS = re.compile(
-    # reST ":param str x:" or Epydoc "@param x:".
-    rf"\n(?:(?P<field>[:@])(?P<name>{_FIELD_NAMES})\b(?P<args>[^:\n]*):"
-    r"|(?P<title>[A-Za-z]+(?:[ \t]+[A-Za-z]+)?)[ \t]*(?:"
-    # Google: "Args:" alone on its line, then (after optional blank lines) an indented line.
-    r"(?P<google>:)[ \t]*$(?=\n(?:[ \t]*\n)*[ \t]+\S)"
-    # NumPy: "Parameters" underlined with dashes.
-    r"|\n[ \t]*-{3,}[ \t]*$))",
-    re.MULTILINE | re.IGNORECASE,
-)
-# "city: ...", "city (str): ...", "unit (str, optional): ...", "*args: ...", "城市：..."
-_GOOGLE_ARG = re.compile(r"(\*{0,2}[^\W\d]\w*)(?:\s*\(.*?\)[,.;]?)?\s*[:：]\s*(.*)")
-# A leading "type:" in a Google Returns block: "dict: ...", "Dict[str, int]: ...".
-_RETURN_TYPE = re.compile(r"(?:[^:\s]+|[^:\n]*\]):\s+(?=\S)")
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The markers of sections and fields, a Google argument line, a Google return type:
+    compiled on the first docstring parsed (about a millisecond `import toolreg` does not
+    spend)."""
+    # Every marker starts a line, written "\n" (the text is searched with a "\n" in front) so
+    # the engine only tries the positions after a newline. A title is any one or two words
+    # here; it counts only when it is one of _ALL_TITLES (cheaper than a long alternation).
+    markers = re.compile(
+        # reST ":param str x:" or Epydoc "@param x:".
+        rf"\n(?:(?P<field>[:@])(?P<name>{_FIELD_NAMES})\b(?P<args>[^:\n]*):"
+        r"|(?P<title>[A-Za-z]+(?:[ \t]+[A-Za-z]+)?)[ \t]*(?:"
+        # Google: "Args:" alone on its line, then (after optional blank lines) an indented line.
+        r"(?P<google>:)[ \t]*$(?=\n(?:[ \t]*\n)*[ \t]+\S)"
+        # NumPy: "Parameters" underlined with dashes.
+        r"|\n[ \t]*-{3,}[ \t]*$))",
+        re.MULTILINE | re.IGNORECASE,
+    )
+    # "city: ...", "city (str): ...", "unit (str, optional): ...", "*args: ...", "城市：..."
+    google_arg = re.compile(r"(\*{0,2}[^\W\d]\w*)(?:\s*\(.*?\)[,.;]?)?\s*[:：]\s*(.*)")
+    # A leading "type:" in a Google Returns block: "dict: ...", "Dict[str, int]: ...".
+    return_type = re.compile(r"(?:[^:\s]+|[^:\n]*\]):\s+(?=\S)")
+    return markers, google_arg, return_type
+
+
 _REST_PARAM_FIELDS = frozenset({"param", "parameter", "arg", "argument", "key", "keyword"})
 _FIELD_PARAMS = {"rest": _REST_PARAM_FIELDS, "epydoc": _REST_PARAM_FIELDS | {"kwarg"}}
 
@@ -99,7 +110,7 @@ def parse_docstring(doc: str | None) -> DocInfo:
         if ":" not in text and "--" not in text:  # no marker possible: plain prose
             return _plain(text)
         body = "\n" + text
-        markers = [marker for m in _MARKERS.finditer(body) if (marker := _marker(m))[0]]
+        markers = [marker for m in _patterns()[0].finditer(body) if (marker := _marker(m))[0]]
         if not markers:
             return _plain(text)
         style = markers[0][0]  # the first marker decides the style; others are text
@@ -162,7 +173,7 @@ def _parse_google(chunks: _Chunks) -> tuple[_Params, str | None]:
             found: dict[str, list[str]] = {}
             last: list[str] | None = None
             for entry in _entries(chunk, block=True):
-                arg = _GOOGLE_ARG.fullmatch(entry[0])
+                arg = _patterns()[1].fullmatch(entry[0])
                 if arg is not None and not arg.group(2) and arg.group(1).lower() in _ENDS_ARGS:
                     break  # "Returns:", "Example:"... indented into the block: a new section
                 if arg is not None:
@@ -175,7 +186,7 @@ def _parse_google(chunks: _Chunks) -> tuple[_Params, str | None]:
             _add(params, ((name, _join(desc)) for name, desc in found.items()))
         elif title in _RETURN_TITLES and returns is None:
             returns = _join([line for entry in _entries(chunk, block=True) for line in entry])
-            typed = _RETURN_TYPE.match(returns)
+            typed = _patterns()[2].match(returns)
             returns = (returns[typed.end() :] if typed else returns) or None
     return params, returns
 

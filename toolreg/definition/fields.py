@@ -9,10 +9,14 @@ import typing
 import weakref
 from typing import Any, Literal, NamedTuple
 
-import typing_extensions
-
 from ..params import Param
-from ..types import WRAPPER_ORIGINS
+from ..types import (
+    ANNOTATED_ORIGINS,
+    NOT_REQUIRED_ORIGINS,
+    REQUIRED_ORIGINS,
+    WRAPPER_ORIGINS,
+    is_typeddict,
+)
 from .docstrings import parse_docstring
 from .signature import MISSING, resolve_hints, split_annotated
 
@@ -26,10 +30,6 @@ __all__ = [
 ]
 
 ClassKind = Literal["typeddict", "dataclass", "namedtuple", "pydantic"]
-
-_REQUIRED = {typing_extensions.Required, getattr(typing, "Required", None)} - {None}
-_NOT_REQUIRED = {typing_extensions.NotRequired, getattr(typing, "NotRequired", None)} - {None}
-_ANNOTATED = {typing.Annotated, typing_extensions.Annotated}
 
 
 class FieldRecord(NamedTuple):
@@ -50,7 +50,7 @@ def is_pydantic_model(cls: type) -> bool:
 def kind_of(cls: Any) -> ClassKind | None:
     if not isinstance(cls, type):
         return None
-    if typing_extensions.is_typeddict(cls):
+    if is_typeddict(cls):
         return "typeddict"
     if dataclasses.is_dataclass(cls):
         return "dataclass"
@@ -80,11 +80,13 @@ def _typeddict_required(tp: Any, default: bool) -> bool:
     """
     while True:
         origin = typing.get_origin(tp)
-        if origin in _REQUIRED:
+        if origin in REQUIRED_ORIGINS:
             return True
-        if origin in _NOT_REQUIRED:
+        if origin in NOT_REQUIRED_ORIGINS:
             return False
-        if origin in WRAPPER_ORIGINS or origin in _ANNOTATED:  # ReadOnly[...], Annotated[...]
+        if (
+            origin in WRAPPER_ORIGINS or origin in ANNOTATED_ORIGINS
+        ):  # ReadOnly[...], Annotated[...]
             tp = typing.get_args(tp)[0]
             continue
         return default

@@ -9,10 +9,8 @@ pydantic: a type can only come from pydantic when the application imported it.
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
+import functools
 import sys
-import uuid
 from typing import Any
 
 from ..types import ConversionError, Converter, record_for
@@ -91,20 +89,36 @@ _JSON_TYPES = {
     "model_attributes_type": "object",
     "dataclass_type": "object",
 }
-# pydantic's error types -> the type whose toolreg record words the problem
-_SCALARS = {
-    **dict.fromkeys(
-        ("date_type", "date_parsing", "date_from_datetime_parsing", "date_from_datetime_inexact"),
-        dt.date,
-    ),
-    **dict.fromkeys(
-        ("datetime_type", "datetime_parsing", "datetime_from_date_parsing"), dt.datetime
-    ),
-    **dict.fromkeys(("time_type", "time_parsing"), dt.time),
-    **dict.fromkeys(("time_delta_type", "time_delta_parsing"), dt.timedelta),
-    **dict.fromkeys(("uuid_type", "uuid_parsing"), uuid.UUID),
-    **dict.fromkeys(("decimal_type", "decimal_parsing"), decimal.Decimal),
-}
+
+
+@functools.cache
+def _scalars() -> dict[str, type]:
+    """pydantic's error types -> the type whose toolreg record words the problem (made on a
+    first pydantic error: pydantic has loaded these modules by then)."""
+    import datetime as dt
+    import decimal
+    import uuid
+
+    return {
+        **dict.fromkeys(
+            (
+                "date_type",
+                "date_parsing",
+                "date_from_datetime_parsing",
+                "date_from_datetime_inexact",
+            ),
+            dt.date,
+        ),
+        **dict.fromkeys(
+            ("datetime_type", "datetime_parsing", "datetime_from_date_parsing"), dt.datetime
+        ),
+        **dict.fromkeys(("time_type", "time_parsing"), dt.time),
+        **dict.fromkeys(("time_delta_type", "time_delta_parsing"), dt.timedelta),
+        **dict.fromkeys(("uuid_type", "uuid_parsing"), uuid.UUID),
+        **dict.fromkeys(("decimal_type", "decimal_parsing"), decimal.Decimal),
+    }
+
+
 _BOUNDS = {
     "greater_than": ("gt", ">"),
     "greater_than_equal": ("ge", ">="),
@@ -148,13 +162,15 @@ def _problem(error: dict[str, Any]) -> ConversionError:
         return ConversionError(loc[:-1], f"{what} {render(loc[-1])}", key=loc[-1])
     if kind in _JSON_TYPES:
         return ConversionError(loc, f"expected {_JSON_TYPES[kind]}, got {json_kind_of(value)}")
-    if kind in _SCALARS:
-        worded = _scalar_message(_SCALARS[kind], value)
+    if kind in _scalars():
+        worded = _scalar_message(_scalars()[kind], value)
         if worded is not None:
             return ConversionError(loc, worded)
     if kind in _BOUNDS and _BOUNDS[kind][0] in ctx:
         key, op = _BOUNDS[kind]
-        return ConversionError(loc, f"must be {op} {render(ctx[key])}")
+        bound = ctx[key]  # a Decimal bound (condecimal(gt=0)) as written, not "Decimal"
+        shown = render(bound) if isinstance(bound, (int, float, str)) else str(bound)
+        return ConversionError(loc, f"must be {op} {shown}")
     if kind in _LENGTHS and _LENGTHS[kind][0] in ctx:
         key, side, noun = _LENGTHS[kind]
         return ConversionError(loc, f"must have {side} {count(ctx[key], noun)}")

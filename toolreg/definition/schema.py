@@ -21,13 +21,14 @@ from ..params import EMPTY_PARAM, Param
 from ..types import (
     ANY_TYPES,
     BARE_CONTAINERS,
+    BUILTIN_TYPES,
     LITERAL_ORIGINS,
     MAPPING_ORIGINS,
     SEQUENCE_ORIGINS,
     SET_ORIGINS,
-    TYPES,
     UNION_ORIGINS,
     WRAPPER_ORIGINS,
+    TypeRecord,
     record_for,
     to_jsonable,
 )
@@ -38,7 +39,7 @@ from .constraints import apply_param, jsonable
 from .pydantic_types import pydantic_schema
 from .signature import MISSING, split_annotated
 
-__all__ = ["FieldLike", "JsonSchema", "SchemaBuilder"]
+__all__ = ["FieldLike", "JsonSchema", "SchemaBuilder", "text_number"]
 
 JsonSchema = dict[str, Any]
 
@@ -90,7 +91,7 @@ class SchemaBuilder:
             refs = self._refs
             schema = self.build(tp)
             if param is not EMPTY_PARAM:
-                schema = apply_param(schema, param, self.definition_error)
+                schema = apply_param(schema, param, self.definition_error, text_number(tp))
             if key is None or refs != self._refs:  # a $ref inside: this tool's own
                 return schema
             if len(_FRAGMENTS) >= _MAX_FRAGMENTS:
@@ -325,6 +326,18 @@ class SchemaBuilder:
         schema["default"] = value
 
 
+def text_number(tp: Any) -> TypeRecord | None:
+    """The record of a number that may travel as a numeric string (`Decimal`, `Decimal |
+    None`: its `number_text` is set); None for any other type."""
+    if typing.get_origin(tp) in UNION_ORIGINS:
+        others = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(others) != 1:
+            return None
+        tp = others[0]
+    record = record_for(tp) if isinstance(tp, type) else None
+    return record if record is not None and record.number_text is not None else None
+
+
 _FIX_TYPES = (
     "use str, int, float, bool, Literal, an Enum, list/dict/tuple of those, a TypedDict, "
     "a dataclass, a NamedTuple or a pydantic model; or register an explicit JSON schema"
@@ -349,7 +362,7 @@ class FieldLike(Protocol):
 _REF = "#/$defs/"
 _FRAGMENTS: dict[tuple[Any, Param], tuple[JsonSchema, Node | None]] = {}
 _MAX_FRAGMENTS = 4096
-_SCALARS: dict[Any, JsonSchema] = {r.python: dict(r.schema) for r in TYPES}
+_SCALARS: dict[Any, JsonSchema] = {r.python: dict(r.schema) for r in BUILTIN_TYPES}
 """The exact scalar types, for the one dictionary look-up most annotations need."""
 
 _PY_OF_JSON: dict[str, type | tuple[type, ...]] = {

@@ -12,11 +12,9 @@ import typing
 from collections.abc import Callable
 from typing import Any, Literal, NamedTuple
 
-import typing_extensions
-
-from ..errors import ToolDefinitionError
+from ..errors import ToolDefinitionError, with_article
 from ..params import EMPTY_PARAM, UNSET, Param, ToolContext, _InjectedMarker
-from ..types import LITERAL_ORIGINS
+from ..types import ANNOTATED_ORIGINS, LITERAL_ORIGINS, extension_form
 
 __all__ = [
     "MISSING",
@@ -33,8 +31,6 @@ MISSING: Any = inspect.Parameter.empty
 
 InjectKind = Literal["context", "raw"]
 
-_ANNOTATED_ORIGINS = {typing.Annotated, typing_extensions.Annotated}
-_Doc: Any = getattr(typing_extensions, "Doc", None)
 _P = inspect.Parameter
 
 
@@ -86,7 +82,7 @@ def wrapped_function(fn: Any) -> Any:
 
 def _is_annotated(tp: object) -> bool:
     # typing_extensions.Annotated is typing's on every supported Python: one alias class
-    return type(tp).__name__ == "_AnnotatedAlias" and typing.get_origin(tp) in _ANNOTATED_ORIGINS
+    return type(tp).__name__ == "_AnnotatedAlias" and typing.get_origin(tp) in ANNOTATED_ORIGINS
 
 
 def split_annotated(tp: Any) -> tuple[Any, Param]:
@@ -108,7 +104,8 @@ def _param_from_meta(meta: object) -> Param:
         return Param(required=meta)
     if meta is _InjectedMarker or isinstance(meta, _InjectedMarker):
         return Param(injected=True)
-    if _Doc is not None and isinstance(meta, _Doc):
+    doc = extension_form("Doc")  # typing_extensions.Doc, once the application loaded it
+    if doc is not None and isinstance(meta, doc):
         return Param(description=meta.documentation)
     if meta is None:  # e.g. pydantic's conint() leaves a None where `strict` would go
         return EMPTY_PARAM
@@ -264,7 +261,7 @@ def _resolve_nested(tp: Any, globalns: dict[str, Any], localns: dict[str, Any] |
         holder = types.SimpleNamespace(__annotations__={"_": tp})
         return typing.get_type_hints(holder, globalns, localns, include_extras=True)["_"]
     origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if not args or origin in (typing.Literal, typing_extensions.Literal):
+    if not args or origin in LITERAL_ORIGINS:
         return tp
     if _is_annotated(tp):
         inner = _resolve_nested(args[0], globalns, localns)
@@ -435,7 +432,7 @@ def _kind_of(value: object) -> str:
         return f"the class {value.__qualname__}"
     if inspect.isbuiltin(value):
         return f"the builtin {getattr(value, '__qualname__', None) or repr(value)}"
-    return f"a {type(value).__qualname__} object"
+    return f"{with_article(type(value).__qualname__)} object"
 
 
 def _parameters(target: Any) -> list[tuple[str, Any, Any]]:

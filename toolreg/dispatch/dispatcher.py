@@ -20,9 +20,7 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from time import perf_counter as _clock
-from typing import Any, Concatenate, Generic, TypeVar, Union, overload
-
-from typing_extensions import ParamSpec
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, Union, overload
 
 from ..errors import (
     InvalidArgumentsError,
@@ -65,7 +63,8 @@ __all__ = ["CallLike", "ConfirmCallback", "DispatchSettings", "DispatchVerb", "D
 
 CallLike = Union[ToolCall, tuple[Any, ...], Mapping[str, Any]]
 _MAX_NAME = 64
-_MAX_LISTED = 20
+_MAX_LISTED = 8  # names an unknown-tool answer lists at most (else the nearest only)
+_MAX_LISTING = 240  # characters of that list at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -507,21 +506,27 @@ class Dispatcher:
         return _failed(called.name, call_id, error, start, trace, outcome, key)
 
     def _unknown(self, name: object, allowed: frozenset[str] | None) -> UnknownToolError:
+        """The answer to a name no allowed tool has: the nearest allowed names, and the
+        list of them when it is short (`_MAX_LISTED` names, `_MAX_LISTING` characters);
+        never a deferred tool (`defer_loading`: the model finds those by searching), nor
+        one `allowed` leaves out."""
         shown = _safe_name(name)
-        names = list(self._tools)
-        if allowed is not None:
-            names = [n for n in names if n in allowed]
+        names = [
+            n
+            for n, tool in self._tools.items()
+            if not tool.defer_loading and (allowed is None or n in allowed)
+        ]
         matches = _close_matches(shown, names)
         message = f"Unknown tool '{shown}'."
         if matches:
             message += f" Did you mean {_either([_quoted(m) for m in matches])}?"
-        if len(names) > _MAX_LISTED:
-            more = len(names) - _MAX_LISTED
-            message += f" Available: {', '.join(names[:_MAX_LISTED])} and {more} more."
-        elif names:
-            message += f" Available: {', '.join(names)}."
-        else:
+        listing = ", ".join(names)
+        if not names:
             message += " No tools are available."
+        elif len(names) <= _MAX_LISTED and len(listing) <= _MAX_LISTING:
+            message += f" Available: {listing}."
+        elif not matches:
+            message += " Call one of the tools you were offered, by its exact name."
         return UnknownToolError(message, tool_name=shown, suggestions=matches)
 
     def _execution_error(

@@ -15,6 +15,7 @@ exception's message (redacted, masked or as it is), without a type name in front
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal
@@ -27,13 +28,23 @@ ErrorMode = Literal["redact", "mask", "full"]
 ERROR_MODES: Final = ("redact", "mask", "full")
 REDACTED: Final = "[redacted]"
 
-_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{1,20}://)[^\s/@:]*(?::[^\s/@]*)?@")
-_ABSOLUTE_PATH = re.compile(
-    r"(?<![\w/.:-])(?:[A-Za-z]:\\[^\s'\"<>|:,;]*|~?/(?:[\w.@+-]+/)+[\w.@+-]*|~?/[\w.@+-]+\.\w+)"
-)
-# 24 or more characters of a key's alphabet that mix letters and digits: API keys, tokens,
-# hashes, session ids. Plain words and numbers stay.
-_TOKEN = re.compile(r"(?<![\w+/=-])(?=[\w+/=-]*\d)(?=[\w+/=-]*[A-Za-z])[\w+/=-]{24,}(?![\w+/=-])")
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """Credentials in URLs, absolute paths, tokens: compiled on the first failure to redact
+    (about half a millisecond `import toolreg` does not spend)."""
+    url_credentials = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{1,20}://)[^\s/@:]*(?::[^\s/@]*)?@")
+    absolute_path = re.compile(
+        r"(?<![\w/.:-])(?:[A-Za-z]:\\[^\s'\"<>|:,;]*|~?/(?:[\w.@+-]+/)+[\w.@+-]*|~?/[\w.@+-]+\.\w+)"
+    )
+    # 24 or more characters of a key's alphabet that mix letters and digits: API keys,
+    # tokens, hashes, session ids. Plain words and numbers stay.
+    token = re.compile(
+        r"(?<![\w+/=-])(?=[\w+/=-]*\d)(?=[\w+/=-]*[A-Za-z])[\w+/=-]{24,}(?![\w+/=-])"
+    )
+    return url_credentials, absolute_path, token
+
+
 _MIN_SECRET = 4  # shorter context strings ("en", "1") would redact ordinary words
 _MAX_WALK = 200  # context values looked at, at most
 
@@ -52,9 +63,10 @@ def redact(text: str, context: Any = None) -> str:
     """`text` with credentials, paths, tokens and the context's string values redacted."""
     for secret in sorted(_context_strings(context), key=len, reverse=True):
         text = text.replace(secret, REDACTED)
-    text = _URL_CREDENTIALS.sub(lambda m: m.group(1) + REDACTED + "@", text)
-    text = _ABSOLUTE_PATH.sub(REDACTED, text)
-    return _TOKEN.sub(REDACTED, text)
+    url_credentials, absolute_path, token = _patterns()
+    text = url_credentials.sub(lambda m: m.group(1) + REDACTED + "@", text)
+    text = absolute_path.sub(REDACTED, text)
+    return token.sub(REDACTED, text)
 
 
 def failure_text(tool: str, exc: BaseException, detail: str, mode: ErrorMode, context: Any) -> str:

@@ -14,10 +14,14 @@ deferred tools named.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from typing import Any, Literal
 
-from typing_extensions import NotRequired, TypedDict
+if sys.version_info >= (3, 11):
+    from typing import NotRequired, TypedDict
+else:  # typing's TypedDict reads NotRequired from Python 3.11 on
+    from typing_extensions import NotRequired, TypedDict
 
 from ..definition.names import NAME_RULES
 from ..errors import UsageError

@@ -11,11 +11,24 @@ OpenAI-compatible endpoint, its `Dialect`. A new format is one module and one li
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal
 
-from typing_extensions import TypeVar
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar  # `default=`
+elif sys.version_info >= (3, 13):
+    from typing import TypeVar
+else:
+    from typing import TypeVar as _TypeVar
+
+    def TypeVar(name: str, *, default: Any) -> Any:
+        """typing's TypeVar before Python 3.13, which takes no `default`: that is for type
+        checkers (above), and importing typing_extensions for it would make `import toolreg`
+        slower."""
+        return _TypeVar(name)
+
 
 from ..definition.names import NameRule
 from ..errors import ConversationError

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any, Literal
 
-from typing_extensions import TypedDict
+if sys.version_info >= (3, 11):
+    from typing import TypedDict
+else:  # typing's TypedDict reads NotRequired from Python 3.11 on
+    from typing_extensions import TypedDict
 
 from ..definition.names import NAME_RULES
 from ..result import ToolCall, ToolResult

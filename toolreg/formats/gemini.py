@@ -13,9 +13,13 @@ and of a `Part` holding a `functionResponse`, with the keys toolreg writes.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
-from typing_extensions import NotRequired, TypedDict
+if sys.version_info >= (3, 11):
+    from typing import NotRequired, TypedDict
+else:  # typing's TypedDict reads NotRequired from Python 3.11 on
+    from typing_extensions import NotRequired, TypedDict
 
 from ..definition.names import NAME_RULES
 from ..definition.strict import add_sentences

@@ -44,13 +44,12 @@ import logging
 import math
 import threading
 import time
-import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import UsageError
-from ..stores.redis import RedisStore
+from ..stores.redis import RedisStore, redacted
 
 __all__ = ["RATE_LIMIT_CODE", "Limiter", "RateLimit", "RateLimitUnavailable", "parse_rate"]
 
@@ -342,22 +341,6 @@ class SharedBuckets:
         if wait <= 0:
             return 0.0, ""
         return wait / 1000.0, names[index - 1]
-
-
-def redacted(url: str) -> str:
-    """A Redis URL as messages show it: scheme, host and port (or socket path) only."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return "<a URL that does not parse>"
-    if parts.scheme == "unix":
-        return f"unix://{parts.path}"
-    host = parts.hostname or ""
-    if not host:
-        return f"<a {parts.scheme or 'schemeless'} URL without a host>"
-    shown = f"[{host}]" if ":" in host else host
-    return f"{parts.scheme}://{shown}" + ("" if port is None else f":{port}")
 
 
 def _describe(overall: Rate | None, tools: Mapping[str, Rate], tool: str) -> str:

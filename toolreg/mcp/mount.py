@@ -4,7 +4,7 @@
 with Mount("http://127.0.0.1:8000/mcp") as remote:
     tools = combined(registry, prefixed(remote, "remote"))   # a name clash fails here
     tools.dispatcher.dispatch_tool("remote_add", '{"a": 2, "b": 3}')  # checked here, run there
-    Conversation(client, model, toolset=tools)
+    Conversation(client, model, registry=tools)
 ```
 
 A `Mount` is a `Toolset` (`toolreg.toolsets`): `tools()`, `get(name)`, `offer(step)`,

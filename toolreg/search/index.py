@@ -6,6 +6,16 @@ in a document is the weighted sum of its frequencies in the fields (`WEIGHTS`, m
 `benchmarks/search.py`'s corpus), and so is the document's length; the score is Okapi BM25
 over those (BM25F with one length normalisation).
 
+What one tool can put in the index is bounded, so that a definition stuffed with the
+catalog's vocabulary cannot push itself into every answer: a term counts at most
+`MAX_REPEATS` times per field, a tool holds at most `MAX_TERMS` distinct terms (its name
+field at most `MAX_NAME_TERMS`; fields are read in the order of `WEIGHTS`, so a name and a
+description are kept before parameter descriptions), at most `MAX_READ` of its words are
+read, and its length counts every word read (repeats too): past `LONG` times the average
+length, each further word lowers its score in full (BM25's usual `b` only in part). Natural
+definitions are far inside these bounds (on `benchmarks/search.py`'s 524 tools: at most 145
+distinct terms, a term at most 11 times, half of them under 20 terms).
+
 Adding or removing a tool only notes it (registration stays as cheap as without an
 index); the next query indexes what was noted, touching only those tools' postings. A
 query reads the postings of its terms only; the score of a term in a document is cached
@@ -22,7 +32,18 @@ from typing import Any
 from ..tool import Tool
 from .text import identifier_terms, terms
 
-__all__ = ["K1", "WEIGHTS", "B", "SearchIndex", "tool_fields"]
+__all__ = [
+    "K1",
+    "LONG",
+    "MAX_NAME_TERMS",
+    "MAX_READ",
+    "MAX_REPEATS",
+    "MAX_TERMS",
+    "WEIGHTS",
+    "B",
+    "SearchIndex",
+    "tool_fields",
+]
 
 WEIGHTS: Mapping[str, float] = {
     "name": 3.0,
@@ -34,6 +55,11 @@ WEIGHTS: Mapping[str, float] = {
 K1 = 0.9  # measured with WEIGHTS (k1 1.2 / b 0.75, Okapi's usual, ranked GitHub's tools worse)
 B = 0.4
 MAX_QUERY_TERMS = 64  # a longer question is cut: its first terms say what it is about
+MAX_REPEATS = 2  # times a term counts in one field of a tool
+MAX_TERMS = 64  # distinct terms of one tool, all fields together
+MAX_NAME_TERMS = 16  # distinct terms of a tool's name field (name, title, tags)
+MAX_READ = 4096  # words of one tool read at most (its length counts no more)
+LONG = 3.0  # times the average length past which a tool's length counts in full
 
 
 def tool_fields(tool: Tool) -> dict[str, list[str]]:
@@ -129,13 +155,25 @@ class SearchIndex:
     def _index(self, tool: Tool) -> None:
         frequencies: dict[str, float] = {}
         length = 0.0
+        read = 0
         for field, words in tool_fields(tool).items():
             weight = self.weights.get(field, 0.0)
-            if weight <= 0:
+            if weight <= 0 or read >= MAX_READ:
                 continue
+            words = words[: MAX_READ - read]
+            read += len(words)
+            length += weight * len(words)  # every word read: repeats make a tool long
+            counts: dict[str, int] = {}
             for word in words:
-                frequencies[word] = frequencies.get(word, 0.0) + weight
-            length += weight * len(words)
+                counts[word] = counts.get(word, 0) + 1
+            room = MAX_NAME_TERMS if field == "name" else MAX_TERMS
+            for word, count in counts.items():
+                if word not in frequencies:
+                    if len(frequencies) >= MAX_TERMS or room <= 0:
+                        continue
+                    frequencies[word] = 0.0
+                room -= 1
+                frequencies[word] += weight * min(count, MAX_REPEATS)
         name = tool.name
         for word, tf in frequencies.items():
             self._postings.setdefault(word, {})[name] = tf
@@ -219,8 +257,13 @@ class SearchIndex:
         k1, b, lengths = self.k1, self.b, self._lengths
         base = k1 * (1.0 - b)
         per_length = k1 * b / average
+        long = LONG * average  # past it, each word weighs fully (k1 / average), not k1 b
+        past = k1 * (1.0 - b) / average
         scored = {
-            name: idf * tf * (k1 + 1.0) / (tf + base + per_length * lengths[name])
+            name: idf
+            * tf
+            * (k1 + 1.0)
+            / (tf + base + per_length * lengths[name] + past * max(0.0, lengths[name] - long))
             for name, tf in posting.items()
         }
         if len(self._scores) > 4096:  # a flood of distinct queries cannot grow it forever

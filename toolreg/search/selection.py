@@ -1,19 +1,21 @@
-"""`ToolSearch`, the conversation's tool search option, and what it reads of a history.
+"""`ToolSearch`, the conversation's tool search option, and the question it reads.
 
 `Conversation(tool_search=5)` (or `ToolSearch(limit=5, always=["help"])`) offers each
 model call only the `limit` tools that best match the question and the recent user
-messages, plus the `always` ones and those called since the last user message.
+messages, plus the `always` ones and those called since the last user message. The history
+is in its API's wire format: the conversation's provider reads it (`toolsets.HistoryReader`),
+never this module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
 
-__all__ = ["MAX_QUERY_CHARS", "ToolSearch", "called_names", "query_text"]
+__all__ = ["MAX_QUERY_CHARS", "ToolSearch", "query_text"]
 
 MAX_QUERY_CHARS = 4000  # of the messages read for a selection
 
@@ -70,45 +72,23 @@ class ToolSearch:
         return cls(limit=data["limit"], always=tuple(always), messages=data["messages"])
 
 
-def query_text(history: list[dict[str, Any]], messages: int) -> str:
-    """The text of the last `messages` user messages, newest first, at most
-    `MAX_QUERY_CHARS` characters (so the question of the turn is always read)."""
+def query_text(
+    history: Sequence[Mapping[str, Any]],
+    messages: int,
+    user_text: Callable[[Mapping[str, Any]], str | None],
+) -> str:
+    """The text of the last `messages` messages the person wrote, newest first, at most
+    `MAX_QUERY_CHARS` characters (so the question of the turn is always read). `user_text`
+    reads an entry (the provider's: see `toolsets.HistoryReader`): its text if the person
+    wrote it, else None."""
     parts: list[str] = []
     size = 0
     for entry in reversed(history):
-        if entry.get("role") != "user":
+        text = user_text(entry) if isinstance(entry, Mapping) else None
+        if text is None:
             continue
-        text = _text_of(entry.get("content"))
         parts.append(text[: MAX_QUERY_CHARS - size])
         size += len(parts[-1])
         if len(parts) >= messages or size >= MAX_QUERY_CHARS:
             break
     return "\n".join(parts)
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts: {"type": "text", "text": ...}
-        texts = [p.get("text") for p in content[:100] if isinstance(p, dict)]
-        return " ".join(t for t in texts if isinstance(t, str))
-    return ""
-
-
-def called_names(history: list[dict[str, Any]]) -> list[str]:
-    """The tools called since the last user message (they stay offered for the turn)."""
-    names: list[str] = []
-    for entry in reversed(history):
-        if entry.get("role") == "user":
-            break
-        if entry.get("type") == "function_call" and isinstance(entry.get("name"), str):
-            names.append(entry["name"])
-        calls = entry.get("tool_calls")
-        for call in calls if isinstance(calls, list) else ():
-            function = call.get("function") if isinstance(call, dict) else None
-            if isinstance(function, dict) and isinstance(function.get("name"), str):
-                names.append(function["name"])
-        legacy = entry.get("function_call")
-        if isinstance(legacy, dict) and isinstance(legacy.get("name"), str):
-            names.append(legacy["name"])
-    return names

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..dispatch.calling import acredential, credential
-from ..errors import UsageError
+from ..errors import UsageError, with_article
 
 __all__ = [
     "MAX_SECRET_CHARS",
@@ -201,7 +201,7 @@ class Credentials:
                     "the caller is; pass Credentials(fetch, user=lambda deps: deps['user_id'])"
                 ) from None
             raise UsageError(
-                f"Credentials(user=...) returned a {type(key).__name__}, which is not "
+                f"Credentials(user=...) returned {with_article(type(key).__name__)}, which is not "
                 "hashable; return a user id"
             ) from None
         return key
@@ -272,8 +272,8 @@ def _as_secret(answer: object) -> Secret | None:
     if isinstance(answer, str):
         return Secret(answer)
     raise UsageError(
-        f"a credential provider returned a {type(answer).__name__}; return a Secret, a str "
-        "or None (this caller has no credential)"
+        f"a credential provider returned {with_article(type(answer).__name__)}; return a "
+        "Secret, a str or None (this caller has no credential)"
     )
 
 

@@ -29,7 +29,7 @@ import math
 from collections.abc import Callable
 from typing import Any, Final, Literal
 
-from ..errors import ToolregError
+from ..errors import ToolregError, with_article
 from ..validation.refs import pointer_target
 
 __all__ = [
@@ -163,7 +163,7 @@ def _checked(value: Any) -> Any:
         if callable(isoformat) and type(item).__module__ == "datetime":
             return str(isoformat())
         raise OpenAPIError(
-            f"the OpenAPI document has a {type(item).__name__} value, which is not JSON"
+            f"the OpenAPI document has {with_article(type(item).__name__)} value, which is not JSON"
         )
 
     def key(item: Any) -> str:
@@ -173,7 +173,7 @@ def _checked(value: Any) -> Any:
             return json.dumps(item)
         if isinstance(item, (int, float)):
             return str(item)
-        raise OpenAPIError(f"the OpenAPI document has a {type(item).__name__} as a key")
+        raise OpenAPIError(f"the OpenAPI document has {with_article(type(item).__name__)} as a key")
 
     root: list[Any] = [None]
     todo: list[tuple[Any, Callable[[Any], None], int]] = [(value, _setter(root, 0), 0)]

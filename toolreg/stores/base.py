@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ..errors import ConversationStateError, StateConflictError, UsageError
+from ..errors import ConversationStateError, StateConflictError, UsageError, with_article
 from ..jsonvalues import strict_decoder
 
 __all__ = [
@@ -182,7 +182,7 @@ def decode_state(
         except UnicodeDecodeError:
             raise bad("it is not UTF-8 text") from None
     if not isinstance(text, str):
-        raise bad(f"it is a {type(text).__name__}, not JSON text")
+        raise bad(f"it is {with_article(type(text).__name__)}, not JSON text")
     if len(text) > max_bytes:
         raise bad(f"it is larger than {max_bytes} bytes")
     try:

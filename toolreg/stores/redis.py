@@ -13,14 +13,22 @@ Sync methods use a `redis.Redis`, the async ones a `redis.asyncio.Redis`, both m
 ties an async client's connections to the event loop that opened them, so the store makes
 one async client per event loop it is used in (each `asyncio.run()`, each thread's loop); a
 given `async_client=` is used as it is, in the one loop it belongs to.
+
+A server that cannot be reached or refuses a command (down, a wrong password, a timeout, a
+read-only replica) is a `StateStoreError` naming the server's URL without credentials,
+never a bare `redis` error; `load` and `save` are single atomic scripts, so a failed one
+changed nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
+import urllib.parse
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import StateStoreError, UsageError, exception_text, with_article
 from .base import (
     DEFAULT_MAX_BYTES,
     StoredState,
@@ -33,7 +41,7 @@ from .base import (
     encode_state,
 )
 
-__all__ = ["RedisStore"]
+__all__ = ["RedisStore", "redacted"]
 
 # KEYS[1]: the state's hash. ARGV: the expected version ("" for none), the JSON text.
 # Returns {1, new version} or {0, the version found ("" for none)}.
@@ -71,6 +79,8 @@ class RedisStore:
 
     Raises:
         UsageError: the `redis` package is missing, or `prefix` is not short text.
+        StateStoreError: (from every method) the server cannot be reached or refuses the
+            command; the message names its URL without credentials.
     """
 
     def __init__(
@@ -97,6 +107,9 @@ class RedisStore:
         self._save = self.client.register_script(_SAVE)
         self._load = self.client.register_script(_LOAD)
         self._url = url
+        self._errors: type[Exception] = redis.exceptions.RedisError
+        self.where = redacted(url) if client is None else _client_url(client)
+        """The server, as messages name it (no user name, no password)."""
         self._given = None if async_client is None else _AsyncSide(async_client)
         # event loop -> the async client made for it (gone with the loop)
         self._sides: weakref.WeakKeyDictionary[Any, _AsyncSide] = weakref.WeakKeyDictionary()
@@ -135,6 +148,20 @@ class RedisStore:
             side = self._sides[loop] = _AsyncSide(redis.asyncio.Redis.from_url(self._url))
         return side
 
+    @contextlib.contextmanager
+    def _failing(self, operation: str, id: str) -> Iterator[None]:
+        """A `redis` error of `operation` as a `StateStoreError` naming the server."""
+        try:
+            yield
+        except self._errors as err:
+            raise StateStoreError(
+                f"the Redis store at {self.where}: cannot {operation} {id!r}: "
+                f"{type(err).__name__}: {_safe_text(err, self._url)}",
+                store=self.where,
+                operation=operation,
+                id=id,
+            ) from err
+
     def _key(self, kind: str, id: str) -> str:
         return f"{self.prefix}{kind}:{id}"
 
@@ -156,23 +183,30 @@ class RedisStore:
 
     def load(self, id: str) -> StoredState | None:
         key = self._key("state", check_id(id))
-        return self._loaded(id, self._load(keys=[key], args=[self.max_bytes]))
+        with self._failing("load", id):
+            answer = self._load(keys=[key], args=[self.max_bytes])
+        return self._loaded(id, answer)
 
     def save(self, id: str, state: dict[str, Any], expected_version: int | None) -> int:
         key = self._key("state", check_id(id))
         text = encode_state(id, state, self.max_bytes)
         expected = _expected(expected_version)
-        return self._saved(id, expected_version, self._save(keys=[key], args=[expected, text]))
+        with self._failing("save", id):
+            answer = self._save(keys=[key], args=[expected, text])
+        return self._saved(id, expected_version, answer)
 
     def claim(self, id: str, token: str, ttl: float) -> bool:
         key = self._key("claim", id)
         millis = max(1, round(check_claim(id, token, ttl) * 1000))
-        if self.client.set(key, token, nx=True, px=millis):
-            return True
-        return _text(self.client.get(key)) == token
+        with self._failing("claim", id):
+            if self.client.set(key, token, nx=True, px=millis):
+                return True
+            return _text(self.client.get(key)) == token
 
     def delete(self, id: str) -> bool:
-        return bool(self.client.delete(self._key("state", check_id(id))))
+        key = self._key("state", check_id(id))
+        with self._failing("delete", id):
+            return bool(self.client.delete(key))
 
     def close(self) -> None:
         """Close the sync client's connections (the async client: `await aclose()`)."""
@@ -182,25 +216,31 @@ class RedisStore:
 
     async def aload(self, id: str) -> StoredState | None:
         key = self._key("state", check_id(id))
-        return self._loaded(id, await self._side().load(keys=[key], args=[self.max_bytes]))
+        with self._failing("load", id):
+            answer = await self._side().load(keys=[key], args=[self.max_bytes])
+        return self._loaded(id, answer)
 
     async def asave(self, id: str, state: dict[str, Any], expected_version: int | None) -> int:
         key = self._key("state", check_id(id))
         text = encode_state(id, state, self.max_bytes)
         expected = _expected(expected_version)
-        answer = await self._side().save(keys=[key], args=[expected, text])
+        with self._failing("save", id):
+            answer = await self._side().save(keys=[key], args=[expected, text])
         return self._saved(id, expected_version, answer)
 
     async def aclaim(self, id: str, token: str, ttl: float) -> bool:
         key = self._key("claim", id)
         millis = max(1, round(check_claim(id, token, ttl) * 1000))
-        client = self._side().client
-        if await client.set(key, token, nx=True, px=millis):
-            return True
-        return _text(await client.get(key)) == token
+        with self._failing("claim", id):
+            client = self._side().client
+            if await client.set(key, token, nx=True, px=millis):
+                return True
+            return _text(await client.get(key)) == token
 
     async def adelete(self, id: str) -> bool:
-        return bool(await self._side().client.delete(self._key("state", check_id(id))))
+        key = self._key("state", check_id(id))
+        with self._failing("delete", id):
+            return bool(await self._side().client.delete(key))
 
     async def aclose(self) -> None:
         """Close the running event loop's async client (the given one, or the one made for
@@ -239,3 +279,48 @@ def _text(value: Any) -> str | None:
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return value if isinstance(value, str) else None
+
+
+def redacted(url: str) -> str:
+    """A Redis URL as messages show it: scheme, host and port (or socket path) only."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "<a URL that does not parse>"
+    if parts.scheme == "unix":
+        return f"unix://{parts.path}"
+    host = parts.hostname or ""
+    if not host:
+        return f"<{with_article(parts.scheme or 'schemeless')} URL without a host>"
+    shown = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{shown}" + ("" if port is None else f":{port}")
+
+
+def _client_url(client: Any) -> str:
+    """Where a given client connects, as `redacted` shows a URL (its connection settings
+    hold no credentials we show)."""
+    settings = getattr(getattr(client, "connection_pool", None), "connection_kwargs", None)
+    if not isinstance(settings, dict):
+        return f"<{with_article(type(client).__name__)}>"
+    path = settings.get("path")
+    if isinstance(path, str):
+        return f"unix://{path}"
+    host, port = settings.get("host", "localhost"), settings.get("port", 6379)
+    shown = f"[{host}]" if ":" in str(host) else str(host)
+    return f"redis://{shown}:{port}"
+
+
+def _safe_text(err: BaseException, url: str) -> str:
+    """The error's text, without anything of the URL's credentials."""
+    text = exception_text(err, 200)
+    try:
+        parts = urllib.parse.urlsplit(url)
+        secrets = [parts.password, parts.username]
+    except ValueError:
+        return "(its text is not shown)"
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "***")
+            text = text.replace(urllib.parse.unquote(secret), "***")
+    return text

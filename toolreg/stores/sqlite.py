@@ -11,18 +11,25 @@ several machines share a `RedisStore`.
 
 Tables (created when missing): `toolreg_states(id, version, state, updated)` and
 `toolreg_claims(id, token, expires)`.
+
+A file that cannot be used (corrupt, not a database, read-only, locked by another process
+past `busy_timeout`, in a directory that is gone) is a `StateStoreError` naming the file
+and the reason, never a bare `sqlite3` error; a write that fails is rolled back whole, so
+the file holds what it held before.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ..errors import StateStoreError, UsageError, exception_text
 from .base import (
     DEFAULT_MAX_BYTES,
     StoredState,
@@ -59,6 +66,9 @@ class SQLiteStore:
 
     Raises:
         UsageError: `path` is `":memory:"`, or `busy_timeout` is not a number of seconds.
+        StateStoreError: the file cannot be opened as a database (corrupt, not a SQLite
+            file, a directory that is missing or not writable); every method raises it
+            too when the file fails it later, naming the file.
 
     Example:
         store = SQLiteStore("conversations.db")
@@ -84,9 +94,23 @@ class SQLiteStore:
         self._local = threading.local()
         self._opened: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
-        with self._write() as db:  # fails now, not at the first save, when it cannot open
+        with self._failing("open"), self._write() as db:  # fails now, not at the first save
             for statement in _SCHEMA:
                 db.execute(statement)
+
+    @contextlib.contextmanager
+    def _failing(self, operation: str, id: str | None = None) -> Iterator[None]:
+        """A `sqlite3` error of `operation` as a `StateStoreError` naming the file."""
+        try:
+            yield
+        except sqlite3.Error as err:
+            what = operation if id is None else f"{operation} {id!r}"
+            raise StateStoreError(
+                f"the SQLite store {self.path}: cannot {what}: {_reason(err, self)}",
+                store=str(self.path),
+                operation=operation,
+                id=id,
+            ) from err
 
     # -- connections -----------------------------------------------------------------------
 
@@ -118,15 +142,16 @@ class SQLiteStore:
 
     def load(self, id: str) -> StoredState | None:
         check_id(id)
-        row = (
-            self._connection()
-            .execute(
-                "SELECT version, CASE WHEN length(CAST(state AS BLOB)) <= ? THEN state END, "
-                "length(CAST(state AS BLOB)) FROM toolreg_states WHERE id = ?",
-                (self.max_bytes, id),
+        with self._failing("load", id):
+            row = (
+                self._connection()
+                .execute(
+                    "SELECT version, CASE WHEN length(CAST(state AS BLOB)) <= ? THEN state "
+                    "END, length(CAST(state AS BLOB)) FROM toolreg_states WHERE id = ?",
+                    (self.max_bytes, id),
+                )
+                .fetchone()
             )
-            .fetchone()
-        )
         if row is None:
             return None
         version, text, size = row
@@ -136,7 +161,7 @@ class SQLiteStore:
         check_id(id)
         check_expected(expected_version)
         text = encode_state(id, state, self.max_bytes)
-        with self._write() as db:
+        with self._failing("save", id), self._write() as db:
             row = db.execute("SELECT version FROM toolreg_states WHERE id = ?", (id,)).fetchone()
             found = None if row is None else row[0]
             if found != expected_version or (found is not None and type(found) is not int):
@@ -152,7 +177,7 @@ class SQLiteStore:
 
     def claim(self, id: str, token: str, ttl: float) -> bool:
         seconds = check_claim(id, token, ttl)
-        with self._write() as db:
+        with self._failing("claim", id), self._write() as db:
             now = time.time()
             db.execute("DELETE FROM toolreg_claims WHERE expires <= ?", (now,))
             row = db.execute("SELECT token FROM toolreg_claims WHERE id = ?", (id,)).fetchone()
@@ -166,7 +191,7 @@ class SQLiteStore:
 
     def delete(self, id: str) -> bool:
         check_id(id)
-        with self._write() as db:
+        with self._failing("delete", id), self._write() as db:
             return db.execute("DELETE FROM toolreg_states WHERE id = ?", (id,)).rowcount > 0
 
     # SQLite blocks: in async code it runs in a worker thread (with that thread's
@@ -193,7 +218,8 @@ class SQLiteStore:
 
 
 class _Transaction:
-    """`BEGIN IMMEDIATE` ... `COMMIT`, or `ROLLBACK` when the block raises."""
+    """`BEGIN IMMEDIATE` ... `COMMIT`, or `ROLLBACK` when the block (or the `COMMIT`)
+    fails: a failed write leaves no transaction open on the connection."""
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
@@ -203,4 +229,35 @@ class _Transaction:
         return self.db
 
     def __exit__(self, kind: object, *rest: object) -> None:
-        self.db.execute("ROLLBACK" if kind is not None else "COMMIT")
+        if kind is None:
+            try:
+                self.db.execute("COMMIT")
+                return
+            except sqlite3.Error:
+                self._rollback()
+                raise
+        self._rollback()
+
+    def _rollback(self) -> None:
+        if self.db.in_transaction:
+            with contextlib.suppress(sqlite3.Error):  # the block's own error is the one told
+                self.db.execute("ROLLBACK")
+
+
+_HINTS = (
+    (("locked", "busy"), "another process held its write lock longer than busy_timeout={}s"),
+    (("readonly", "read-only"), "the file, or its directory, is read-only"),
+    (("not a database", "malformed", "corrupt"), "the file is corrupt, or not a SQLite database"),
+    (("unable to open",), "its directory is missing or cannot be written"),
+    (("disk i/o", "full"), "the disk failed or is full"),
+)
+
+
+def _reason(err: sqlite3.Error, store: SQLiteStore) -> str:
+    """SQLite's message, and what it means for the file."""
+    text = exception_text(err, 200) or type(err).__name__
+    low = text.lower()
+    for words, hint in _HINTS:
+        if any(word in low for word in words):
+            return f"{text} ({hint.format(f'{store.busy_timeout:g}')})"
+    return text

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..errors import with_article
+
 Json = dict[str, Any]
 
 
@@ -91,7 +93,7 @@ def history_problems(entries: list[Json]) -> list[str]:
         elif kind in ("function_call", "tool_search_call"):
             answers.setdefault(str(entry.get("call_id")), 0)
         elif kind in ("function_call_output", "tool_search_output"):
-            answer(str(entry.get("call_id")), f"a {kind}")
+            answer(str(entry.get("call_id")), with_article(str(kind)))
         elif role == "tool":
             call_id = str(entry.get("tool_call_id"))
             answer(call_id, "a tool message")

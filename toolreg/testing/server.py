@@ -11,7 +11,7 @@ the client and the wire (SDK parsing, streaming, errors) is exercised as in prod
 
 ``before_send`` paces or cuts answers: it is called before each streamed chunk (a chat
 chunk, a Responses API event or a Messages API event, as a dict) and before a plain answer's
-body, with the index of the request in :attr:`ScriptedServer.requests`; it may sleep (a model
+body, with the index of the request in `ScriptedServer.requests`; it may sleep (a model
 that takes its time) or wait for an event (a test that holds the stream at a chunk). If it
 raises, the answer stops there: a stream ends without its remaining chunks and the connection
 is dropped (a cut-off stream), a plain answer is never sent.
@@ -19,17 +19,17 @@ is dropped (a cut-off stream), a plain answer is never sent.
 ``POST /v1/chat/completions`` (plain or ``"stream": true``), ``POST /v1/responses`` and
 Anthropic's ``POST /v1/messages`` (plain or streamed) each answer the next turn;
 ``GET /v1/models`` lists the model. No turn left, an unknown path or a body that is not a
-JSON object is answered with an OpenAI-style error and recorded in :attr:`ScriptedServer.errors`.
+JSON object is answered with an OpenAI-style error and recorded in `ScriptedServer.errors`.
 
 Like OpenAI, the server refuses (HTTP 400, no turn used) a history in which a call is not
-answered, is answered twice, or an answer has no call (see :func:`history_problems`); on
+answered, is answered twice, or an answer has no call (see `history_problems`); on
 ``/v1/messages``, like Anthropic, one whose ``tool_use`` blocks are not all answered by the
-``tool_result`` blocks of the very next user message (see :func:`messages_problems`), or
-whose ``tool_reference`` blocks name no deferred tool sent (see :func:`references_problems`).
+``tool_result`` blocks of the very next user message (see `messages_problems`), or
+whose ``tool_reference`` blocks name no deferred tool sent (see `references_problems`).
 ``server.anthropic_client()`` is an ``anthropic.Anthropic`` bound to it. The
 Responses API keeps every response not sent with ``"store": false``: a request with
 ``previous_response_id`` continues from it (an unknown id is refused) and
-:meth:`ScriptedServer.history` gives the whole history the model saw.
+`ScriptedServer.history` gives the whole history the model saw.
 """
 
 from __future__ import annotations
@@ -139,9 +139,9 @@ class ScriptedServer:
         self._thread.start()
 
     def close(self) -> None:
-        """Close the clients made by :meth:`client`, stop serving and join the thread.
+        """Close the clients made by `client`, stop serving and join the thread.
 
-        Never raises for script problems: call :meth:`assert_all_consumed` for that.
+        Never raises for script problems: call `assert_all_consumed` for that.
         """
         self._closed = True
         for made in self._clients:
@@ -178,7 +178,7 @@ class ScriptedServer:
     def client(self, **kw: Any) -> openai.OpenAI:
         """An ``openai.OpenAI`` bound to this server (api_key "test", no retries, 10 s timeout).
 
-        Keywords override those defaults; the client is closed by :meth:`close`.
+        Keywords override those defaults; the client is closed by `close`.
         """
         import openai
 
@@ -200,7 +200,7 @@ class ScriptedServer:
 
     def anthropic_client(self, **kw: Any) -> anthropic.Anthropic:
         """An ``anthropic.Anthropic`` bound to this server (api_key "test", no retries, 10 s
-        timeout); keywords override those defaults; the client is closed by :meth:`close`."""
+        timeout); keywords override those defaults; the client is closed by `close`."""
         import anthropic
 
         made = anthropic.Anthropic(**self._client_options({"base_url": self.root_url, **kw}))

@@ -1,8 +1,8 @@
-"""Scripted assistant turns: what a :class:`~toolreg.testing.ScriptedServer` answers.
+"""Scripted assistant turns: what a `ScriptedServer` answers.
 
-Each builder returns an immutable :class:`Turn`. A turn says *what* the model answers; the
+Each builder returns an immutable `Turn`. A turn says *what* the model answers; the
 wire shape (Chat Completions, streamed chunks, Responses API) is chosen per request by
-:mod:`toolreg._scripted_wire`. Everything is JSON-encoded when the turn is built, so a
+`toolreg.testing.wire`. Everything is JSON-encoded when the turn is built, so a
 value that cannot go on the wire fails at the line that scripted it.
 
     text("Sunny, 18 °C")

@@ -1,7 +1,7 @@
 """Wire encoding of scripted turns: Chat Completions (plain and SSE), the Responses API and
 Anthropic's Messages API.
 
-Every answer starts as one Chat Completions assistant message (:func:`chat_message`); the
+Every answer starts as one Chat Completions assistant message (`chat_message`); the
 other shapes are derived from it, so each builder works on every endpoint. Streams are
 split the way real servers split them: text by words, tool-call arguments in small pieces,
 with ``id``/``type``/``name`` only in the first fragment of each call.
@@ -27,7 +27,7 @@ Json = dict[str, Any]
 
 
 def split_text(text: str) -> list[str]:
-    """Word-sized pieces (long words cut to :data:`PIECE`) that join back to ``text``."""
+    """Word-sized pieces (long words cut to `PIECE`) that join back to ``text``."""
     words: list[str] = re.findall(r"\s*\S+|\s+$", text)
     return [word[i : i + PIECE] for word in words for i in range(0, len(word), PIECE)]
 

@@ -1,14 +1,25 @@
 """Toolsets: what supplies the tools a model is offered and a call runs.
 
 `ToolRegistry` is a toolset; so is a `Mount` of an MCP server; `filtered`, `prefixed`,
-`combined` and `searchable` compose them. `Conversation(toolset=...)`, a toolset's
+`combined` and `searchable` compose them. `Conversation(registry=...)`, a toolset's
 `dispatcher` and `toolreg serve` / `asgi_app` take any of them. See `base` for the
 protocol.
 """
 
 from __future__ import annotations
 
-from .base import BaseToolset, StepContext, ToolMap, Toolset, check_search, label_of
+from .base import (
+    BaseToolset,
+    HistoryReader,
+    Namespace,
+    StepContext,
+    ToolMap,
+    Toolset,
+    check_search,
+    label_of,
+    namespaces_of,
+    searched_names,
+)
 from .views import (
     Combined,
     Filtered,
@@ -24,6 +35,8 @@ __all__ = [
     "BaseToolset",
     "Combined",
     "Filtered",
+    "HistoryReader",
+    "Namespace",
     "Prefixed",
     "Searchable",
     "StepContext",
@@ -33,6 +46,8 @@ __all__ = [
     "combined",
     "filtered",
     "label_of",
+    "namespaces_of",
     "prefixed",
     "searchable",
+    "searched_names",
 ]

@@ -6,7 +6,9 @@ A toolset answers four questions:
 - `offer(step)`: the tools offered for one model call, given the run's `StepContext`
   (the application's context and the history so far); a subset of `tools()`;
 - `get(name)`: the tool a call names, or None (what dispatch looks up);
-- `search_tools(query, limit=5)`: the best matches for a query, best first.
+- `search_tools(query, limit=5)`: the best matches for a query, best first; with
+  `step=`, only among what `offer(step)` gives (a tool a step does not offer is never found
+  for it).
 
 and carries `revision` (a number that grows whenever `tools()` would answer differently:
 caches and the search index follow it) and `dispatcher` (the `Dispatcher` that runs calls
@@ -19,29 +21,78 @@ and `revision` only.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..dispatch import Dispatcher, DispatchSettings
-from ..errors import UsageError
+from ..errors import UsageError, with_article
 from ..tool import Tool
 
 if TYPE_CHECKING:  # the index loads on the first search (its patterns take ~6 ms to compile)
     from ..search import SearchIndex
 
-__all__ = ["BaseToolset", "StepContext", "ToolMap", "Toolset", "check_search", "label_of"]
+__all__ = [
+    "BaseToolset",
+    "HistoryReader",
+    "Namespace",
+    "StepContext",
+    "ToolMap",
+    "Toolset",
+    "check_search",
+    "label_of",
+    "namespaces_of",
+    "searched_names",
+]
+
+
+@runtime_checkable
+class HistoryReader(Protocol):
+    """Reads a history in one wire format for what needs none: a conversation's provider
+    is one (`toolreg.conversation.history_reader(dialect)` gives one by the dialect)."""
+
+    def calls_in(self, history: Sequence[Mapping[str, Any]]) -> list[str]:
+        """The names of the tools called since the person last wrote, in order."""
+        ...
+
+    def user_text(self, entry: Mapping[str, Any]) -> str | None:
+        """The text of `entry` if the person wrote it, else None (tool results too)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
 class StepContext:
     """What a toolset knows of the step it offers tools for: the application's `context`
     (what `Conversation(context=...)` was given), the conversation's `history` so far (its
-    messages, read-only), and the model call's `round` in the turn (0 first)."""
+    messages in the wire format of its API, read-only), the model call's `round` in the
+    turn (0 first), and the `reader` of that format (`HistoryReader`: what the person
+    wrote, which tools were called), which a conversation always gives."""
 
     context: Any = None
     history: Sequence[Mapping[str, Any]] = field(default=())
     round: int = 0
+    reader: HistoryReader | None = None
+
+    def read(self) -> HistoryReader:
+        """`reader`; a `UsageError` when there is a history and none to read it with."""
+        if self.reader is None:
+            raise UsageError(
+                "StepContext(history=...) needs reader=, the history's wire format: e.g. "
+                "StepContext(history=messages, reader=toolreg.conversation.history_reader("
+                "'tools')) for chat completions messages"
+            )
+        return self.reader
+
+
+@dataclass(frozen=True, slots=True)
+class Namespace:
+    """Tools of a toolset that an API with namespaces (the Responses API) offers as one
+    `namespace` tool: `name` (every member's name starts with `name_`), what the model reads
+    of them as a whole (`description`), and the member tool names (`members`)."""
+
+    name: str
+    description: str
+    members: frozenset[str]
 
 
 @runtime_checkable
@@ -71,9 +122,15 @@ class Toolset(Protocol):
         ...
 
     def search_tools(
-        self, query: str, *, limit: int = 5, among: Iterable[str] | None = None
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        among: Iterable[str] | None = None,
+        step: StepContext | None = None,
     ) -> list[Tool]:
-        """The `limit` tools that best match `query`, best first (`among`: only those names)."""
+        """The `limit` tools that best match `query`, best first (`among`: only those names;
+        `step`: only those `offer(step)` gives)."""
         ...
 
 
@@ -109,7 +166,7 @@ def label_of(toolset: object) -> str:
         return toolset.label
     names = [tool.name for tool in toolset.tools()] if isinstance(toolset, Toolset) else []
     shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
-    return f"a {type(toolset).__name__} ({shown or 'no tools'})"
+    return f"{with_article(type(toolset).__name__)} ({shown or 'no tools'})"
 
 
 def check_search(query: object, limit: object) -> None:
@@ -119,6 +176,25 @@ def check_search(query: object, limit: object) -> None:
         raise UsageError(f"search_tools() takes a query string, not {type(query).__name__}")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
         raise UsageError(f"search_tools(limit={limit!r}): a whole number >= 0")
+
+
+def searched_names(
+    toolset: Toolset, among: Iterable[str] | None, step: StepContext | None
+) -> Callable[[str], bool] | None:
+    """Which names a search may answer: those of `among` (one str is one name) that
+    `toolset.offer(step)` gives, when a step is given; None: any."""
+    accept: frozenset[str] | None = None
+    if among is not None:
+        accept = frozenset([among] if isinstance(among, str) else among)
+    if step is not None:
+        offered = frozenset(tool.name for tool in toolset.offer(step))
+        accept = offered if accept is None else accept & offered
+    return None if accept is None else accept.__contains__
+
+
+def namespaces_of(toolset: object) -> list[Namespace]:
+    """`toolset`'s namespaces: a `BaseToolset`'s `namespaces()`; none for another toolset."""
+    return toolset.namespaces() if isinstance(toolset, BaseToolset) else []
 
 
 class BaseToolset:
@@ -156,6 +232,11 @@ class BaseToolset:
     def offer(self, step: StepContext) -> list[Tool]:
         return self.tools()
 
+    def namespaces(self) -> list[Namespace]:
+        """The groups of tools an API with namespaces offers as one (none, unless a
+        subclass says otherwise; see `prefixed(..., description=...)`)."""
+        return []
+
     @property
     def dispatcher(self) -> Dispatcher:
         dispatcher = self._dispatcher
@@ -177,14 +258,18 @@ class BaseToolset:
         return f"<{type(self).__name__} {self.label}: {len(self.tools())} tools>"
 
     def search_tools(
-        self, query: str, *, limit: int = 5, among: Iterable[str] | None = None
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        among: Iterable[str] | None = None,
+        step: StepContext | None = None,
     ) -> list[Tool]:
         """The `limit` tools of `tools()` that best match `query`, best first (the same
-        index and scoring as `ToolRegistry.search_tools`, see `toolreg.search`)."""
+        index and scoring as `ToolRegistry.search_tools`, see `toolreg.search`); `among`
+        keeps only those names, `step` only the tools `offer(step)` gives."""
         check_search(query, limit)
-        accept = None
-        if among is not None:
-            accept = frozenset([among] if isinstance(among, str) else among).__contains__
+        accept = searched_names(self, among, step)
         with self._search_lock:
             index = self._current_index()
             return [self._indexed[name] for name in index.search(query, limit, accept=accept)]

@@ -2,7 +2,7 @@
 
 ```python
 tools = combined(registry, prefixed(time_mount, "time"), filtered(files, tags=["read"]))
-Conversation(client, model, toolset=tools)
+Conversation(client, model, registry=tools)
 ```
 
 A view holds its parts and reads them on every question, so a registration, an
@@ -27,7 +27,15 @@ from ..errors import UsageError
 from ..formats import export_tools
 from ..formats.responses import namespace_tool
 from ..tool import Tool
-from .base import BaseToolset, StepContext, Toolset, label_of
+from .base import (
+    BaseToolset,
+    Namespace,
+    StepContext,
+    Toolset,
+    label_of,
+    namespaces_of,
+    searched_names,
+)
 
 if TYPE_CHECKING:  # toolreg.search loads on first use (its patterns take ~6 ms to compile)
     from openai.types.responses import NamespaceToolParam
@@ -83,6 +91,15 @@ class _View(BaseToolset):
 
     def dispatch_settings(self) -> DispatchSettings:
         return _settings_of(self.inner)
+
+    def namespaces(self) -> list[Namespace]:
+        """The inner toolset's namespaces, of the tools this view holds."""
+        spaces = namespaces_of(self.inner)
+        if not spaces:
+            return []
+        held = {tool.name for tool in self.tools()}
+        kept = [replace(s, members=s.members & held) for s in spaces]
+        return [s for s in kept if s.members]
 
 
 class Filtered(_View):
@@ -154,11 +171,13 @@ def _strings(values: Any, option: str) -> frozenset[str]:
 
 class Prefixed(_View):
     """The tools of `inner`, each named `prefix` + `_` + its name (see `prefixed`, which
-    checks the prefix and makes one)."""
+    checks the prefix and makes one). With a `description`, the Responses API is offered
+    them as one namespace tool so described."""
 
-    def __init__(self, inner: Toolset, prefix: str) -> None:
+    def __init__(self, inner: Toolset, prefix: str, description: str | None = None) -> None:
         super().__init__(inner)
         self.prefix = prefix
+        self.description = description
         self.label = f"prefixed({label_of(inner)}, {prefix!r})"
         self._renamed: dict[str, tuple[Tool, Tool | None]] = {}  # inner name -> (it, renamed)
 
@@ -190,13 +209,33 @@ class Prefixed(_View):
     def offer(self, step: StepContext) -> list[Tool]:
         return self._all(self.inner.offer(step))
 
-    def namespace(self, description: str, *, strict: bool | None = None) -> NamespaceToolParam:
+    def namespace(
+        self, description: str | None = None, *, strict: bool | None = None
+    ) -> NamespaceToolParam:
         """These tools as one Responses API `namespace` tool named by the prefix, each
         inside under its own name (`prefixed(mount, "crm").namespace("Customer orders.")`:
-        a mounted server's tools as one namespace). A call in the namespace is read back as
+        a mounted server's tools as one namespace), for a loop of one's own; the view's own
+        `description` when none is given. A call in the namespace is read back as
         `prefix_name` (`formats.responses.call_name`), which this view runs."""
+        text = self.description if description is None else description
+        if text is None:
+            raise UsageError(
+                f"{self.label}.namespace(): give the namespace a description, e.g. "
+                ".namespace('Customer orders.'), or prefixed(..., description=...)"
+            )
         definitions = export_tools(self.tools(), "responses", strict=strict)
-        return namespace_tool(self.prefix, description, definitions)
+        return namespace_tool(self.prefix, text, definitions)
+
+    def namespaces(self) -> list[Namespace]:
+        """With a `description`, its tools are one namespace named by the prefix (what a
+        conversation on the Responses API offers); else the inner toolset's, renamed."""
+        if self.description is not None:
+            members = frozenset(tool.name for tool in self.tools())
+            return [Namespace(self.prefix, self.description, members)] if members else []
+        return [
+            Namespace(self.local(s.name), s.description, frozenset(map(self.local, s.members)))
+            for s in namespaces_of(self.inner)
+        ]
 
     def get(self, name: str) -> Tool | None:
         head = self.prefix + "_"
@@ -214,18 +253,27 @@ def _name_problem(name: str, new: str) -> str | None:
     return None
 
 
-def prefixed(toolset: Toolset, prefix: str) -> Prefixed:
+def prefixed(toolset: Toolset, prefix: str, *, description: str | None = None) -> Prefixed:
     """`toolset`'s tools named `prefix_name` (`prefixed(mount, "time")` offers
     `time_get_current_time`); a call to `prefix_name` runs the tool `name`. The prefix is a
     letter or `_`, then letters, digits, `_` or `-`; a prefixed name that a provider
-    accepting the original name would refuse (too long) is a `UsageError`."""
+    accepting the original name would refuse (too long) is a `UsageError`.
+
+    With a `description` (what the model reads of these tools as a whole), a conversation
+    on the Responses API offers them as one `namespace` tool named by the prefix, each
+    inside under its own name; elsewhere, and without one, the flat prefixed names."""
     toolset = _checked_part(toolset, "prefixed()")
     if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
         raise UsageError(
             f"prefixed(toolset, {prefix!r}): the prefix is a letter or _, then up to 62 of "
             "a-z A-Z 0-9 _ - (it goes before each name with a _), e.g. prefixed(mount, 'time')"
         )
-    view = Prefixed(toolset, prefix)
+    if description is not None and (not isinstance(description, str) or not description.strip()):
+        raise UsageError(
+            f"prefixed(toolset, {prefix!r}, description={description!r}): text that says "
+            "what these tools are for, e.g. 'Customer orders.'"
+        )
+    view = Prefixed(toolset, prefix, description)
     for tool in toolset.tools():
         problem = _name_problem(tool.name, view.local(tool.name))
         if problem is not None:
@@ -274,6 +322,10 @@ class Combined(BaseToolset):
 
     def tools(self) -> list[Tool]:
         return self._merged(part.tools() for part in self.parts)
+
+    def namespaces(self) -> list[Namespace]:
+        """Every part's namespaces, in the parts' order."""
+        return [space for part in self.parts for space in namespaces_of(part)]
 
     def offer(self, step: StepContext) -> list[Tool]:
         return self._merged(part.offer(step) for part in self.parts)
@@ -326,23 +378,32 @@ class Searchable(_View):
         return self.inner.get(name)
 
     def search_tools(
-        self, query: str, *, limit: int = 5, among: Iterable[str] | None = None
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        among: Iterable[str] | None = None,
+        step: StepContext | None = None,
     ) -> list[Tool]:
+        if step is not None:  # what the inner toolset offers the step: what it may find
+            accept = searched_names(self.inner, among, step)
+            among = [t.name for t in self.inner.tools() if accept is None or accept(t.name)]
         return self.inner.search_tools(query, limit=limit, among=among)
 
     def offer(self, step: StepContext) -> list[Tool]:
-        from ..search.selection import called_names, query_text  # lazily, as above
-
         offered = self.inner.offer(step)
-        history: Any = list(step.history)
         always = set(self.option.always)
-        keep = set(called_names(history))
-        keep.update(t.name for t in offered if t.name in always or t.tags & always)
-        query = query_text(history, self.option.messages)
-        if query:
-            among = [t.name for t in offered]
-            found = self.inner.search_tools(query, limit=self.option.limit, among=among)
-            keep.update(t.name for t in found)
+        keep = {t.name for t in offered if t.name in always or t.tags & always}
+        if step.history:
+            from ..search.selection import query_text  # lazily, as above
+
+            reader = step.read()
+            keep.update(reader.calls_in(step.history))
+            query = query_text(step.history, self.option.messages, reader.user_text)
+            if query:
+                among = [t.name for t in offered]
+                found = self.inner.search_tools(query, limit=self.option.limit, among=among)
+                keep.update(t.name for t in found)
         return [tool for tool in offered if tool.name in keep]
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
+from ..types import PATTERN_WORDS
 from .coercion import equal, is_type, kind
 from .untrusted import BoundedPattern, PatternRefused
 
@@ -28,6 +29,7 @@ __all__ = [
     "either",
     "enum_node",
     "join",
+    "mismatch",
     "multiple_failed",
     "no_match",
     "not_one_of",
@@ -221,10 +223,19 @@ def string_node(
         if hi is not None and len(v) > hi:
             errors = say(f"must have at most {count(hi, 'character')}")
         if regex is not None and regex.search(v) is None:
-            errors = join(errors, say(f"must match pattern {render(pattern)}"))
+            errors = join(errors, say(mismatch(pattern, v)))
         return errors
 
     return check
+
+
+def mismatch(pattern: Any, value: str) -> str:
+    """Why `value` fails `pattern`: in words for the type table's own patterns (a Decimal's:
+    "'abc' is not a decimal number"), the pattern itself for any other."""
+    words = PATTERN_WORDS.get(pattern)
+    if words is not None:
+        return f"{render(value)} is not {words}"
+    return f"must match pattern {render(pattern)}"
 
 
 def _bounded_string_node(lo: int, hi: int | None, pattern: str, bounded: BoundedPattern) -> Node:
@@ -238,7 +249,7 @@ def _bounded_string_node(lo: int, hi: int | None, pattern: str, bounded: Bounded
             return say(f"must have at most {count(hi, 'character')}")  # not matched, then
         try:
             if not bounded.search(v):
-                errors = join(errors, say(f"must match pattern {render(pattern)}"))
+                errors = join(errors, say(mismatch(pattern, v)))
         except PatternRefused as refused:  # past the limits: not matched, and invalid
             text = f"cannot be checked against pattern {render(pattern)}: {refused}"
             errors = join(errors, say(text))

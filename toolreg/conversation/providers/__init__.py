@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from ...errors import UsageError
+from ...errors import UsageError, with_article
 from ...formats import DIALECTS
 from .anthropic import AnthropicMessages
 from .base import Answer, Answers, Assembler, Message, Provider, Request
@@ -31,6 +31,7 @@ __all__ = [
     "Request",
     "dialect_for",
     "dialect_names",
+    "history_reader",
     "provider_for",
 ]
 
@@ -53,7 +54,7 @@ def dialect_for(client: Any, dialect: str | None) -> str:
         return ANTHROPIC if anthropic else "tools"
     if anthropic and dialect != ANTHROPIC:
         raise UsageError(
-            f"dialect={dialect!r}: an {type(client).__name__} client speaks Anthropic's "
+            f"dialect={dialect!r}: {with_article(type(client).__name__)} client speaks Anthropic's "
             'Messages API; leave dialect out (or give dialect="anthropic")'
         )
     if dialect == ANTHROPIC and not anthropic and getattr(client, "messages", None) is None:
@@ -74,3 +75,22 @@ def provider_for(
     if fmt.dialect is not None and fmt.dialect.api == "responses":
         return OpenAIResponses(fmt)
     return OpenAIChat(fmt, assistant_content)
+
+
+def history_reader(dialect: str = "tools") -> Provider:
+    """What reads a history in `dialect`'s wire format (`toolsets.HistoryReader`): the
+    provider a conversation in that dialect uses, for a `StepContext` of one's own loop,
+    e.g. `StepContext(history=messages, reader=history_reader("tools"))`.
+
+    Args:
+        dialect: one of `dialect_names()` ("tools" for chat completions messages,
+            "responses" for Responses API items, "anthropic" for Messages API messages).
+
+    Raises:
+        UsageError: a dialect that is none of them.
+    """
+    if dialect not in dialect_names():
+        raise UsageError(
+            f"history_reader({dialect!r}): one of {', '.join(map(repr, dialect_names()))}"
+        )
+    return provider_for(dialect, None)

@@ -31,7 +31,16 @@ from ...jsonvalues import strict_decoder
 from ...result import ToolCall, ToolResult
 from ..history import units
 from ..offer import References
-from .base import Answer, CallIds, IdRule, Message, Request, complete_object
+from .base import (
+    Answer,
+    CallIds,
+    IdRule,
+    Message,
+    Request,
+    calls_since_user,
+    complete_object,
+    parts_text,
+)
 from .openai_chat import plain
 
 __all__ = ["MAX_TOKENS", "AnthropicMessages", "MessageStreamAssembler", "decode_message"]
@@ -139,6 +148,19 @@ class AnthropicMessages:
             else:
                 out.append(list(unit))
         return out
+
+    def calls_in(self, history: Sequence[Mapping[str, Any]]) -> list[str]:
+        return calls_since_user(history, self.user_text, self._calls_of)
+
+    def _calls_of(self, entry: Mapping[str, Any]) -> list[ToolCall]:
+        return self.fmt.parse_calls(dict(entry)) if entry.get("role") == "assistant" else []
+
+    def user_text(self, entry: Mapping[str, Any]) -> str | None:
+        """A user message's text; a message of `tool_result` blocks is the tools', not
+        the person's (the API sends both as role "user")."""
+        if entry.get("role") != "user" or _results_only(dict(entry)):
+            return None
+        return parts_text(entry.get("content"), ("text",))
 
 
 def _results_only(message: Message) -> bool:

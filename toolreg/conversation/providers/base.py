@@ -7,7 +7,10 @@ streams the call (`create`, `stream_options`) and the provider reads what came b
 an `Answer` (`decode`, or `assembler` piece by piece). The provider also says what the
 answer adds to the history (`took`), how tool results are written back (`results`: one
 entry per result, or all of them in one message), what a user message looks like (`user`)
-and how the history splits into units that trimming keeps or drops whole (`units`).
+and how the history splits into units that trimming keeps or drops whole (`units`). It also
+reads a history for what needs no wire format (`calls_in`: the tools called since the
+person last wrote; `user_text`: what the person wrote in an entry): tool search and a
+toolset's `offer` read the history through it (`StepContext.reader`).
 
 Every call of an answer gets an id of its own before anything runs (`CallIds`, by the
 provider's `IdRule`): the model's where the endpoint takes it back and no other call of the
@@ -21,6 +24,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ...errors import ToolregError
 from ...formats import Format
 from ...jsonvalues import safe_json, strict_decoder
 from ...result import ToolCall, ToolResult
@@ -36,10 +40,54 @@ __all__ = [
     "ObjectEnd",
     "Provider",
     "Request",
+    "calls_since_user",
     "complete_object",
+    "parts_text",
 ]
 
 Message = dict[str, Any]
+
+MAX_PARTS = 100  # content parts of one message read for its text
+
+
+def parts_text(content: Any, kinds: tuple[str, ...]) -> str | None:
+    """The text of a message's content: a str as it is, or the `text` of its parts whose
+    `type` is one of `kinds` (the first `MAX_PARTS`), joined by spaces; None for anything
+    else."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return None
+    texts = [
+        p.get("text") for p in content[:MAX_PARTS] if isinstance(p, dict) and p.get("type") in kinds
+    ]
+    return " ".join(t for t in texts if isinstance(t, str))
+
+
+def calls_since_user(
+    history: Sequence[Any],  # entries are data: a restored state's, the application's
+    user_text: Callable[[Mapping[str, Any]], str | None],
+    parse: Callable[[Mapping[str, Any]], list[ToolCall]],
+) -> list[str]:
+    """The names of the calls `parse` reads from the entries after the last one the person
+    wrote (`user_text` not None), in the history's order; an entry `parse` cannot read
+    has none."""
+    since = len(history)
+    while since > 0:
+        entry = history[since - 1]
+        if isinstance(entry, Mapping) and user_text(entry) is not None:
+            break
+        since -= 1
+    names: list[str] = []
+    for entry in history[since:]:
+        if not isinstance(entry, Mapping):
+            continue
+        try:
+            calls = parse(entry)
+        except ToolregError:  # not a message of calls
+            continue
+        names.extend(c.name for c in calls if isinstance(c.name, str))
+    return names
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,3 +359,11 @@ class Provider(Protocol):
     def units(self, messages: Sequence[Message]) -> list[list[Message]]:
         """The history in the units trimming keeps or drops whole (a call with its
         answers)."""
+
+    def calls_in(self, history: Sequence[Mapping[str, Any]]) -> list[str]:
+        """The names of the tools the model called since the last message the person
+        wrote (not a message of tool results), in order."""
+
+    def user_text(self, entry: Mapping[str, Any]) -> str | None:
+        """The text of `entry` if it is a message the person wrote; None for any other
+        entry (an assistant's, tool results, a call)."""

@@ -31,7 +31,9 @@ from .base import (
     Message,
     ObjectEnd,
     Request,
+    calls_since_user,
     complete_object,
+    parts_text,
 )
 
 __all__ = ["Normalized", "OpenAIChat", "StreamAssembler", "normalize_completion", "plain"]
@@ -349,6 +351,17 @@ class OpenAIChat:
 
     def units(self, messages: Sequence[Message]) -> list[list[Message]]:
         return units(messages)
+
+    def calls_in(self, history: Sequence[Mapping[str, Any]]) -> list[str]:
+        return calls_since_user(history, self.user_text, self._calls_of)
+
+    def _calls_of(self, entry: Mapping[str, Any]) -> list[ToolCall]:
+        return self.fmt.parse_calls(dict(entry)) if entry.get("role") == "assistant" else []
+
+    def user_text(self, entry: Mapping[str, Any]) -> str | None:
+        if entry.get("role") != "user":
+            return None
+        return parts_text(entry.get("content"), ("text",))
 
 
 def echo(

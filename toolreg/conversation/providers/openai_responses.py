@@ -21,7 +21,18 @@ from ...errors import ConversationError, UsageError
 from ...formats import Dialect, Format
 from ...result import ToolCall, ToolResult
 from ..history import client_call, units
-from .base import Answer, Answers, Assembler, CallIds, IdRule, Message, Request, complete_object
+from .base import (
+    Answer,
+    Answers,
+    Assembler,
+    CallIds,
+    IdRule,
+    Message,
+    Request,
+    calls_since_user,
+    complete_object,
+    parts_text,
+)
 from .openai_chat import Normalized, echo, encode, plain
 
 __all__ = ["OpenAIResponses", "ResponseStreamAssembler", "normalize_response"]
@@ -277,3 +288,14 @@ class OpenAIResponses:
 
     def units(self, messages: Sequence[Message]) -> list[list[Message]]:
         return units(messages)
+
+    def calls_in(self, history: Sequence[Mapping[str, Any]]) -> list[str]:
+        return calls_since_user(history, self.user_text, self._calls_of)
+
+    def _calls_of(self, entry: Mapping[str, Any]) -> list[ToolCall]:
+        return self.fmt.parse_calls([dict(entry)])  # one input item: a call, or none
+
+    def user_text(self, entry: Mapping[str, Any]) -> str | None:
+        if entry.get("role") != "user" or entry.get("type", "message") != "message":
+            return None
+        return parts_text(entry.get("content"), ("input_text", "text"))
