@@ -26,7 +26,7 @@ async def _run(folder: str, ctx: ToolContext[None], label: str) -> str:
     line = {
         "tool": label,
         "pid": os.getpid(),
-        "key": getattr(ctx, "idempotency_key", None),
+        "key": ctx.idempotency_key,
         "task": ctx.call_id,
     }
     with (where / "runs.jsonl").open("a", encoding="utf-8") as log:

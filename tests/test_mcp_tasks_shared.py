@@ -24,9 +24,10 @@ from test_mcp_tasks import TASKS, Rpc, started, text
 
 from toolreg import ToolDefinitionError, ToolRegistry
 from toolreg.errors import UsageError
+from toolreg.idempotency import META_KEY
 from toolreg.mcp import HttpServer, ResourceServer, TaskOptions, asgi_app
 from toolreg.mcp.server import approved
-from toolreg.mcp.tasks import LOST_MESSAGE
+from toolreg.mcp.tasks import LOST_MESSAGE, task_key
 
 NOT_FOUND = {"code": -32602, "message": "Task not found."}
 ASKS = {**TASKS, "elicitation": {"form": {}}}
@@ -219,10 +220,13 @@ def test_results_outlive_every_worker_and_runs_are_taken_over(
         for name in ("charge", "reindex"):
             done = again.until(running[name], "completed")
             assert text(done["result"]).startswith(name)
-            # run again by each worker that took it over (b, when a stopped; then c)
+            # run again by each worker that took it over (b, when a stopped; then c),
+            # each time with the task's idempotency key
             assert len(runs(folders[name])) >= 2
+            key = runs(folders[name])[0]["key"]
+            assert key == task_key(running[name], name, {"folder": str(folders[name])})
             assert {(run["key"], run["task"]) for run in runs(folders[name])} == {
-                (runs(folders[name])[0]["key"], running[name])
+                (key, running[name])
             }
         for name in ("ship", "export"):
             failed = again.until(running[name], "failed")
@@ -404,3 +408,27 @@ def test_a_task_is_kept_without_the_callers_credentials(
     assert "authorization" not in request.headers
     assert "cookie" not in request.headers
     assert (request.token.subject, request.token.token) == ("alice", "")
+
+
+def test_a_callers_own_idempotency_key_is_the_tasks_in_every_run(
+    redis_url: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """A key the caller sends in `_meta` (as a mounted call does) is the one every run of
+    the task gets; a malformed one is replaced by the task's own."""
+    tasks = options(redis_url)
+    with workers(tasks, count=1) as (a,):
+        rpc = Rpc(a.url)
+        for sent, folder in (("order-42-charge", "given"), ("x" * 300, "malformed")):
+            (tmp_path / folder).mkdir()
+            arguments = {"folder": str(tmp_path / folder)}
+            call = {"name": "charge", "arguments": arguments, "_meta": {META_KEY: sent}}
+            answer = rpc("tools/call", call)
+            assert "result" in answer, answer
+            task_id = answer["result"]["taskId"]
+            status_message(rpc, task_id, "1: pid ")
+            (tmp_path / folder / "go").touch()
+            rpc.until(task_id, "completed")
+            (run,) = runs(tmp_path / folder)
+            expected = sent if folder == "given" else task_key(task_id, "charge", arguments)
+            assert run["key"] == expected

@@ -21,7 +21,7 @@ from _store_support import redis_url  # noqa: F401 - the session fixture
 from test_mcp_tasks import Rpc, started, text
 from test_mcp_tasks_shared import ASKS, lines, runs, status_message
 
-from toolreg.mcp.tasks import LOST_MESSAGE
+from toolreg.mcp.tasks import LOST_MESSAGE, task_key
 
 pytestmark = pytest.mark.slow
 
@@ -114,6 +114,7 @@ def test_a_worker_killed_while_its_task_runs(
     for name, folder in folders.items():
         folder.mkdir()
         tasks[name] = started(fresh(four), name, {"folder": str(folder)})
+    arguments = {"folder": str(folders["charge"])}
     victims = set()
     for task_id in tasks.values():
         victims.add(int(status_message(fresh(four), task_id, "1: pid ").split()[-1]))
@@ -131,7 +132,7 @@ def test_a_worker_killed_while_its_task_runs(
     assert first_run["pid"] in victims
     assert text(done["result"]) == f"charge by {second_run['pid']}"
     assert second_run["pid"] not in victims
-    assert second_run["key"] == first_run["key"]
+    assert second_run["key"] == first_run["key"] == task_key(tasks["charge"], "charge", arguments)
     assert second_run["task"] == first_run["task"] == tasks["charge"]
 
     failed = fresh(four).until(tasks["ship"], "failed")

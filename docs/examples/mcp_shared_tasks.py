@@ -16,14 +16,14 @@ from toolreg import ToolContext, ToolRegistry
 from toolreg.mcp import HttpServer, TaskOptions, asgi_app
 
 tools = ToolRegistry()
-runs: list[str] = []  # the runs of `report`, by task (both servers are in this process here)
+runs: list[tuple[str, str]] = []  # each run of `report`: (task id, idempotency key)
 release = threading.Event()
 
 
 @tools.register_tool(task="optional", on_worker_lost="rerun")
 async def report(month: str, ctx: ToolContext[None]) -> str:
     """Build the monthly report (slow; safe to build again)."""
-    runs.append(str(ctx.call_id))
+    runs.append((str(ctx.call_id), str(ctx.idempotency_key)))
     ctx.report_progress(1, 2, "collecting")
     while not release.is_set():  # the real work; here, until the example says
         await asyncio.sleep(0.01)
@@ -95,7 +95,8 @@ try:
             if len(runs) == 2:
                 break
             time.sleep(0.01)
-        assert runs == [task_id, task_id]
+        assert runs[0] == runs[1]  # the same task, the same idempotency key
+        assert runs[0][0] == task_id
         release.set()
         done = until(two.url, task_id, "completed")
         assert done["result"]["content"][0]["text"] == "report for 2026-11"

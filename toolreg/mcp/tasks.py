@@ -51,8 +51,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import json
 import logging
 import math
 import re
@@ -74,6 +72,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import UsageError
+from ..idempotency import META_KEY, idempotency_key, received_key
 from ..stores.redis import redacted
 from ..tool import Tool
 from .auth import Caller
@@ -261,35 +260,21 @@ LOST_MESSAGE = (
     "ran: the tool was interrupted while running and may have had effects. It was not "
     "run again (the tool is registered on_worker_lost='fail')."
 )
-IDEMPOTENCY_META = "io.toolreg/idempotency-key"
-"""Where a call's idempotency key travels in an MCP request's `_meta` (a caller may send
-its own; a task without one gets `task_key`)."""
-_MAX_KEY = 255
 
 
 def task_key(task_id: str, tool: str, arguments: Mapping[str, Any] | None) -> str:
-    """The idempotency key of a task's call when its caller sent none: the SHA-256 of the
-    canonical JSON of `["toolreg-mcp-task-1", task_id, tool, arguments]` (sorted keys, no
-    whitespace), its first 128 bits written as a UUID (version 8). The same for every run
-    of the task, in any worker."""
-    material = json.dumps(
-        ["toolreg-mcp-task-1", task_id, tool, arguments or {}],
-        sort_keys=True,
-        ensure_ascii=False,
-        separators=(",", ":"),
-        default=str,
-    )
-    h = hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
-    return f"{h[:8]}-{h[8:12]}-8{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:32]}"
+    """The idempotency key of a task's call when its caller sent none:
+    `idempotency_key("mcp-task", task_id, task_id, tool, arguments)` (the task stands for
+    the turn and the call). The same for every run of the task, in any worker."""
+    return idempotency_key("mcp-task", task_id, task_id, tool, arguments)
 
 
 def keyed(meta: Mapping[str, Any] | None, key: str) -> dict[str, Any]:
-    """`meta` with `key` as the call's idempotency key, unless it carries a usable one of
-    the caller's (text of 1 to 255 printable characters)."""
+    """`meta` with `key` as the call's idempotency key (`META_KEY`), unless it carries a
+    well-formed one of the caller's (`received_key`)."""
     out = dict(meta or {})
-    given = out.get(IDEMPOTENCY_META)
-    if type(given) is not str or not 0 < len(given) <= _MAX_KEY or not given.isprintable():
-        out[IDEMPOTENCY_META] = key
+    if received_key(out.get(META_KEY)) is None:
+        out[META_KEY] = key
     return out
 
 
