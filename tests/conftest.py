@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-
 from toolreg import ToolRegistry
 
 # In CI (CI=true) the property tests draw the same examples every run, so a landing never
