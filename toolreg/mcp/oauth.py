@@ -409,8 +409,18 @@ class OAuth:
                 scope=scope,
                 token_endpoint_auth_method=None,
             )
+            fixed = None
+            if self.client_id is not None:
+                fixed = OAuthClientInformationFull(
+                    client_id=self.client_id,
+                    client_secret=self._client_secret,
+                    redirect_uris=[AnyUrl(self.redirect_uri)],
+                    token_endpoint_auth_method=self.token_endpoint_auth_method,
+                    grant_types=["authorization_code", "refresh_token"],
+                )
             return _CodeFlow(
                 record,
+                fixed,
                 server_url=server_url,
                 client_metadata=metadata,
                 storage=record,
@@ -557,16 +567,22 @@ class OAuthAuth(httpx2.Auth):
 
 
 class _CodeFlow(OAuthClientProvider):
-    """The SDK's authorization-code provider; a stored token's expiry is restored with it
-    (the SDK keeps only `expires_in`, relative to when it was issued), so that a token that
-    expired while the process was down is refreshed rather than sent."""
+    """The SDK's authorization-code provider, with a client registered beforehand (`fixed`,
+    else the stored registration, else it registers), and a stored token's expiry restored
+    with it (the SDK keeps only `expires_in`, relative to when it was issued), so that a
+    token that expired while the process was down is refreshed rather than sent."""
 
-    def __init__(self, record: _Record, **options: Any) -> None:
+    def __init__(
+        self, record: _Record, fixed: OAuthClientInformationFull | None, **options: Any
+    ) -> None:
         super().__init__(**options)
         self._record = record
+        self._fixed = fixed
 
     async def _initialize(self) -> None:
         await super()._initialize()
+        if self._fixed is not None:
+            self.context.client_info = self._fixed
         if self.context.current_tokens is not None:
             self.context.token_expiry_time = self._record.expires_at
 
