@@ -104,8 +104,18 @@ def test_a_mount_passes_every_client_scenario_that_applies(tmp_path: Path) -> No
     ran = subprocess.run(
         # the scenarios run at once, each client a new Python process: on a loaded machine
         # they get 120 s each rather than the suite's default 30 s
-        [BIN, "client", "--command", client, "--suite", "all", "--timeout", "120000"]
-        + ["-o", str(tmp_path)],
+        [
+            BIN,
+            "client",
+            "--command",
+            client,
+            "--suite",
+            "all",
+            "--timeout",
+            "120000",
+            "-o",
+            str(tmp_path),
+        ],
         capture_output=True,
         text=True,
         cwd=ROOT,
