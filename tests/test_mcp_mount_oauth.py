@@ -132,6 +132,69 @@ def test_a_token_that_expired_meanwhile_is_refreshed_not_authorized_again(
     assert len(browser.asked) == 1  # no new authorization
 
 
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "redis"])
+def test_every_state_store_keeps_each_users_tokens(
+    loopback: LoopbackOAuth, tmp_path: Path, kind: str
+) -> None:
+    browser = Browser()
+    if kind == "memory":
+        store: Any = MemoryStore()
+    elif kind == "sqlite":
+        store = SQLiteStore(tmp_path / "tokens.db")
+    else:
+        from _store_support import RedisServer
+
+        from toolreg.stores import RedisStore
+
+        redis = RedisServer(tmp_path)
+        store = RedisStore(redis.url, prefix="oauth-test:")
+    try:
+        for _ in range(2):  # two processes (or machines), one after the other
+            with Mount(loopback.url, oauth=per_user(browser, store=store)) as mount:
+                assert whoami(mount, "ivy").content == "ivy"
+                assert whoami(mount, "jon").content == "jon"
+    finally:
+        if kind == "redis":
+            redis.stop()
+    assert [r.user for r in browser.asked] == [None, "ivy", "jon"]
+
+
+def test_a_user_signs_in_before_their_first_call_and_out_after(loopback: LoopbackOAuth) -> None:
+    browser = Browser(decline=("lee",))
+    with Mount(loopback.url, oauth=per_user(browser)) as mount:
+        mount.sign_in({"user": "kim"})  # the authorization, outside any call
+        assert mount.users == ["kim"]
+        assert whoami(mount, "kim").content == "kim"
+        assert [r.user for r in browser.asked] == [None, "kim"]
+        with pytest.raises(McpConnectionError) as raised:
+            mount.sign_in({"user": "lee"})
+        assert str(raised.value) == (
+            f"cannot sign in to the MCP server {loopback.url}: this user has not authorized "
+            f"access to the MCP server {loopback.url} (the authorization server answered "
+            "'access_denied')"
+        )
+        assert mount.sign_out({"user": "kim"})  # the session closed, the tokens forgotten
+        assert mount.users == []
+        assert whoami(mount, "kim").content == "kim"  # authorized again
+        assert [r.user for r in browser.asked].count("kim") == 2
+        assert not mount.sign_out({"user": "nobody"})
+    with pytest.raises(ValueError, match="needs an open mount"):
+        mount.sign_in({"user": "kim"})
+
+
+def test_signing_in_under_async_with(loopback: LoopbackOAuth) -> None:
+    browser = Browser()
+
+    async def main() -> list[Any]:
+        async with Mount(loopback.url, oauth=per_user(browser)) as mount:
+            with pytest.raises(ValueError, match="await asign_in"):
+                mount.sign_in({"user": "max"})
+            await mount.asign_in({"user": "max"})
+            return mount.users
+
+    assert asyncio.run(main()) == ["max"]
+
+
 def test_a_stored_record_that_does_not_parse_is_ignored(
     loopback: LoopbackOAuth, tmp_path: Path
 ) -> None:

@@ -54,7 +54,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -902,6 +902,64 @@ class Mount(BaseToolset):
         if self._headers is not None and any(k.lower() == "authorization" for k in self._headers):
             raise UsageError("Mount(headers={'Authorization': ...}, oauth=...): OAuth sets it")
         return oauth
+
+    def sign_in(self, context: Any = None) -> None:
+        """Open the session of the user of `context` now, outside any call: with
+        `OAuth(user=...)`, `authorize` is asked now if the user has no tokens, with
+        `authorize_timeout` (a call's own time limit is shorter, `timeout`); their calls
+        then find it open. Nothing to do without per-user sessions (the mount's own session
+        was authorized when it opened). From sync code (`with Mount(...)`).
+
+        Raises:
+            McpConnectionError: the session could not be opened, saying why (the user did
+                not authorize, the server refused them...).
+            UsageError: the mount is not open, or runs on the caller's loop (`async with`:
+                use `await mount.asign_in(context)`).
+        """
+        self._on_own_loop("sign_in", self._sign_in(context))
+
+    async def asign_in(self, context: Any = None) -> None:
+        """`sign_in`, from async code (either kind of mount)."""
+        await self._on_any_loop("asign_in", self._sign_in(context))
+
+    def sign_out(self, context: Any = None) -> bool:
+        """Close the session of the user of `context` and, with OAuth, delete the tokens kept
+        for them (their next call authorizes again); context None: the application's own
+        tokens (used by the next mount). True if there was a session or tokens. From sync
+        code; `asign_out` from async code."""
+        return bool(self._on_own_loop("sign_out", self._sign_out(context)))
+
+    async def asign_out(self, context: Any = None) -> bool:
+        """`sign_out`, from async code (either kind of mount)."""
+        return bool(await self._on_any_loop("asign_out", self._sign_out(context)))
+
+    async def _sign_in(self, context: Any) -> None:
+        if self._users is not None and context is not None:
+            await self._users.sign_in(context)
+
+    async def _sign_out(self, context: Any) -> bool:
+        closed = self._users is not None and context is not None and self._users.sign_out(context)
+        oauth, url = self._oauth, self._url
+        forgotten = oauth is not None and url is not None and await oauth.forget(url, context)
+        return closed or forgotten
+
+    def _on_own_loop(self, verb: str, coro: Coroutine[Any, Any, Any]) -> Any:
+        loop = self._loop
+        if self._state != "open" or loop is None or self._thread is None:
+            coro.close()
+            if self._state == "open":
+                raise UsageError(f"{verb}() is for `with Mount(...)`; here, await a{verb}()")
+            raise UsageError(f"{verb}() needs an open mount (this one is {self._state})")
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    async def _on_any_loop(self, verb: str, coro: Coroutine[Any, Any, Any]) -> Any:
+        loop = self._loop
+        if self._state != "open" or loop is None:
+            coro.close()
+            raise UsageError(f"{verb}() needs an open mount (this one is {self._state})")
+        if self._thread is None:
+            return await coro
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
 
     def _opening_timeout(self) -> float:
         """How long opening a session may take: with OAuth, the user may be authorizing."""

@@ -38,9 +38,10 @@ server answers 403 `insufficient_scope`. toolreg adds three things to it:
 - **One mount, many users.** With `user=` (a function of a call's context, e.g.
   `lambda deps: deps["user_id"]`), each user calls the server on a session of their own with
   their own tokens (`toolreg.mcp.users`), and `authorize` is asked for that user when they
-  have none. The mount's own session (the one that lists the tools) is the application's:
-  `authorize` is asked for `user=None` when no tokens are stored for it. Without `user=`,
-  every call is made with the mount's one identity.
+  have none (during their first call, within its `timeout`; or before it, at their pace,
+  with `Mount.sign_in(context)`). The mount's own session (the one that lists the tools) is
+  the application's: `authorize` is asked for `user=None` when no tokens are stored for it.
+  Without `user=`, every call is made with the mount's one identity.
 
 Machine-to-machine servers take `OAuth.client_credentials(client_id, client_secret)` (or
 `private_key=`: a `private_key_jwt` client assertion, RFC 7523; needs the `auth` extra), and

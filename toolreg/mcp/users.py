@@ -35,6 +35,7 @@ import httpx2
 
 from ..errors import ToolError, ToolFailed
 from ..sources.credentials import CredentialRequest, Credentials, Secret, scrub
+from .errors import McpConnectionError
 
 __all__ = ["IDLE_SECONDS", "Authority", "Bearer", "CredentialAuth", "SessionAuth", "UserSessions"]
 
@@ -206,6 +207,22 @@ class UserSessions:
             session.last_used = time.monotonic()
         return scrubbed(result, session.auth.used.values())
 
+    async def sign_in(self, deps: Any) -> None:
+        """Open the session of the user `deps` now, outside any call (with OAuth, they
+        authorize now if need be); `McpConnectionError` says why it could not be opened."""
+        key = self.authority.user_of(deps)
+        self._close_idle()
+        await self._session(key, deps, None)
+
+    def sign_out(self, deps: Any) -> bool:
+        """Close the session of the user `deps` (when idle: else after its calls); True if
+        there was one."""
+        session = self._sessions.get(self.authority.user_of(deps))
+        if session is None:
+            return False
+        self._close(session)
+        return True
+
     def lost(self, client: Any) -> bool:
         """Forget the session whose `client` broke (the next call opens another); False when
         `client` is no user's."""
@@ -216,7 +233,7 @@ class UserSessions:
                 return True
         return False
 
-    async def _session(self, key: Hashable, deps: Any, local: str) -> _Session:
+    async def _session(self, key: Hashable, deps: Any, local: str | None) -> _Session:
         session = self._sessions.get(key)
         if session is not None and session.client is not None:
             self._sessions.move_to_end(key)
@@ -237,7 +254,9 @@ class UserSessions:
         finally:
             del self._opening[key]
 
-    async def _open(self, key: Hashable, deps: Any, local: str) -> _Session:
+    async def _open(self, key: Hashable, deps: Any, local: str | None) -> _Session:
+        """The user's session, open; what the call of `local` reads when it cannot be (or,
+        for `sign_in`, `local=None`, an `McpConnectionError`)."""
         self._make_room()
         session = _Session(key, self.authority.auth(deps))
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -249,8 +268,19 @@ class UserSessions:
             session.owner.cancel()
             with contextlib.suppress(BaseException):
                 await session.owner
-            refusal(session.auth, local)
+            if isinstance(exc, asyncio.CancelledError):
+                raise  # the call gave up (its time limit): it says so itself
             reason = type(exc).__name__
+            if local is None:
+                why = session.auth.problem or (
+                    "the server refused this user's credential (HTTP 401)"
+                    if session.auth.refused
+                    else f"could not open a session ({reason})"
+                )
+                raise McpConnectionError(
+                    f"cannot sign in to the MCP server {self._label()}: {why}"
+                ) from None
+            refusal(session.auth, local)
             raise ToolError(
                 f"Tool '{local}' failed: could not open a session on the MCP server for this "
                 f"user ({reason})."
