@@ -57,10 +57,11 @@ SUITE_BUGS = {
     # 0.1.16 (modelcontextprotocol/conformance#359, in the 0.2.0 pre-releases).
     "auth/2025-03-26-oauth-metadata-backcompat": "issuer mismatch",
 }
-WARNINGS_ALLOWED = {
-    # the reconnection delay is measured against the server's retry field, within 200 ms:
-    # on a loaded machine a client can be late; a warning, never a failure
-    "sse-retry",
+TIMING_CHECKS = {
+    # sse-retry's reconnection delay, measured against the server's retry field (500 ms)
+    # within 200 ms: a check of the machine's load as much as of the client (its other
+    # checks, the reconnection and its Last-Event-ID, must pass); no timing is asserted here
+    "client-sse-retry-timing",
 }
 
 needs_the_suite = pytest.mark.skipif(
@@ -124,12 +125,15 @@ def test_a_mount_passes_every_client_scenario_that_applies(tmp_path: Path) -> No
     found = results(tmp_path)
     report = ran.stdout[-5000:] + ran.stderr[-2000:]
     assert set(found) == APPLICABLE | set(NOT_APPLICABLE) | set(SUITE_BUGS), report
-    statuses = {name: [check["status"] for check in found[name][0]] for name in found}
+    statuses = {
+        name: [check["status"] for check in checks if check["id"] not in TIMING_CHECKS]
+        for name, (checks, _) in found.items()
+    }
     failed = {name: statuses[name] for name in APPLICABLE if "FAILURE" in statuses[name]}
     assert not failed, report
     assert all("SUCCESS" in statuses[name] for name in APPLICABLE), report
     warned = {name for name in APPLICABLE if "WARNING" in statuses[name]}
-    assert warned <= WARNINGS_ALLOWED, report
+    assert not warned, report
     for name, reason in SUITE_BUGS.items():  # still failing, and for that reason only
         assert "FAILURE" in statuses[name], f"{name} passes now: move it to APPLICABLE"
         assert reason in found[name][1], found[name][1][-3000:]

@@ -361,10 +361,9 @@ class OAuth:
                 f"OAuth.identity_assertion(token_endpoint_auth_method="
                 f"{token_endpoint_auth_method!r}): 'client_secret_basic' or 'client_secret_post'"
             )
+        timeout = _seconds("assertion_timeout", assertion_timeout)
         oauth = cls.__new__(cls)
-        oauth._setup(
-            "identity_assertion", store, scopes, user, assertion_timeout, client_id, client_secret
-        )
+        oauth._setup("identity_assertion", store, scopes, user, timeout, client_id, client_secret)
         oauth.issuer = _url("issuer", issuer)
         oauth._assertion = assertion
         oauth.token_endpoint_auth_method = token_endpoint_auth_method
@@ -800,6 +799,9 @@ def _problem(exc: BaseException, label: str) -> str:
     """Why an authorization failed, in words a model may read (never the server's)."""
     if isinstance(exc, _Declined):
         return exc.problem
+    if isinstance(exc, UsageError):  # the application's callback misused: toolreg's words
+        _log.error("the OAuth authorization with the MCP server %s failed: %s", label, exc)
+        return f"the authorization with the MCP server {label} failed (UsageError)"
     _log.warning(
         "the OAuth authorization with the MCP server %s failed: %s", label, type(exc).__name__
     )
