@@ -26,12 +26,14 @@ from .errors import (
     StateConflictError,
     StateStoreError,
     ToolCallError,
+    ToolCancelled,
     ToolDefinitionError,
     ToolDeniedError,
     ToolError,
     ToolExecutionError,
     ToolFailed,
     ToolFailedError,
+    ToolInterruptedError,
     ToolNotFoundError,
     ToolregError,
     ToolRetry,
@@ -71,6 +73,7 @@ if _typing.TYPE_CHECKING:
         run_conversation,
         trim_history,
     )
+    from .idempotency import idempotency_key
     from .telemetry import instrument, uninstrument
 
 # The conversation driver and the telemetry load on first use (PEP 562): `import toolreg`
@@ -96,6 +99,7 @@ _LAZY = {
     "ToolStarted": "conversation",
     "TurnFinished": "conversation",
     "Usage": "conversation",
+    "idempotency_key": "idempotency",
     "instrument": "telemetry",
     "run_conversation": "conversation",
     "trim_history": "conversation",
@@ -162,6 +166,7 @@ __all__ = [
     "ToolCallError",
     "ToolCallEvent",
     "ToolCallReady",
+    "ToolCancelled",
     "ToolContext",
     "ToolDefinitionError",
     "ToolDeniedError",
@@ -170,6 +175,7 @@ __all__ = [
     "ToolFailed",
     "ToolFailedError",
     "ToolFinished",
+    "ToolInterruptedError",
     "ToolNotFoundError",
     "ToolProgress",
     "ToolRegistry",
@@ -194,6 +200,7 @@ __all__ = [
     "dispatch_tool",
     "filtered",
     "get_tools",
+    "idempotency_key",
     "instrument",
     "prefixed",
     "register_schema",
