@@ -37,6 +37,7 @@ PAGES = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
 SLOW = {
     "mcp_auth.py",
     "mcp_mount_stdio.py",
+    "mcp_oauth.py",
     "mcp_open_network.py",
     "mcp_pin.py",
     "mcp_serve_mount.py",

@@ -25,6 +25,9 @@
 | (`toolreg.sources.Credentials`)| `acredential`    | tool's own exception (redacted by `errors=`) |
 | a `lock=` function (the key of | `lock_key`       | the call is not run (`ToolExecutionError`,   |
 | the resource a call uses)      |                  | the exception chained)                       |
+| a mount's OAuth callbacks      | `oauth_callback` | the authorization fails: propagated to       |
+| (`authorize=`, `assertion=` of |                  | `toolreg.mcp.oauth`, which tells the call (or|
+| `toolreg.mcp.OAuth`)           |                  | the mount) so, the exception chained         |
 
 A sync tool that must not block the caller (one with a time limit, or any sync tool under
 async dispatch) runs in a thread of its own, with a copy of the caller's `contextvars`: an
@@ -95,6 +98,7 @@ __all__ = [
     "guard",
     "lock_key",
     "make_context",
+    "oauth_callback",
     "rank",
     "run_coroutine",
 ]
@@ -605,6 +609,19 @@ async def acredential(provider: Callable[[Any], Any], request: Any) -> Any:
     """A credential provider asked for a call's credential, from async code (a sync provider
     runs inline: it should be quick, a lookup); its exception propagates."""
     value = provider(request)
+    if type(value) not in _PLAIN and inspect.isawaitable(value):
+        return await value
+    return value
+
+
+async def oauth_callback(callback: Callable[[Any], Any], request: Any) -> Any:
+    """A mount's OAuth callback (`authorize=`, `assertion=`) asked about `request`, from the
+    mount's event loop: an async one awaited there; a sync one (it may wait on a person, a
+    browser, a local HTTP server) in a thread, so that the loop goes on meanwhile; an
+    awaitable it returns is awaited. Its exception propagates."""
+    if inspect.iscoroutinefunction(callback):
+        return await callback(request)
+    value = await _thread_future(functools.partial(callback, request))
     if type(value) not in _PLAIN and inspect.isawaitable(value):
         return await value
     return value
