@@ -72,7 +72,7 @@ registry.register_schema(
 )
 
 
-def _png() -> bytes:
+def png() -> bytes:
     """A 1x1 red PNG, made here (signature, IHDR, IDAT, IEND)."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:
@@ -86,7 +86,7 @@ def _png() -> bytes:
     )
 
 
-def _wav() -> bytes:
+def wav() -> bytes:
     """A tenth of a second of silence: 8 kHz, 8-bit mono WAV."""
     samples = b"\x80" * 800
     fmt = struct.pack("<HHIIHH", 1, 1, 8000, 8000, 1, 8)
@@ -98,13 +98,13 @@ def _wav() -> bytes:
 @registry.register_tool
 def test_image_content() -> Image:
     """Answer a 1x1 red PNG (scenario tools-call-image)."""
-    return Image(_png())
+    return Image(png())
 
 
 @registry.register_tool
 def test_audio_content() -> Audio:
     """Answer a short WAV sound (scenario tools-call-audio)."""
-    return Audio(_wav())
+    return Audio(wav())
 
 
 @registry.register_tool
@@ -119,4 +119,4 @@ def test_multiple_content_types() -> list[str | Image | File]:
     data = File(
         '{"test":"data","value":123}', "application/json", uri="test://mixed-content-resource"
     )
-    return ["Multiple content types test:", Image(_png()), data]
+    return ["Multiple content types test:", Image(png()), data]

@@ -409,16 +409,15 @@ def _truncated(text: str, room: int) -> str:
 
 
 def bounded(parts: list[Part], max_chars: int | None, max_bytes: int | None) -> tuple[Part, ...]:
-    """The parts a result keeps: at most `MAX_PARTS` (then a marker for the rest); text cut
+    """The parts a result keeps: at most `MAX_PARTS` (the last a marker for the rest, when
+    there are more: bounding again changes nothing); text cut
     where the text parts together pass `max_chars` (with the marker a plain result gets);
     an image, sound or file that would take the media past `max_bytes` left out, a marker
     in its place. None: no bound."""
     out: list[Part] = []
     chars = spent = 0
-    for index, part in enumerate(parts):
-        if index == MAX_PARTS:
-            out.append(f"[{len(parts) - MAX_PARTS} more parts left out: at most {MAX_PARTS}]")
-            break
+    more = len(parts) - MAX_PARTS + 1 if len(parts) > MAX_PARTS else 0
+    for part in parts[: MAX_PARTS - 1] if more else parts:
         if isinstance(part, str):
             if max_chars is not None:
                 room = max(max_chars - chars, 0)
@@ -435,6 +434,8 @@ def bounded(parts: list[Part], max_chars: int | None, max_bytes: int | None) -> 
             continue
         spent += size
         out.append(part)
+    if more:
+        out.append(f"[{more} more parts left out: at most {MAX_PARTS} in one result]")
     return tuple(out)
 
 
@@ -526,13 +527,13 @@ def from_wire(
         return File(body, given, name=ok_name, uri=ok_uri)
     except UsageError as exc:
         why = _WHY[getattr(exc, "part_problem", "malformed")]
-        return refused(why.format(type=shown, kind=kind))
+        return refused(why.format(type=shown, kind=kind, a="an" if kind[0] in "aeiou" else "a"))
 
 
 _WHY = {
     "mismatch": "its data is not the {type} it says it is",
     "unknown": "it has no media type, and its data is no {kind} toolreg knows",
-    "kind": "{type} is not a {kind} media type",
+    "kind": "{type} is not {a} {kind} type",
     "malformed": "it is malformed",
 }
 
