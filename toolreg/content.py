@@ -558,13 +558,16 @@ def parts_json(parts: tuple[Part, ...]) -> list[Any]:
 
 
 def read_parts_json(data: Any, limit: int = MAX_RESULT_BYTES) -> tuple[Part, ...]:
-    """`parts_json`'s output read back (untrusted: bounded like a mounted server's parts).
+    """`parts_json`'s output read back. It is untrusted (a saved state): each part is
+    checked as a mounted server's would be, and since toolreg writes only parts that pass,
+    one that does not means the data was edited.
 
     Raises:
-        ValueError: it is not a list of at most `MAX_PARTS + 1` strings and part objects.
+        ValueError: it is not a list of at most `MAX_PARTS` strings and part objects, or a
+            part is malformed, mislabelled or larger than `limit` (the reason says which).
     """
-    if not isinstance(data, list) or len(data) > MAX_PARTS + 1:
-        raise ValueError(f"not a list of at most {MAX_PARTS + 1} parts")
+    if not isinstance(data, list) or len(data) > MAX_PARTS:
+        raise ValueError(f"not a list of at most {MAX_PARTS} parts")
     out: list[Part] = []
     for entry in data:
         if isinstance(entry, str):
@@ -572,15 +575,16 @@ def read_parts_json(data: Any, limit: int = MAX_RESULT_BYTES) -> tuple[Part, ...
             continue
         if not isinstance(entry, dict) or entry.get("kind") not in ("image", "audio", "file"):
             raise ValueError("a part is neither text nor an image, a sound or a file")
-        out.append(
-            from_wire(
-                entry["kind"],
-                entry.get("data"),
-                entry.get("media_type"),
-                text=entry.get("text"),
-                name=entry.get("name"),
-                uri=entry.get("uri"),
-                limit=limit,
-            )
+        part = from_wire(
+            entry["kind"],
+            entry.get("data"),
+            entry.get("media_type"),
+            text=entry.get("text"),
+            name=entry.get("name"),
+            uri=entry.get("uri"),
+            limit=limit,
         )
+        if isinstance(part, str):
+            raise ValueError(f"a part that is refused: {part}")
+        out.append(part)
     return tuple(out)
