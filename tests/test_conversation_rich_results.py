@@ -10,6 +10,8 @@ import base64
 import json
 from typing import Any
 
+import anthropic
+import openai
 import pytest
 from _conformance_tools import png, wav
 
@@ -212,3 +214,64 @@ def test_a_saved_state_whose_parts_were_edited_is_refused() -> None:
             swapped = json.loads(saved.replace(PNG64, edit))
             with pytest.raises(ConversationStateError, match=why):
                 Conversation.from_state(swapped, server.anthropic_client(), registry=tools())
+
+
+# -- ScriptedServer refuses what each API refuses -------------------------------------------
+
+CALLED = {"id": "c1", "type": "function", "function": {"name": "chart", "arguments": "{}"}}
+
+
+def test_scripted_server_refuses_an_image_in_a_chat_tool_message() -> None:
+    image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG64}"}}
+    messages: Any = [
+        {"role": "user", "content": "Show me"},
+        {"role": "assistant", "content": None, "tool_calls": [CALLED]},
+        {"role": "tool", "tool_call_id": "c1", "content": [image]},
+    ]
+    with ScriptedServer([text("never")]) as server:
+        client = server.client()
+        with pytest.raises(openai.BadRequestError, match="only allowed in user messages"):
+            client.chat.completions.create(model=MODEL, messages=messages)
+
+
+def test_scripted_server_refuses_a_mislabelled_image_in_a_tool_result() -> None:
+    jpeg64 = base64.b64encode(b"\xff\xd8\xff\xe0" + b"\x00" * 16).decode()
+    source = {"type": "base64", "media_type": "image/png", "data": jpeg64}
+    messages: Any = [
+        {"role": "user", "content": "Show me"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "chart", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t1",
+                    "content": [{"type": "image", "source": source}],
+                }
+            ],
+        },
+    ]
+    with (
+        ScriptedServer([text("never")]) as server,
+        pytest.raises(anthropic.BadRequestError, match="does not match the provided media type"),
+    ):
+        server.anthropic_client().messages.create(model=MODEL, max_tokens=10, messages=messages)
+
+
+def test_scripted_server_refuses_an_image_type_the_responses_api_does_not_take() -> None:
+    items: Any = [
+        {"role": "user", "content": "Show me"},
+        {"type": "function_call", "call_id": "c1", "name": "chart", "arguments": "{}"},
+        {
+            "type": "function_call_output",
+            "call_id": "c1",
+            "output": [{"type": "input_image", "image_url": "data:image/bmp;base64,Qk0="}],
+        },
+    ]
+    with ScriptedServer([text("never")]) as server:
+        client = server.client()
+        with pytest.raises(openai.BadRequestError, match="'image/bmp' is not supported"):
+            client.responses.create(model=MODEL, input=items, store=False)

@@ -245,9 +245,8 @@ def _checked_type(owner: str, media_type: Any, prefix: str) -> str:
         )
     essence = _ALIASES.get(matched.group(1), matched.group(1))
     if prefix and not essence.startswith(prefix):
-        raise _refused(
-            "kind", f"{owner}: a {prefix[:-1]} has a {prefix}... media type, not {essence!r}"
-        )
+        what = "an image" if prefix == "image/" else "a sound"
+        raise _refused("kind", f"{owner}: {what} has an {prefix}... media type, not {essence!r}")
     return essence + matched.group(2)
 
 
