@@ -50,6 +50,11 @@ def tools() -> ToolRegistry:
         return ["Here:", Image(png())]
 
     @registry.register_tool(destructive=True)
+    def crop(size: int) -> Image:
+        """Crop the chart to a size."""
+        return Image(png())
+
+    @registry.register_tool(destructive=True)
     def delete(chart: str) -> str:
         """Delete a chart."""
         return f"deleted {chart}"
@@ -160,6 +165,20 @@ def test_return_direct_answers_with_the_text() -> None:
     with ScriptedServer([tool_call("snapshot")]) as server:
         reply = Conversation(server.anthropic_client(), MODEL, registry=tools()).send("Snap")
     assert (reply.stop_reason, reply.text) == ("return_direct", f"Here:\n{MARKER}")
+
+
+def test_a_person_s_edit_of_the_arguments_goes_before_the_image() -> None:
+    with ScriptedServer([tool_call("crop", size=9), text("Cropped.")]) as server:
+        chat = Conversation(server.anthropic_client(), MODEL, registry=tools(), confirm="defer")
+        paused = chat.send("Crop it")
+        done = chat.resume({paused.pending[0].call_id: {"arguments": {"size": 2}}})
+        answer = last_tool_answer(server.requests[1])
+    note = '(The user changed the arguments to {"size": 2} before it ran.)'
+    assert done.tool_results[0].parts == (note, Image(png()))
+    assert answer["content"] == [
+        {"type": "text", "text": note},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG64}},
+    ]
 
 
 def test_an_output_guardrail_that_withholds_a_rich_result_withholds_its_media() -> None:
