@@ -112,8 +112,9 @@ _ALIASES = {
 
 
 def sniff(data: bytes, prefix: str = "") -> str | None:
-    """The media type the bytes' signature says (`SIGNATURES`), among the types starting
-    with `prefix` (`"image/"`, `"audio/"`); None when none matches."""
+    """The media type the signature of `data` (its first bytes) says (`SIGNATURES`),
+    among the types starting with `prefix` (`"image/"`, `"audio/"`); None when none
+    matches."""
     for media_type, matches in SIGNATURES.items():
         if media_type.startswith(prefix) and matches(data):
             return media_type
@@ -251,8 +252,9 @@ def _checked_type(owner: str, media_type: Any, prefix: str) -> str:
 
 
 class Image(Media):
-    """An image a tool returns: `Image(data)` (PNG, JPEG, GIF or WebP: the type is read from
-    the bytes) or `Image(data, "image/svg+xml")`.
+    """An image a tool returns: `Image(data)` (PNG, JPEG, GIF or WebP: the `media_type` is
+    read from the bytes) or `Image(data, "image/svg+xml")` (a `media_type` given; a few
+    names in use are read as the standard one: `image/jpg` is `image/jpeg`).
 
     Raises:
         UsageError: the data is not bytes or is empty, the media type is not `image/...`,
@@ -269,8 +271,9 @@ class Image(Media):
 
 
 class Audio(Media):
-    """A sound a tool returns: `Audio(data)` (WAV, MP3, Ogg or FLAC: read from the bytes) or
-    `Audio(data, "audio/webm")`. Raises `UsageError` as `Image` does."""
+    """A sound a tool returns: `Audio(data)` (WAV, MP3, Ogg or FLAC: the `media_type` is
+    read from the bytes) or `Audio(data, "audio/webm")`. Raises `UsageError` as `Image`
+    does."""
 
     __slots__ = ()
     kind = "audio"
@@ -281,9 +284,9 @@ class Audio(Media):
 
 
 class File(Media):
-    """A file a tool returns: bytes (`File(pdf, name="report.pdf")`: the type is read from
-    the bytes, else `application/octet-stream`) or text (`File(csv_text, "text/csv")`; text
-    is `text/plain` unless told). `name` is its file name (no path), `uri` where it comes
+    """A file a tool returns: bytes (`File(pdf, name="report.pdf")`: the `media_type` is
+    read from the bytes, else `application/octet-stream`) or text (`File(csv_text,
+    "text/csv")`; text is `text/plain` unless told). `name` is its file name (no path), `uri` where it comes
     from (served over MCP as an embedded resource with that URI; without one,
     `file:///<name>`).
 
@@ -477,10 +480,14 @@ def from_wire(
     uri: Any = None,
     limit: int = MAX_RESULT_BYTES,
 ) -> Part:
-    """A part from untrusted data (base64 `data`, or a file's `text`), or the text marker
-    that says why it is left out: malformed base64, a missing or malformed media type, bytes
-    that are not the type said, more than `limit` bytes. Never raises; quotes nothing of the
-    data, and of the media type only its `type/subtype` when it is a well-formed one."""
+    """A part from untrusted data, or the text marker that says why it is left out:
+    malformed base64, a missing or malformed media type, bytes that are not the type said,
+    more than `limit` bytes. Never raises; quotes nothing of the data, and of the media type
+    only its `type/subtype` when it is a well-formed one.
+
+    `kind` is "image", "audio" or "file"; `data` the base64 bytes, or for a text file its
+    `text`; `media_type` the type the sender claims (None: read from the bytes); `name` and
+    `uri` a file's (dropped when malformed)."""
     matched = (
         _MEDIA_TYPE.fullmatch(media_type.strip().lower())
         if isinstance(media_type, str) and len(media_type) <= _MAX_MEDIA_TYPE
@@ -538,8 +545,8 @@ _WHY = {
 
 
 def parts_json(parts: tuple[Part, ...]) -> list[Any]:
-    """Parts as JSON (a saved state): text as a string, media as an object with its `kind`,
-    `media_type`, and `data` (base64) or a text file's `text`."""
+    """The `parts` of a result as JSON (a saved state): text as a string, media as an object
+    with its `kind`, `media_type`, and `data` (base64) or a text file's `text`."""
     out: list[Any] = []
     for part in parts:
         if isinstance(part, str):

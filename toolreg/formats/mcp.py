@@ -101,7 +101,7 @@ class EmbeddedResource(TypedDict):
 
 
 ContentBlock = Union[TextContent, ImageContent, AudioContent, EmbeddedResource]
-"""A content block of a `CallToolResult`."""
+"""A content block of a `CallToolResult`: text, an image, a sound or an embedded file."""
 
 
 class Observation(TypedDict):
