@@ -286,9 +286,9 @@ class Audio(Media):
 class File(Media):
     """A file a tool returns: bytes (`File(pdf, name="report.pdf")`: the `media_type` is
     read from the bytes, else `application/octet-stream`) or text (`File(csv_text,
-    "text/csv")`; text is `text/plain` unless told). `name` is its file name (no path), `uri` where it comes
-    from (served over MCP as an embedded resource with that URI; without one,
-    `file:///<name>`).
+    "text/csv")`; text is `text/plain` unless told). `name` is its file name (no path),
+    `uri` where it comes from (served over MCP as an embedded resource with that URI;
+    without one, `file:///<name>`).
 
     Raises:
         UsageError: the data is empty or neither bytes nor text, the media type is
