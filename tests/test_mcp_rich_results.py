@@ -14,6 +14,8 @@ from typing import Any
 import mcp_types as types
 import pytest
 from _conformance_tools import png, wav
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from mcp import Client
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
@@ -21,6 +23,7 @@ from test_mcp_untrusted import yes
 
 import toolreg.mcp.results
 from toolreg import Audio, File, Image, ToolError, ToolRegistry, combined, prefixed
+from toolreg.content import MAX_PARTS, SIGNATURES, Media
 from toolreg.mcp import HttpServer, Mount, asgi_app, mount
 
 PDF = b"%PDF-1.4\n1 0 obj << >> endobj\n%%EOF\n"
@@ -302,3 +305,46 @@ def test_a_failure_with_media_says_so_without_their_data(liar_url: str) -> None:
         result = registry.dispatch_tool("failing", {}, confirm=yes)
     assert (result.ok, result.parts) == (False, ())
     assert result.content == "Rendering failed:\n[image left out]"
+
+
+# -- property: whatever blocks a server sends, the parts are bounded and checked ------------
+
+_data = st.one_of(
+    st.sampled_from([png(), wav(), JPEG, PDF, b""]).map(b64),
+    st.binary(max_size=40).map(b64),
+    st.text(max_size=20),
+)
+_types = st.one_of(
+    st.sampled_from(["image/png", "image/jpeg", "audio/wav", "application/pdf"]),
+    st.text(max_size=20),
+)
+_blocks = st.one_of(
+    st.builds(lambda t: types.TextContent(type="text", text=t), st.text(max_size=50)),
+    st.builds(lambda d, m: types.ImageContent(type="image", data=d, mime_type=m), _data, _types),
+    st.builds(lambda d, m: types.AudioContent(type="audio", data=d, mime_type=m), _data, _types),
+    st.builds(
+        lambda d, m: types.EmbeddedResource(
+            type="resource",
+            resource=types.BlobResourceContents(uri="test://x", mime_type=m, blob=d),
+        ),
+        _data,
+        st.one_of(st.none(), _types),
+    ),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(blocks=st.lists(_blocks, max_size=120))
+def test_remote_parts_are_bounded_and_every_media_part_is_what_it_says(blocks: list[Any]) -> None:
+    found = toolreg.mcp.results.remote_parts(blocks)
+    if found is None:
+        assert all(isinstance(b, types.TextContent) for b in blocks)
+        return
+    parts, refused = found
+    assert len(parts) <= MAX_PARTS
+    media = [p for p in parts if isinstance(p, Media)]
+    assert sum(p.size for p in media) <= toolreg.mcp.results.MAX_REMOTE_BYTES
+    for part in media:
+        check = SIGNATURES.get(part.essence)
+        assert check is None or isinstance(part.data, str) or check(part.data)
+    assert refused <= len(blocks)
