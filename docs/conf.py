@@ -35,6 +35,7 @@ toolreg_api_modules = [
     "toolreg.errors",
     "toolreg",
     "toolreg.idempotency",
+    "toolreg.content",
     "toolreg.conversation",
     "toolreg.testing",
     "toolreg.formats",

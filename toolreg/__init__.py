@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib as _importlib
 import typing as _typing
 
+from .content import Audio, File, Image
 from .errors import (
     CallLimitError,
     ConversationError,
@@ -134,17 +135,20 @@ adispatch_many = default_registry.adispatch_many
 __all__ = [
     "ApprovalRequired",
     "AsyncConversation",
+    "Audio",
     "CallLimitError",
     "Conversation",
     "ConversationError",
     "ConversationOptions",
     "ConversationStateError",
     "DuplicateToolError",
+    "File",
     "GuardrailInput",
     "GuardrailOutput",
     "GuardrailRejectedError",
     "GuardrailTripped",
     "Hooks",
+    "Image",
     "Injected",
     "InvalidArgumentsError",
     "InvalidJSONError",

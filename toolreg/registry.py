@@ -19,6 +19,7 @@ else:
     from typing_extensions import Unpack
 
 from . import formats
+from .content import MAX_RESULT_BYTES
 from .dispatch import (
     Dispatcher,
     DispatchSettings,
@@ -81,6 +82,9 @@ class ToolRegistry:
         max_concurrency: how many calls `dispatch_many` runs at once.
         max_result_chars: the default cut for results (a tool's own `max_result_chars=`
             wins); None: no cut.
+        max_result_bytes: the most bytes of images, audio and files one result may hold,
+            10 MiB by default (a tool's own `max_result_bytes=` wins); a part past them is
+            left out with a marker; None: no bound.
         ranker: reorders tool-search candidates with the application's own ranking (e.g.
             embeddings): a function `(query, candidates) -> tools`, best first.
 
@@ -100,6 +104,7 @@ class ToolRegistry:
         max_depth: int = 64,
         max_concurrency: int = 8,
         max_result_chars: int | None = None,
+        max_result_bytes: int | None = MAX_RESULT_BYTES,
         ranker: Ranker | None = None,
     ) -> None:
         if ranker is not None and not callable(ranker):
@@ -123,6 +128,7 @@ class ToolRegistry:
                 max_depth=max_depth,
                 max_concurrency=max_concurrency,
                 max_result_chars=max_result_chars,
+                max_result_bytes=max_result_bytes,
             ),
         )
 
@@ -149,6 +155,7 @@ class ToolRegistry:
         timeout: float | None = None,
         return_direct: bool = False,
         max_result_chars: int | None = None,
+        max_result_bytes: int | None = None,
         tags: Iterable[str] = (),
         result_filter: ResultFilter | None = None,
         coerce: bool | None = None,

@@ -52,7 +52,7 @@ class Tool:
 
     `parameters` is the JSON Schema of the arguments object; treat it as read-only.
     Flags are read by dispatch (`timeout`, `destructive`, `requires_confirmation`,
-    `max_result_chars`, `result_filter`, `coerce`), by exports (`read_only`,
+    `max_result_chars`, `max_result_bytes`, `result_filter`, `coerce`), by exports (`read_only`,
     `destructive` as MCP annotations; `strict`) and by an MCP server (`scopes`: the OAuth
     scopes a client's token must hold for the tool to be listed or called).
     """
@@ -82,6 +82,10 @@ class Tool:
     max_result_chars: int | None = None
     """The longest result text the model reads; a longer one is cut with a visible marker
     (else the registry's `max_result_chars`)."""
+    max_result_bytes: int | None = None
+    """The most bytes of images, audio and files one result may hold (see
+    `toolreg.content`); a part past them is left out, a marker in its place (else the
+    registry's `max_result_bytes`, 10 MiB by default)."""
     tags: frozenset[str] = frozenset()
     """Labels to select tools by: `get_tools(tags=...)`, `Conversation(tools=[tag])`, a tool
     search's `always=`."""
@@ -343,6 +347,7 @@ OPTIONS = frozenset(
         "timeout",
         "return_direct",
         "max_result_chars",
+        "max_result_bytes",
         "tags",
         "result_filter",
         "coerce",
@@ -527,6 +532,7 @@ def _checked_schema(parameters: Mapping[str, Any], owner: str, name: str) -> Jso
 _POSITIVE: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
     ("timeout", (int, float), "a positive number of seconds"),
     ("max_result_chars", int, "a positive whole number"),
+    ("max_result_bytes", int, "a positive whole number"),
 )
 _FLAGS = (
     "strict",

@@ -52,6 +52,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..content import parts_json, read_parts_json
 from ..errors import (
     CallLimitError,
     ConversationError,
@@ -388,6 +389,8 @@ def _result_json(result: ToolResult) -> Json:
     found = found_names(result)  # a search's: the names, loaded again on resume
     if found is not None:
         out["found"] = found
+    if result.parts:
+        out["parts"] = parts_json(result.parts)
     return out
 
 
@@ -494,7 +497,7 @@ def _check_message(message: Any) -> None:
         raise _bad(f"a message has the role {role[:40]!r}")
     for key in ("content", "name", "call_id", "tool_call_id", "arguments", "output"):
         value = message.get(key)
-        kinds: Any = (str, list) if key == "content" else str
+        kinds: Any = (str, list) if key in ("content", "output") else str
         if key == "arguments" and kind == "tool_search_call":
             kinds = (str, dict)  # the Responses API's tool search sends an object
         if value is not None and not isinstance(value, kinds):
@@ -726,7 +729,12 @@ def _result(data: Any) -> ToolResult:
         or not all(isinstance(n, str) for n in found)
     ):
         raise _bad(f"a result's 'found' is not a list of at most {MAX_FOUND} tool names")
+    try:
+        parts = read_parts_json(data["parts"]) if "parts" in data else ()
+    except ValueError as exc:
+        raise _bad(f"a result's 'parts' are {exc}") from None
     return ToolResult(
+        parts=parts if ok else (),
         tool_name=name,
         call_id=call_id if isinstance(call_id, str) else None,
         ok=ok,

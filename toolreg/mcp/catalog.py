@@ -6,7 +6,9 @@ Plain functions, no I/O: the SDK's handlers and the HTTP fast path both answer f
   annotations) plus an `outputSchema` when the function's return annotation describes a
   JSON object (a TypedDict, dataclass, NamedTuple, pydantic model or `dict`).
 - A `tools/call` result is the dispatch result's text, `isError` for any failure, and
-  `structuredContent` (the same JSON, parsed) when the tool has an output schema.
+  `structuredContent` (the same JSON, parsed) when the tool has an output schema; a rich
+  result (an image, a sound, a file, or a list mixing them with text) is one content block
+  per part: `text`, `image`, `audio`, an embedded `resource` for a file.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from ..definition.returns import return_object_schema
 from ..formats import export_tools
+from ..formats.mcp import content_blocks
 from ..jsonvalues import copy_json
 from ..result import ToolResult
 from ..tool import Tool
@@ -46,11 +49,8 @@ def call_result(result: ToolResult, structured: bool) -> dict[str, Any]:
     its JSON as `structuredContent` (omitted when the text is not a JSON object, e.g. cut
     by `max_result_chars`).
     """
-    out: dict[str, Any] = {
-        "content": [{"type": "text", "text": result.content}],
-        "isError": not result.ok,
-    }
-    if structured and result.ok:
+    out: dict[str, Any] = {"content": content_blocks(result), "isError": not result.ok}
+    if structured and result.ok and not result.parts:
         try:
             data = json.loads(result.content)
         except ValueError:

@@ -68,6 +68,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from ..content import Part, fallback_text
 from ..definition.injection import instructions_to_model, schema_descriptions
 from ..definition.names import NAME_RULES, check_name
 from ..dispatch import DispatchSettings
@@ -83,7 +84,7 @@ from ..validation.untrusted import UntrustedSchemaError, check_patterns_for_re, 
 from .errors import McpConnectionError
 from .oauth import OAuth, OAuthAuth, OAuthUsers
 from .pinning import PendingTool, PinFile, Pinning
-from .results import remote_failure, remote_result, result_problem
+from .results import has_media, remote_failure, remote_parts, remote_result, result_problem
 from .server import asked_about
 from .tasks import CURRENT_CALL, RemoteTaskError, TaskCall, TasksClient, offers_tasks, shown_text
 from .users import Bearer, UserSessions, refusal, scrub_failure, scrubbed
@@ -99,20 +100,27 @@ _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the SDK's own: a response ma
 @dataclass(frozen=True, slots=True)
 class RemoteResult:
     """A mounted tool's successful result, as `ToolResult.value`: the server's text (what
-    the model reads, `ToolResult.content`), its `structuredContent`, and its content blocks."""
+    the model reads, `ToolResult.content`), its `structuredContent`, its content blocks,
+    and, when it holds images, audio or embedded files, its parts (`ToolResult.parts`: see
+    `toolreg.content`; the text is then their text fallback)."""
 
     text: str
     structured: Any = None
     content: tuple[dict[str, Any], ...] = ()
+    parts: tuple[Part, ...] = ()
 
 
 def remote_text(result: types.CallToolResult) -> str:
-    """The text of a `CallToolResult`: its text blocks, one per line; any other block as
-    JSON; the structured content as JSON when there is no block at all."""
+    """The text of a `CallToolResult`: its text blocks, one per line; an image, a sound or
+    an embedded file as a marker (`[image left out]`: its data is no text); any other block
+    as JSON; the structured content as JSON when there is no block at all."""
     parts = []
     for block in result.content:
         if isinstance(block, types.TextContent):
             parts.append(block.text)
+        elif isinstance(block, (types.ImageContent, types.AudioContent, types.EmbeddedResource)):
+            kind = "file" if isinstance(block, types.EmbeddedResource) else block.type
+            parts.append(f"[{kind} left out]")
         else:
             dumped = block.model_dump(mode="json", by_alias=True, exclude_none=True)
             parts.append(json.dumps(dumped, ensure_ascii=False))
@@ -121,8 +129,10 @@ def remote_text(result: types.CallToolResult) -> str:
     return "\n".join(parts)
 
 
-def _text_of(value: RemoteResult) -> str:
-    return value.text
+def _text_of(value: RemoteResult) -> str | tuple[Part, ...]:
+    """What dispatch renders of a remote result: its parts when it has media (a rich
+    result), else its text."""
+    return value.parts if value.parts else value.text
 
 
 class Mount(BaseToolset):
@@ -794,12 +804,27 @@ class Mount(BaseToolset):
         text = remote_text(result)
         if result.is_error:  # the server's words: under the registry's errors= policy
             raise remote_failure(local, text)
-        text = remote_result(text)  # however much the server sent
         blocks = tuple(
             block.model_dump(mode="json", by_alias=True, exclude_none=True)
             for block in result.content
         )
-        return RemoteResult(text, result.structured_content, blocks)
+        rich = remote_parts(result.content)
+        if rich is None:
+            text = remote_result(text)  # however much the server sent
+            return RemoteResult(text, result.structured_content, blocks)
+        parts, refused = rich
+        if refused:
+            _log.warning(
+                "the MCP server %s answered %r with %d image, audio or file part(s) left out "
+                "(malformed, mislabelled or too large)",
+                self._label(),
+                remote,
+                refused,
+            )
+        text = remote_result(fallback_text(parts))
+        if not has_media(parts):  # every one refused: the markers are the text
+            parts = ()
+        return RemoteResult(text, result.structured_content, blocks, parts)
 
     async def _answer_of(
         self, sent: asyncio.Future[types.CallToolResult], call: TaskCall
