@@ -265,7 +265,7 @@ LAYERS: list[set[str]] = [
     {"types"},
     {"validation"},
     {"definition"},
-    {"tool", "observe"},
+    {"tool", "observe", "asking"},
     {"dispatch"},
     {"formats"},
     {"search"},

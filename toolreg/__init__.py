@@ -13,11 +13,13 @@ import typing as _typing
 from .content import Audio, File, Image
 from .errors import (
     CallLimitError,
+    CannotAskError,
     ConversationError,
     ConversationStateError,
     DuplicateToolError,
     GuardrailRejectedError,
     GuardrailTripped,
+    InvalidAnswerError,
     InvalidArgumentsError,
     InvalidJSONError,
     MissingContextError,
@@ -43,7 +45,7 @@ from .errors import (
     UnsupportedTypeError,
     UsageError,
 )
-from .params import Injected, Param, ToolContext
+from .params import Answer, Injected, Param, ToolContext
 from .registry import ToolRegistry, default_registry
 from .result import ToolCall, ToolResult
 from .tool import Tool
@@ -133,10 +135,12 @@ dispatch_many = default_registry.dispatch_many
 adispatch_many = default_registry.adispatch_many
 
 __all__ = [
+    "Answer",
     "ApprovalRequired",
     "AsyncConversation",
     "Audio",
     "CallLimitError",
+    "CannotAskError",
     "Conversation",
     "ConversationError",
     "ConversationOptions",
@@ -150,6 +154,7 @@ __all__ = [
     "Hooks",
     "Image",
     "Injected",
+    "InvalidAnswerError",
     "InvalidArgumentsError",
     "InvalidJSONError",
     "MissingContextError",

@@ -398,6 +398,29 @@ class ToolCancelled(ToolError):
     is "interrupted", its error a `ToolInterruptedError`."""
 
 
+class CannotAskError(ToolFailed):
+    """Raised by `ToolContext.ask` / `aask` where nobody can be asked: a plain
+    `dispatch_tool`, an MCP client that did not declare elicitation, a stateless HTTP
+    request. A tool may catch it and carry on without the answer, or let it through: the
+    model then reads "Tool '...' needs to ask the user, which this caller cannot." (and, as
+    for any `ToolFailed`, not to retry)."""
+
+    def __init__(self, tool_name: str, why: str | None = None) -> None:
+        self.tool_name = tool_name
+        self.why = why
+        super().__init__(f"Tool '{tool_name}' needs to ask the user, which this caller cannot.")
+
+
+class InvalidAnswerError(ToolError):
+    """Raised by `ToolContext.ask` / `aask` when the user accepted with an answer that does
+    not fit the question's schema: the tool never sees bad data. `problems` holds
+    `(field, message)` pairs. Let through, its message reaches the model as written."""
+
+    def __init__(self, message: str, *, problems: Sequence[tuple[str, str]] = ()) -> None:
+        self.problems = tuple(problems)
+        super().__init__(message)
+
+
 class UsageError(ToolregError, ValueError, TypeError):
     """toolreg was used wrongly: an option out of range, a value of the wrong type.
 

@@ -18,11 +18,16 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
+from .errors import CannotAskError
+
 if TYPE_CHECKING:
     from decimal import Decimal
 
 __all__ = [
     "UNSET",
+    "Answer",
+    "AnswerAction",
+    "Asker",
     "CancelScope",
     "CancelSignal",
     "Injected",
@@ -269,6 +274,38 @@ cancel_scope: ContextVar[CancelScope | None] = ContextVar("toolreg_cancel_scope"
 in each run's context); None: only the call's own time limit sets its signal."""
 
 
+AnswerAction = Literal["accept", "decline", "cancel"]
+"""What the user did with a question (MCP elicitation's actions)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The user's answer to `ToolContext.ask`: `action` "accept" (with `data`, the answer
+    checked against the question's schema), "decline" (they chose not to answer) or
+    "cancel" (they dismissed the question). `value` is `data` as the schema's type when the
+    question was asked with a TypedDict or dataclass (else `data` itself); None unless
+    accepted."""
+
+    action: AnswerAction
+    data: dict[str, Any] | None = None
+    value: Any = field(default=None, compare=False)
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the user answered (`action == "accept"`)."""
+        return self.action == "accept"
+
+
+class Asker(Protocol):
+    """Where `ToolContext.ask` / `aask` go: `toolreg.asking.Asking` over a channel (an MCP
+    client's elicitation, a conversation's pause). It builds the question from `schema`,
+    asks, and returns the checked `toolreg.Answer`."""
+
+    def ask(self, ctx: ToolContext[Any], question: str, schema: Any) -> Answer: ...
+
+    async def aask(self, ctx: ToolContext[Any], question: str, schema: Any) -> Answer: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext(Generic[DepsT]):
     """What dispatch passes to a parameter annotated `ToolContext`.
@@ -285,6 +322,14 @@ class ToolContext(Generic[DepsT]):
     same call runs again (a retry, a resume, a replay), to pass to a payment or ticket API;
     None when the caller of dispatch gave none. `cancelled` is set when the call should
     stop (`CancelSignal`).
+
+    `ask(question, schema)` (a sync tool) and `await aask(question, schema)` (an async
+    tool) ask the user for structured input while the tool runs, and return a
+    `toolreg.Answer` (`action` "accept" with the validated `data`, "decline" or
+    "cancel"). Over MCP it is an elicitation; in a conversation the turn pauses
+    (`reply.stop_reason == "input_required"`) and the tool runs again from the start once
+    `resume` gives the answer. Where nobody can be asked (plain `dispatch_tool`) it raises
+    `toolreg.CannotAskError`. `asker` is set by whoever runs the call.
     """
 
     deps: DepsT
@@ -294,3 +339,18 @@ class ToolContext(Generic[DepsT]):
     log: LogReporter = field(default=_no_log, repr=False, compare=False)
     idempotency_key: str | None = None
     cancelled: CancelSignal = field(default_factory=CancelSignal, repr=False, compare=False)
+    asker: Asker | None = field(default=None, repr=False, compare=False)
+
+    def ask(self, question: str, schema: Any) -> Answer:
+        """Ask the user `question` and wait for a form answer fitting `schema` (a flat JSON
+        Schema object of primitive properties, or a TypedDict / dataclass of them): a
+        `toolreg.Answer`. From a sync tool (it blocks); an async tool awaits `aask`."""
+        if self.asker is None:
+            raise CannotAskError(self.tool_name or "(unnamed)")
+        return self.asker.ask(self, question, schema)
+
+    async def aask(self, question: str, schema: Any) -> Answer:
+        """`ask` for an async tool."""
+        if self.asker is None:
+            raise CannotAskError(self.tool_name or "(unnamed)")
+        return await self.asker.aask(self, question, schema)

@@ -20,6 +20,7 @@ import functools
 from collections.abc import Collection
 from typing import Any
 
+from ..asking import asking_for
 from ..errors import InvalidArgumentsError
 from ..params import CancelSignal, ToolContext, no_progress, progress_sink
 from ..tool import CallPlan, Tool
@@ -261,6 +262,7 @@ def _inject(
                 call_id=call_id,
                 idempotency_key=context.idempotency_key if key is None else key,
                 cancelled=cancelled,
+                asker=context.asker if context.asker is not None else asking_for(),
             )
         else:
             sink = progress_sink.get()  # a conversation's stream() follows the progress
@@ -272,6 +274,7 @@ def _inject(
                 report_progress=report,
                 idempotency_key=key,
                 cancelled=cancelled,
+                asker=asking_for(),
             )
     return kwargs
 
