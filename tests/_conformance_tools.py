@@ -120,3 +120,86 @@ def test_multiple_content_types() -> list[str | Image | File]:
         '{"test":"data","value":123}', "application/json", uri="test://mixed-content-resource"
     )
     return ["Multiple content types test:", Image(png()), data]
+
+
+# -- elicitation: a tool asks the person behind the client (ctx.ask) ------------------------
+
+USER_INFO = {
+    "type": "object",
+    "properties": {
+        "username": {"type": "string", "description": "Your user name"},
+        "email": {"type": "string", "description": "Your email address"},
+    },
+    "required": ["username", "email"],
+}
+
+DEFAULTS = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {
+            "type": "string",
+            "enum": ["active", "inactive", "pending"],
+            "default": "active",
+        },
+        "verified": {"type": "boolean", "default": True},
+    },
+}
+
+ENUMS = {
+    "type": "object",
+    "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {
+            "type": "string",
+            "oneOf": [
+                {"const": "value1", "title": "First Option"},
+                {"const": "value2", "title": "Second Option"},
+                {"const": "value3", "title": "Third Option"},
+            ],
+        },
+        "legacyEnum": {
+            "type": "string",
+            "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"],
+        },
+        "untitledMulti": {
+            "type": "array",
+            "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        },
+        "titledMulti": {
+            "type": "array",
+            "items": {
+                "anyOf": [
+                    {"const": "value1", "title": "First Choice"},
+                    {"const": "value2", "title": "Second Choice"},
+                    {"const": "value3", "title": "Third Choice"},
+                ]
+            },
+        },
+    },
+}
+
+
+def _completed(answer: Any) -> str:
+    return f"Elicitation completed: action={answer.action}, content={answer.data}"
+
+
+@registry.register_tool
+async def test_elicitation(message: str, ctx: ToolContext[Any]) -> str:
+    """Ask the user for a user name and an email (scenario tools-call-elicitation)."""
+    return _completed(await ctx.aask(message, USER_INFO))
+
+
+@registry.register_tool
+def test_elicitation_sep1034_defaults(ctx: ToolContext[Any]) -> str:
+    """Ask with a default for every primitive type (scenario elicitation-sep1034-defaults)."""
+    return _completed(ctx.ask("Please review your details", DEFAULTS))
+
+
+@registry.register_tool
+async def test_elicitation_sep1330_enums(ctx: ToolContext[Any]) -> str:
+    """Ask with every kind of enum (scenario elicitation-sep1330-enums)."""
+    return _completed(await ctx.aask("Please choose", ENUMS))

@@ -54,6 +54,7 @@ from mcp_types.jsonrpc import HEADER_MISMATCH
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from ..asking import Asking
 from ..dispatch import ConfirmCallback
 from ..dispatch.calling import THREAD_WATCH, make_context
 from ..errors import ToolDeniedError, ToolTimeoutError, UsageError
@@ -67,6 +68,7 @@ from .auth import UNRESTRICTED, Caller, address_caller, token_caller
 from .cache import ResultCache
 from .catalog import Catalog, call_result
 from .context import LogLevels, McpRequest, Note, Reporter
+from .elicit import client_asking, task_asking
 from .tasks import (
     EXTENSION,
     INTERRUPTED,
@@ -306,10 +308,12 @@ class ToolService:
         confirm: ConfirmCallback | None = None,
         meta: Mapping[str, Any] | None = None,
         caller: Caller = UNRESTRICTED,
+        asker: Asking | None = None,
     ) -> ToolResult:
         """Dispatch one call of a registered tool; never raises for the call's failures (a
         tool that needs a context and gets none raises `MissingContextError`: the server's
-        mistake, which the SDK answers as an internal error). With a `cache`, a read-only
+        mistake, which the SDK answers as an internal error). `asker`: where its `ctx.ask`
+        goes (none: it cannot ask). With a `cache`, a read-only
         or idempotent tool's result may come from it (same tool, arguments and caller), but
         only after `context=` has run for this call: the factory is where an application
         refuses a caller, and a refusal takes effect at once, cached results or not."""
@@ -328,7 +332,7 @@ class ToolService:
             cached = None if key is None else cache.get(key, tool, call_id)
             if cached is not None:
                 return cached
-        result = await self._call(tool, arguments, deps, call_id, reporter, confirm, meta)
+        result = await self._call(tool, arguments, deps, call_id, reporter, confirm, meta, asker)
         if key is not None and cache is not None:
             cache.put(key, tool, result)
         return result
@@ -342,8 +346,9 @@ class ToolService:
         reporter: Reporter | None,
         confirm: ConfirmCallback | None,
         meta: Mapping[str, Any] | None,
+        asker: Asking | None = None,
     ) -> ToolResult:
-        context = _tool_context(tool, deps, reporter)
+        context = _tool_context(tool, deps, reporter, asker)
         key = None if meta is None else received_key(meta.get(META_KEY))  # the caller's
         with extracted(meta):  # the caller's trace, when it sent one and toolreg is traced
             dispatcher = self.toolset.dispatcher
@@ -436,6 +441,7 @@ class ToolService:
                 confirm=_asked_in(task, ttl) if job.asks else None,
                 meta=meta,
                 caller=job.caller,
+                asker=task_asking(task, job.meta, ttl),
             )
         finally:
             await reporter.close()
@@ -512,14 +518,17 @@ def _retrieve(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
-def _tool_context(tool: Tool, deps: Any, reporter: Reporter | None) -> Any:
+def _tool_context(
+    tool: Tool, deps: Any, reporter: Reporter | None, asker: Asking | None = None
+) -> Any:
     """What dispatch gets as `context=`: the deps, in a `ToolContext` that reports to the
-    client when there is a reporter (a parameter that takes the raw context gets the deps)."""
+    client and asks it (`asker`) when there is a reporter (a parameter that takes the raw
+    context gets the deps)."""
     if reporter is None or isinstance(deps, ToolContext):
         return deps
     if any(kind == "raw" for _, kind in tool.plan.context):
         return deps
-    return ToolContext(deps, report_progress=reporter.progress, log=reporter.log)
+    return ToolContext(deps, report_progress=reporter.progress, log=reporter.log, asker=asker)
 
 
 def served(toolset: object) -> Toolset:
@@ -603,6 +612,7 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
                 confirm=None if confirmation is None else confirmation.callback(),
                 meta=_meta_of(ctx),
                 caller=caller,
+                asker=client_asking(ctx.session, ctx.request_id),
             )
         finally:
             await reporter.close()
