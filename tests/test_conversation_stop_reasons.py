@@ -58,7 +58,7 @@ def test_the_guide_lists_every_reply_field() -> None:
 def test_the_constants_are_the_declarations() -> None:
     assert tuple(f.name for f in dataclasses.fields(Reply)) == REPLY_FIELDS
     assert "repeated_calls" in STOP_REASONS
-    assert len(set(STOP_REASONS)) == len(STOP_REASONS) == 9
+    assert len(set(STOP_REASONS)) == len(STOP_REASONS) == 10
 
 
 def polling_registry() -> ToolRegistry:

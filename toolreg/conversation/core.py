@@ -46,6 +46,7 @@ from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch
 from ..tool import Tool
 from ..toolsets import StepContext, Toolset, namespaces_of
+from .asking import WAITING, settle_asks
 from .endpoints import endpoint_url
 from .events import (
     ApprovalRequired,
@@ -341,7 +342,8 @@ class ConversationCore:
         if keep:
             self.messages = reply.messages
             self._previous = None if turn.previous_id is None else (turn.previous_id, turn.known)
-        if reply.stop_reason == "approval_required" and turn.paused is not None:
+        if reply.stop_reason in WAITING and turn.paused is not None:
+            settle_asks(turn.paused, self._checked_arguments)
             schemas = {p.call_id: tool_fingerprint(self._tool(p)) for p in reply.pending}
             reply = dataclasses.replace(reply, pending=with_digests(turn.paused, schemas))
             self._paused = _Paused(settings, turn, schemas)
@@ -534,6 +536,14 @@ class ConversationCore:
         except ToolCallError:
             return None
         return arguments
+
+    def _checked_arguments(self, name: str, arguments: Any) -> dict[str, Any]:
+        """A call's arguments as dispatch validates them (a pending question's call ran
+        with them, so they pass)."""
+        _, checked = self.registry.dispatcher.check_call(
+            name, arguments, context=self.context, allowed=self.offered_names()
+        )
+        return checked
 
     def _edited(self, pending: PendingCall, arguments: Any) -> dict[str, Any]:
         """Arguments a person edited, checked exactly like a model's."""
@@ -1171,7 +1181,7 @@ def _tell_what_ran(exc: BaseException, reply: Reply | None, stored: Stored) -> N
 
 def _finished(reply: Reply) -> Generator[StreamEvent, Any, Reply]:
     """A turn's last events."""
-    if reply.stop_reason == "approval_required":
+    if reply.stop_reason in WAITING:
         yield ApprovalRequired(tuple(reply.pending))
     yield TurnFinished(reply)
     return reply

@@ -48,6 +48,7 @@ from ..jsonvalues import safe_json
 from ..observe import ModelCallTrace
 from ..params import ProgressSink, progress_sink
 from ..result import ToolCall, ToolResult
+from .asking import Asked, asking_arun, asking_run
 from .core import ConversationCore, Flow, StoreStep, describe
 from .eager import AsyncEarlyRuns, EarlyRuns, cut_short, drive_checks
 from .endpoints import endpoint_errors
@@ -434,11 +435,12 @@ class Conversation(ConversationCore):
         options: dict[str, Any],
         notes: queue.SimpleQueue[Any] | None,
         early: bool = False,
+        answers: tuple[Asked, ...] = (),
     ) -> Callable[[], ToolResult]:
         """One call's run, for a thread; with a reader, it says when it starts and where
-        its progress goes."""
+        its progress goes. Its tool's questions are answered from `answers`."""
         dispatch = self.registry.dispatcher.dispatch_tool
-        run = functools.partial(dispatch, call.name, call.arguments, **options)
+        run = asking_run(functools.partial(dispatch, call.name, call.arguments, **options), answers)
         if notes is None:
             return run
         sink = _progress_sink(notes.put)
@@ -470,6 +472,7 @@ class Conversation(ConversationCore):
                 call,
                 {"call_id": call.call_id, "idempotency_key": call.idempotency_key, **options},
                 notes,
+                answers=step.answers.get(call.call_id or "", ()),
             )
             for i, (call, run) in enumerate(zip(calls, started))
             if run is None
@@ -873,11 +876,15 @@ class AsyncConversation(ConversationCore):
         options: dict[str, Any],
         notes: asyncio.Queue[Any] | None,
         early: bool = False,
+        answers: tuple[Asked, ...] = (),
     ) -> Callable[[], Awaitable[ToolResult]]:
         """One call's run, for a task; with a reader, it says when it starts and where its
-        progress goes (from a tool's thread too)."""
+        progress goes (from a tool's thread too). Its tool's questions are answered from
+        `answers`."""
         dispatch = self.registry.dispatcher.adispatch_tool
-        run = functools.partial(dispatch, call.name, call.arguments, **options)
+        run = asking_arun(
+            functools.partial(dispatch, call.name, call.arguments, **options), answers
+        )
         if notes is None:
             return run
         import asyncio
@@ -911,6 +918,7 @@ class AsyncConversation(ConversationCore):
                     call,
                     {"call_id": call.call_id, "idempotency_key": call.idempotency_key, **options},
                     notes,
+                    answers=step.answers.get(call.call_id or "", ()),
                 ),
                 records[i],
             )

@@ -36,6 +36,7 @@ from ..formats import Format
 from ..idempotency import canonical_arguments, key_from, key_prefix, new_id
 from ..jsonvalues import safe_json
 from ..result import Outcome, ToolCall, ToolResult
+from .asking import Asked, asked_in, pending_ask, replayed
 from .guardrails import Guardrails, GuardStep
 from .history import call_ids, trim_to_limits
 from .output import OutputSpec
@@ -117,6 +118,9 @@ class ToolsStep:
     calls: list[ToolCall]
     approved: bool = False
     progress: RoundProgress = field(default_factory=RoundProgress)
+    # call id -> the answers its tool's questions were given (`ctx.ask`), in order: the
+    # driver runs each call with a `ReplayChannel` of them (none: a first run)
+    answers: Mapping[str, tuple[Asked, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +191,7 @@ class Verdict:
     approved: bool
     arguments: dict[str, Any] | None = None
     reason: str | None = None
+    answer: Asked | None = None  # the answer to a pending question (`ctx.ask`)
 
 
 @dataclass(slots=True)
@@ -273,9 +278,13 @@ def resume_loop(
     if paused is None:
         raise UsageError("nothing to resume: no call waits for approval")
     approved: list[tuple[int, ToolCall]] = []
+    answers: dict[str, tuple[Asked, ...]] = {}
     for i, pending in sorted(paused.pending.items()):
         verdict = verdicts[pending.call_id]
-        if verdict.approved:
+        if verdict.answer is not None:  # a question answered: the call runs again
+            answers[pending.call_id] = (*replayed(pending), verdict.answer)
+            approved.append((i, paused.calls[i]))
+        elif verdict.approved:
             arguments = pending.arguments if verdict.arguments is None else verdict.arguments
             # the key of the model's call, unless a person changed its arguments
             shown = paused.calls[i] if verdict.arguments is None else None
@@ -293,19 +302,30 @@ def resume_loop(
             why = _declined(pending.tool_name, verdict.reason)
             denial = ToolDeniedError(why, tool_name=pending.tool_name)
             paused.results[i] = _synthetic(paused.calls[i], denial)
-    step = ToolsStep([c for _, c in approved], approved=True)
+    step = ToolsStep([c for _, c in approved], approved=True, answers=answers)
     try:
         ran: list[ToolResult] = (yield step) if approved else []
     except BaseException:  # the run was stopped: what is known of each call answers it
         for j, (i, call) in enumerate(approved):
             paused.results[i] = _known(s, call, step.progress, j)
         raise
+    asks = _asks(paused.calls, [i for i, _ in approved], ran)
+    if asks:  # asked again (another question): those calls wait once more
+        kept = [(a, r) for a, r in zip(approved, ran) if a[0] not in asks]
+        approved, ran = [a for a, _ in kept], [r for _, r in kept]
     ran = yield from s.guardrails.check_outputs(state.calls_made, ran)
     for (i, call), result in zip(approved, ran):
         edited = verdicts[call.call_id or ""].arguments
         paused.results[i] = result if edited is None else _edited(result, edited)
     for i in sorted(paused.pending):
-        yield from _hook(s, "after_tool_call", ToolResultEvent(state.calls_made, paused.results[i]))
+        if i not in asks:
+            event = ToolResultEvent(state.calls_made, paused.results[i])
+            yield from _hook(s, "after_tool_call", event)
+    if asks:
+        paused.pending = asks
+        finished = [*state.results, *(paused.results[i] for i in sorted(paused.results))]
+        waiting = list(asks.values())
+        return _reply(state, "", _waiting(waiting), results=finished, pending=waiting)
     state.paused = None
     results = [paused.results[i] for i in range(len(paused.calls))]
     reply = _after_tools(s, state, paused.calls, results)
@@ -499,6 +519,11 @@ def _round(
         ran = (yield step) if to_run else []
         if started:
             ran = _ran_early(to_run, ran, started)
+        running = [i for i in range(len(calls)) if i not in answered and i not in pending]
+        asks = _asks(calls, running, ran)
+        if asks:  # calls stopped by a question: they wait for its answer
+            pending = {**pending, **asks}
+            ran = [r for i, r in zip(running, ran) if i not in asks]
         checked = yield from s.guardrails.check_outputs(state.calls_made, ran)
         done = _merge(calls, answered, checked, pending)
         for i in sorted(done):
@@ -510,7 +535,7 @@ def _round(
         state.paused = PausedRound(calls, done, pending)
         finished = [*state.results, *(done[i] for i in sorted(done))]
         asked = list(pending.values())
-        return _reply(state, text, "approval_required", results=finished, pending=asked)
+        return _reply(state, text, _waiting(asked), results=finished, pending=asked)
     return _after_tools(s, state, calls, [done[i] for i in range(len(calls))], canonicals)
 
 
@@ -532,6 +557,26 @@ def _pending(
                 call.call_id or "", call.name, arguments, idempotency_key=call.idempotency_key
             )
     return pending
+
+
+def _asks(
+    calls: list[ToolCall], indices: list[int], ran: list[ToolResult]
+) -> dict[int, PendingCall]:
+    """The calls (by index) whose run a question of their tool stopped (`ctx.ask`)."""
+    asks: dict[int, PendingCall] = {}
+    for i, result in zip(indices, ran):
+        asked = asked_in(result)
+        if asked is not None:
+            call = calls[i]
+            asks[i] = pending_ask(call.call_id or "", result, asked, call.idempotency_key)
+    return asks
+
+
+def _waiting(pending: list[PendingCall]) -> StopReason:
+    """ "input_required" when every pending call waits for an answer, else approvals."""
+    if all(p.question is not None for p in pending):
+        return "input_required"
+    return "approval_required"
 
 
 def _declined(name: str, reason: str | None) -> str:

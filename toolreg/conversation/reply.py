@@ -38,6 +38,7 @@ StopReason = Literal[
     "length",  # the answer was cut off at the token limit (finish reason "length")
     "content_filter",  # the endpoint filtered the answer
     "approval_required",  # confirm="defer": the calls in Reply.pending wait for a person
+    "input_required",  # a tool asked the user (ctx.ask): its question is in Reply.pending
 ]
 """Why a conversation turn ended: the type of `Reply.stop_reason`, one of the strings in
 `STOP_REASONS`. Compare a reply's against them: `if reply.stop_reason == "approval_required":`.
@@ -45,7 +46,8 @@ StopReason = Literal[
 STOP_REASONS: tuple[StopReason, ...] = get_args(StopReason)
 """Every value `Reply.stop_reason` takes, in order: `"answer"`, `"return_direct"`,
 `"max_rounds"`, `"repeated_calls"`, `"retry_limit"`, `"call_limit"`, `"length"`,
-`"content_filter"`, `"approval_required"`. The loop guide's table explains each.
+`"content_filter"`, `"approval_required"`, `"input_required"`. The loop guide's table
+explains each.
 """
 
 
@@ -111,6 +113,11 @@ class PendingCall:
 
     `idempotency_key`: the key the call runs with if it is approved as it is (the same in
     a process that resumes it from a saved state; edited arguments get another).
+
+    A call whose tool asked the user (`ctx.ask`, stop reason "input_required") has its
+    `question` and the form's `schema` (None for an approval); `resume({call_id: answer})`
+    answers it and the call runs again from the start. `answers` are the answers it was
+    given before (`{"question", "schema", "action", "content"}` each).
     """
 
     call_id: str
@@ -118,6 +125,9 @@ class PendingCall:
     arguments: dict[str, Any]
     digest: str = field(default="", compare=False, repr=False)
     idempotency_key: str | None = field(default=None, compare=False, repr=False)
+    question: str | None = None
+    schema: dict[str, Any] | None = None
+    answers: tuple[dict[str, Any], ...] = field(default=(), compare=False, repr=False)
 
 
 OutputT = TypeVar("OutputT", default=Any)

@@ -79,6 +79,7 @@ from ..result import OUTCOMES, ToolCall, ToolResult
 from ..search.selection import ToolSearch
 from ..tool import Tool
 from ..toolsets import Toolset
+from .asking import answer_for, asked_json, read_asked
 from .loop import PausedRound, TurnState, Verdict
 from .offer import MAX_FOUND, Found, found_names
 from .options import COLLABORATORS, ConversationOptions, check_saved, narrowing, saved_checks
@@ -323,6 +324,7 @@ def dump_state(
             "arguments": copy_json(p.arguments),
             "tool": schemas[p.call_id],
             "digest": p.digest,
+            **asked_json(p),
         }
         for p in (paused.pending.values() if paused is not None else ())
     ]
@@ -602,7 +604,7 @@ def _round(data: Json, pending: list[Any]) -> PausedRound:
             raise _bad(f"the pending call {call_id[:64]!r} is not the call of its round")
         if call_digest(call_id, name, arguments, fingerprint) != digest:
             raise _bad(f"the pending call {call_id[:64]!r} does not match its digest")
-        paused.pending[index] = PendingCall(call_id, name, arguments, digest)
+        paused.pending[index] = read_asked(entry, PendingCall(call_id, name, arguments, digest))
     if set(results) | set(paused.pending) != set(range(len(calls))):
         raise _bad("its round has calls that are neither done nor pending")
     return paused
@@ -850,7 +852,10 @@ def verdicts(
     says what is wrong before anything runs; a digest that is no pending call's (the call
     shown was changed since, or is another state's) is a `ConversationStateError`."""
     if not isinstance(decisions, Mapping):
-        raise UsageError("resume() takes a dict: {call_id: True | False | reason | {...}}")
+        raise UsageError(
+            "resume() takes a dict: {call_id: True | False | reason | {...}}, or for a "
+            "tool's question {call_id: answer}"
+        )
     waiting = {p.call_id: p for p in paused.pending.values()}
     by_digest = {p.digest: p.call_id for p in paused.pending.values() if p.digest}
     decided: dict[str, Any] = {}
@@ -880,7 +885,9 @@ def verdicts(
     out: dict[str, Verdict] = {}
     for call_id, pending in waiting.items():
         decision = decided[call_id]
-        if decision is True or decision is False:
+        if pending.question is not None:  # a tool's question: the decision is its answer
+            out[call_id] = Verdict(True, answer=answer_for(pending, decision))
+        elif decision is True or decision is False:
             out[call_id] = Verdict(decision)
         elif isinstance(decision, str):
             out[call_id] = Verdict(False, reason=decision)
