@@ -175,19 +175,29 @@ class UnsupportedTypeError(ToolDefinitionError):
 
 
 class DuplicateToolError(ToolDefinitionError):
-    """A registry already holds a tool of that name."""
+    """A registry already holds a tool of that name (and, for a tool with a `version`, of
+    that version: `version` says which)."""
 
-    def __init__(self, name: str, *, function: str | None = None, existing: str | None = None):
+    def __init__(
+        self,
+        name: str,
+        *,
+        function: str | None = None,
+        existing: str | None = None,
+        version: str | None = None,
+    ):
         self.name = name
         self.existing = existing
-        problem = f"a tool named '{name}' is already registered"
+        self.version = version
+        if version is None:
+            problem = f"a tool named '{name}' is already registered"
+            fix = "choose another name=..., unregister the old tool, or pass replace=True"
+        else:
+            problem = f"version '{version}' of the tool '{name}' is already registered"
+            fix = "give the new definition a later version=..., or pass replace=True"
         if existing:
             problem += f" (by {existing})"
-        super().__init__(
-            problem,
-            function=function,
-            fix="choose another name=..., unregister the old tool, or pass replace=True",
-        )
+        super().__init__(problem, function=function, fix=fix)
 
 
 class ToolCallError(ToolregError):

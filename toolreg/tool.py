@@ -30,6 +30,7 @@ from .definition.signature import (
     wrapped_function,
 )
 from .definition.strict import make_strict
+from .definition.versions import VERSION_RULE, check_version
 from .errors import ToolDefinitionError
 from .jsonvalues import copy_json
 from .types import ANY_TYPES, Converter
@@ -128,6 +129,12 @@ class Tool:
     """The strict JSON Schema (an object) of what it returns, exported as the Responses API's
     `output_schema` (a program the model writes reads the result by it); checked at
     registration, derived from the return annotation with `output_schema=True`."""
+    version: str | None = None
+    """Which version of the tool this is (`"2"`, `"2.1"`, `"2025-01-31"`: see
+    `toolreg.definition.versions`): a registry holds several versions of one name side by
+    side; the latest is the default, `pinned(...)` or an MCP client picks another, and
+    `toolreg lint --lock` fails when a definition changed without a new version. None: the
+    tool has no versions (one definition per name)."""
     is_async: bool = False
     async_function: Callable[..., Awaitable[Any]] | None = field(default=None, repr=False)
     """An async twin of a sync `function`, awaited instead of it by async dispatch (a tool
@@ -295,6 +302,8 @@ class Tool:
         fields["output_schema"] = _check_output_schema(
             owner, name, fields.get("output_schema"), fields["function"]
         )
+        if fields.get("version") is not None:
+            fields["version"] = _checked_version(owner, fields["version"])
         return cls(
             tags=frozenset(_check_tags(owner, tags)),
             scopes=frozenset(_check_scopes(owner, scopes)),
@@ -348,6 +357,7 @@ OPTIONS = frozenset(
         "eager",
         "allowed_callers",
         "output_schema",
+        "version",
     }
 )
 """Options `register_tool` / `register_schema` accept besides `name` and `description`."""
@@ -590,6 +600,17 @@ def _check_eager(owner: str, fields: dict[str, Any]) -> None:
             function=owner,
             fix="drop eager=True, or destructive=/requires_confirmation=",
         )
+
+
+def _checked_version(owner: str, given: Any) -> str:
+    version = check_version(given)
+    if version is None:
+        raise ToolDefinitionError(
+            f"version={given!r} is not a version: {VERSION_RULE}",
+            function=owner,
+            fix="pass version='2' (a later version is a higher number, or a later date)",
+        )
+    return version
 
 
 CALLERS = ("direct", "programmatic")

@@ -1,7 +1,7 @@
 """Toolsets: what supplies the tools a model is offered and a call runs.
 
 `ToolRegistry` is a toolset; so is a `Mount` of an MCP server; `filtered`, `prefixed`,
-`combined` and `searchable` compose them. `Conversation(registry=...)`, a toolset's
+`combined`, `searchable` and `pinned` compose them. `Conversation(registry=...)`, a toolset's
 `dispatcher` and `toolreg serve` / `asgi_app` take any of them. See `base` for the
 protocol.
 """
@@ -20,6 +20,7 @@ from .base import (
     namespaces_of,
     searched_names,
 )
+from .versions import Pinned, pinned, versions_of
 from .views import (
     Combined,
     Filtered,
@@ -37,6 +38,7 @@ __all__ = [
     "Filtered",
     "HistoryReader",
     "Namespace",
+    "Pinned",
     "Prefixed",
     "Searchable",
     "StepContext",
@@ -47,7 +49,9 @@ __all__ = [
     "filtered",
     "label_of",
     "namespaces_of",
+    "pinned",
     "prefixed",
     "searchable",
     "searched_names",
+    "versions_of",
 ]
