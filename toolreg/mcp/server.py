@@ -277,10 +277,11 @@ class ToolService:
     def tool_for(
         self, name: str, caller: Caller = UNRESTRICTED, version: str | None = None
     ) -> Tool | None:
-        """The tool `name` (with `version`: that version of it, see `requested_version`),
-        if `caller`'s scopes allow it (else None, as for no tool)."""
+        """The tool `name` (with `version`: that version of it, see `requested_version`;
+        a tool without versions is every version, as FastMCP has it), if `caller`'s scopes
+        allow it (else None, as for no tool)."""
         tool = self.toolset.get(name)
-        if tool is not None and version is not None:
+        if tool is not None and version is not None and tool.version is not None:
             found = versions_of(self.toolset, name)
             tool = next((t for t in found if same_version_text(t, version)), None)
         return tool if tool is not None and caller.permits(tool.scopes) else None
