@@ -19,9 +19,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..definition.returns import return_object_schema
 from ..formats import export_tools
-from ..jsonvalues import copy_json
+from ..formats.mcp import output_schema
 from ..result import ToolResult
 from ..tool import Tool
 from ..toolsets import Toolset, versions_of
@@ -44,20 +43,6 @@ def requested_version(meta: object) -> str | None:
     if isinstance(version, str) and 0 < len(version) <= _MAX_REQUESTED:
         return version
     return None
-
-
-def output_schema(tool: Tool) -> dict[str, Any] | None:
-    """The JSON Schema of the tool's result: its `output_schema` when it was given one, else
-    its return annotation's when that is a JSON object (`return_object_schema`).
-
-    None for anything else (text, numbers, lists, optional objects, no annotation, a type
-    toolreg cannot describe): MCP output schemas describe objects only, and a tool without
-    one is served as text alone.
-    """
-    if tool.output_schema is not None:
-        given: dict[str, Any] = copy_json(tool.output_schema)
-        return given
-    return return_object_schema(tool.function, f"the result of {tool.name}")
 
 
 def call_result(result: ToolResult, structured: bool) -> dict[str, Any]:
