@@ -44,7 +44,18 @@ from .params import Injected, Param, ToolContext
 from .registry import ToolRegistry, default_registry
 from .result import ToolCall, ToolResult
 from .tool import Tool
-from .toolsets import StepContext, Toolset, combined, filtered, prefixed, searchable
+from .toolsets import (
+    Arg,
+    Reshape,
+    StepContext,
+    Toolset,
+    combined,
+    filtered,
+    pinned,
+    prefixed,
+    reshaped,
+    searchable,
+)
 
 if _typing.TYPE_CHECKING:
     from .conversation import (
@@ -129,6 +140,7 @@ adispatch_many = default_registry.adispatch_many
 
 __all__ = [
     "ApprovalRequired",
+    "Arg",
     "AsyncConversation",
     "CallLimitError",
     "Conversation",
@@ -152,6 +164,7 @@ __all__ = [
     "PinFileError",
     "RepeatedCallError",
     "Reply",
+    "Reshape",
     "RetryRequestedError",
     "StateConflictError",
     "StateStoreError",
@@ -195,9 +208,11 @@ __all__ = [
     "filtered",
     "get_tools",
     "instrument",
+    "pinned",
     "prefixed",
     "register_schema",
     "register_tool",
+    "reshaped",
     "run_conversation",
     "searchable",
     "trim_history",

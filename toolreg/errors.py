@@ -224,7 +224,9 @@ class UnknownToolError(ToolCallError):
 class InvalidArgumentsError(ToolCallError):
     """The arguments could not be decoded or did not match the schema.
 
-    `problems` holds `(path, message)` pairs, the path in JSON Pointer-like dotted form.
+    `problems` holds `(path, message)` pairs, the path in JSON Pointer-like dotted form;
+    `found`, the validator's own records of them (`toolreg.validation.Problem`: the path as
+    a tuple, the key a problem is about), when dispatch checked the arguments.
     """
 
     kind = "invalid_arguments"
@@ -235,8 +237,10 @@ class InvalidArgumentsError(ToolCallError):
         *,
         tool_name: str | None = None,
         problems: Sequence[tuple[str, str]] = (),
+        found: Sequence[Any] = (),
     ) -> None:
         self.problems = tuple(problems)
+        self.found = tuple(found)
         super().__init__(message, tool_name=tool_name)
 
 

@@ -211,6 +211,7 @@ class Tool:
         description: str = "",
         untrusted: bool = False,
         context_parameter: str | None = None,
+        raw_context_parameter: str | None = None,
         async_function: Callable[..., Awaitable[Any]] | None = None,
         **options: Any,
     ) -> Tool:
@@ -223,7 +224,8 @@ class Tool:
         backtrack badly; limited input per string and per call).
         `context_parameter="ctx"`: the callable also receives the call's `ToolContext` as
         that keyword argument (never in the schema: a name the schema's properties must not
-        use, and that the model may not send).
+        use, and that the model may not send); `raw_context_parameter="raw"`: it also
+        receives the `context=` given to dispatch, as it was given, under that name.
         `async_function=`: an async function taking the same arguments as the sync
         `function`, which async dispatch awaits instead (sync dispatch calls `function`).
         A schema of an older draft (4, 6, 7, 2019-09) is rewritten as 2020-12 says the same
@@ -241,6 +243,15 @@ class Tool:
         if context_parameter is not None:
             _check_context_parameter(context_parameter, schema, owner)
             injected = ((context_parameter, "context"),)
+        if raw_context_parameter is not None:
+            _check_context_parameter(raw_context_parameter, schema, owner)
+            if raw_context_parameter == context_parameter:
+                raise ToolDefinitionError(
+                    "context_parameter and raw_context_parameter are the same name",
+                    function=owner,
+                    fix="give each its own name",
+                )
+            injected = (*injected, (raw_context_parameter, "raw"))
         if async_function is not None and (
             not inspect.iscoroutinefunction(async_function) or inspect.iscoroutinefunction(function)
         ):

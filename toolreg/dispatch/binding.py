@@ -207,8 +207,9 @@ def invalid_arguments(tool: str, problems: list[Problem]) -> InvalidArgumentsErr
         message = f"Invalid arguments for tool '{tool}': {lines[0]}."
     else:
         message = f"Invalid arguments for tool '{tool}':\n" + "\n".join(f"- {x}" for x in lines)
-    kept = [(p.location(), p.message) for p in problems[: MAX_PROBLEMS_SHOWN * 50]]
-    return InvalidArgumentsError(message, tool_name=tool, problems=kept)
+    kept = problems[: MAX_PROBLEMS_SHOWN * 50]
+    pairs = [(p.location(), p.message) for p in kept]
+    return InvalidArgumentsError(message, tool_name=tool, problems=pairs, found=kept)
 
 
 def bind(
@@ -217,14 +218,18 @@ def bind(
     context: Any,
     call_id: str | None,
     errors: ErrorMode = "redact",
+    tool_context: ToolContext[Any] | None = None,
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """The positional and keyword arguments of the call, from the prepared `args`."""
+    """The positional and keyword arguments of the call, from the prepared `args`.
+
+    `tool_context`: the `ToolContext` a `ToolContext` parameter gets as it is (a reshaped
+    tool hands its own on to the tool it reshapes: the model's call id, its progress)."""
     plan = tool.plan
     if not plan.binds:
         return (), args
     if plan.record is not None:
         args = _build_record(tool, args, errors, context)
-    kwargs = _inject(plan, args, context, tool, call_id) if plan.context else args
+    kwargs = _inject(plan, args, context, tool, call_id, tool_context) if plan.context else args
     if plan.absent_is_none:
         kwargs = {**dict.fromkeys(plan.absent_is_none), **kwargs}
     if plan.fills:
@@ -238,12 +243,19 @@ def bind(
 
 
 def _inject(
-    plan: CallPlan, args: dict[str, Any], context: Any, tool: Tool, call_id: str | None
+    plan: CallPlan,
+    args: dict[str, Any],
+    context: Any,
+    tool: Tool,
+    call_id: str | None,
+    tool_context: ToolContext[Any] | None,
 ) -> dict[str, Any]:
     kwargs = dict(args)
     for name, kind in plan.context:
         if kind == "raw":
             kwargs[name] = context
+        elif tool_context is not None:
+            kwargs[name] = tool_context
         elif isinstance(context, ToolContext):
             kwargs[name] = dataclasses.replace(context, tool_name=tool.name, call_id=call_id)
         else:

@@ -1,9 +1,9 @@
 """Toolsets: what supplies the tools a model is offered and a call runs.
 
 `ToolRegistry` is a toolset; so is a `Mount` of an MCP server; `filtered`, `prefixed`,
-`combined`, `searchable` and `pinned` compose them. `Conversation(registry=...)`, a toolset's
-`dispatcher` and `toolreg serve` / `asgi_app` take any of them. See `base` for the
-protocol.
+`combined`, `searchable`, `pinned` and `reshaped` compose them. `Conversation(registry=...)`,
+a toolset's `dispatcher` and `toolreg serve` / `asgi_app` take any of them. See `base` for
+the protocol.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from .base import (
     namespaces_of,
     searched_names,
 )
+from .reshape import Arg, Reshape, Reshaped, reshaped
 from .versions import Pinned, pinned, versions_of
 from .views import (
     Combined,
@@ -33,6 +34,7 @@ from .views import (
 )
 
 __all__ = [
+    "Arg",
     "BaseToolset",
     "Combined",
     "Filtered",
@@ -40,6 +42,8 @@ __all__ = [
     "Namespace",
     "Pinned",
     "Prefixed",
+    "Reshape",
+    "Reshaped",
     "Searchable",
     "StepContext",
     "ToolMap",
@@ -51,6 +55,7 @@ __all__ = [
     "namespaces_of",
     "pinned",
     "prefixed",
+    "reshaped",
     "searchable",
     "searched_names",
     "versions_of",
