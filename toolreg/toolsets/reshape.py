@@ -640,7 +640,7 @@ def reshaped(toolset: Toolset, shapes: Mapping[str, Reshape]) -> Reshaped:
             raise UsageError(f"reshaped(): the new name of {name!r} must be a string")
     view = Reshaped(toolset, shapes)
     held = {tool.name for tool in toolset.tools()}
-    for name, spec in shapes.items():
+    for name in shapes:
         tool = toolset.get(name) if isinstance(name, str) else None
         if tool is None:
             raise UsageError(
