@@ -1,9 +1,9 @@
 """Tools with versions, for `toolreg serve tests/_versioned_tools.py:registry` and the
-versioning tests (tests/test_mcp_serve_versions.py)."""
+versioning tests (tests/test_mcp_serve_versions.py); `shaped`, a reshaped view of them."""
 
 from __future__ import annotations
 
-from toolreg import ToolRegistry
+from toolreg import Arg, Reshape, ToolRegistry, reshaped
 
 registry = ToolRegistry()
 RUNS: list[str] = []
@@ -27,3 +27,16 @@ def search_v2(q: str, limit: int = 5) -> str:
 def add(a: int, b: int) -> int:
     """Add two numbers. Use it for sums."""
     return a + b
+
+
+shaped = reshaped(
+    registry,
+    {
+        "add": Reshape(
+            name="plus",
+            description="Add a number to the user's own base. Use it for sums.",
+            args={"a": Arg(name="x"), "b": Arg(from_context=lambda deps: deps["base"])},
+        )
+    },
+)
+"""`toolreg serve tests/_versioned_tools.py:shaped --context '{"base": 100}'`."""

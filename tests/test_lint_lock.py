@@ -60,6 +60,7 @@ def findings(done: subprocess.CompletedProcess[str]) -> list[tuple[str, str, str
     return [(f["tool"], f["code"], f["severity"]) for f in json.loads(done.stdout)]
 
 
+@pytest.mark.slow
 def test_the_workflow_write_commit_lint(tmp_path: Path) -> None:
     write_tools(tmp_path, V1)
     missing = toolreg(tmp_path, "lint", "tools.py", "--lock", "tools.lock")

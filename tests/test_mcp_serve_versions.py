@@ -96,6 +96,7 @@ def test_a_hostile_version_is_answered_short_and_safe(asked: str) -> None:
         assert len(answer) < 200
 
 
+@pytest.mark.slow
 def test_toolreg_serve_over_stdio_lists_and_runs_versions() -> None:
     command = serve_command("tests/_versioned_tools.py:registry")
     params = StdioServerParameters(command=command[0], args=command[1:], env=child_env(), cwd=ROOT)

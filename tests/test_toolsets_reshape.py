@@ -429,6 +429,7 @@ _VALUES = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     st.one_of(numeric_schema(), string_schema()),
