@@ -696,7 +696,14 @@ CONSTRUCTOR_OPTIONS = frozenset(
 _LOOP_KEYS = frozenset(
     {"messages", "input", "functions", "function_call", "previous_response_id", "stream"}
 )
-_ADDED_LATER = ("deferred_search", "tool_retries", "max_calls", "max_tool_calls", "on_call_limit")
+_ADDED_LATER = (
+    "deferred_search",
+    "tool_retries",
+    "max_calls",
+    "max_tool_calls",
+    "on_call_limit",
+    "versions",
+)
 _LIMITS = narrowing()  # saved limits narrow, each with whether None (no limit) is allowed
 
 
