@@ -56,6 +56,7 @@ __all__ = [
 ]
 
 PIN_FILE_VERSION: Final = 1
+"""The version of the file format this toolreg reads and writes (the file's `version`)."""
 MAX_PIN_FILE_BYTES: Final = 16 * 1024 * 1024
 """A pin or lock file larger than this is refused (`PinFileError`)."""
 FIELDS: Final = ("description", "inputSchema", "outputSchema", "annotations")
@@ -66,12 +67,13 @@ _MAX_DEPTH = 32  # of a diff's walk through two schemas
 
 
 def fingerprint(defined: Mapping[str, Any]) -> str:
-    """`sha256:<hex>` of the canonical JSON of a definition."""
+    """`sha256:<hex>` of the canonical JSON of a definition (`defined`: what
+    `tool_definition`, or a mount's `definition`, makes of a tool)."""
     return "sha256:" + hashlib.sha256(canonical(dict(defined))).hexdigest()
 
 
 def pin_of(defined: dict[str, Any]) -> dict[str, Any]:
-    """The file's entry for a definition."""
+    """The file's entry for the definition `defined`: `{"fingerprint", "definition"}`."""
     return {"fingerprint": fingerprint(defined), "definition": defined}
 
 
@@ -107,9 +109,9 @@ def locked(toolset: Toolset) -> dict[str, dict[str, Any]]:
 
 
 def changes(pinned: Mapping[str, Any], now: Mapping[str, Any]) -> tuple[str, ...]:
-    """What differs between a locked definition and one now, one short line each: the
-    description's old and new text, every schema or annotation path added, removed or
-    changed (at most `_MAX_CHANGES` lines)."""
+    """What differs between the definition the file holds (`pinned`) and the one `now`,
+    one short line each: the description's old and new text, every schema or annotation
+    path added, removed or changed (at most eight lines)."""
     lines: list[str] = []
     for name in FIELDS:
         before, after = pinned.get(name), now.get(name)
