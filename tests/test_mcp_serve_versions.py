@@ -16,7 +16,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from toolreg import ToolRegistry
-from toolreg.mcp import HttpServer, ResultCache, asgi_app
+from toolreg.mcp import HttpServer, Mount, ResultCache, asgi_app
 from toolreg.toolsets import pinned
 
 
@@ -159,3 +159,37 @@ def test_cached_results_are_kept_per_version() -> None:
         answers = asyncio.run(run(server.url))
     assert answers == ["v1:d", "v2:d:5", "v1:d", "v2:d:5"]
     assert RUNS == ["1", "2"]  # each version ran once: its result is its own
+
+
+@pytest.mark.slow
+def test_a_mount_reads_the_version_a_server_lists() -> None:
+    from mcp.server.mcpserver import MCPServer
+
+    other = MCPServer("other", log_level="WARNING")
+
+    @other.tool(meta={"fastmcp": {"version": "beta"}})
+    def odd(x: int) -> int:
+        """A tool whose version is none by toolreg's rule."""
+        return x
+
+    with (
+        HttpServer(asgi_app(registry)) as server,
+        HttpServer(other.streamable_http_app(stateless_http=True)) as odd_server,
+        Mount(server.url, trust_annotations=True) as mounted,
+        Mount(odd_server.url + "/mcp", trust_annotations=True) as odd_mount,
+    ):
+        search = mounted.get("search")
+        assert search is not None
+        assert search.version == "2"  # the latest, as listed: the one a call without a pin runs
+        assert mounted.get("add").version is None  # type: ignore[union-attr]
+        assert odd_mount.get("odd").version is None  # type: ignore[union-attr]  # not read
+        served = asgi_app(mounted)  # served again: the version goes on
+        with HttpServer(served) as again:
+
+            async def listing(url: str) -> Any:
+                async with Client(url) as client:
+                    return [t.meta for t in (await client.list_tools()).tools]
+
+            assert asyncio.run(listing(again.url))[0] == {
+                "fastmcp": {"version": "2", "versions": ["2"]}
+            }

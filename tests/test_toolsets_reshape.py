@@ -453,3 +453,42 @@ def test_an_accepted_narrowing_admits_nothing_the_original_refuses(
     for value in [*values, *narrow.get("enum", [])]:
         if merged.is_valid(value):
             assert before.is_valid(value), (original, narrow, value)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-100, 100) | st.text(max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_KEYS = st.sampled_from(["region", "limit", "cust_id", "rgn", "max", "debug", "x", "_toolreg_raw"])
+
+
+@pytest.mark.slow
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(_KEYS, _JSON, max_size=5), st.sampled_from([None, {"customer": "c1"}, {}]))
+def test_whatever_the_model_sends_the_original_gets_only_what_it_accepts(
+    arguments: dict[str, Any], context: Any
+) -> None:
+    registry = crm()
+    original = registry.get("get_orders_v2")
+    assert original is not None
+    tools = reshaped(registry, {"get_orders_v2": ORDERS})
+    try:
+        result = tools.dispatcher.dispatch_tool("list_orders", arguments, context=context)
+    except MissingContextError:
+        assert context is None  # the application's mistake, raised only then
+        return
+    if result.ok:
+        assert not original.plan.validator.validate(result.value)
+        assert result.value["cust_id"] == "c1"
+        assert result.value["debug"] is False
+        assert result.value["rgn"] in ("eu", "us")
+        assert result.value["max"] <= 50
+    else:
+        assert result.error_kind in ("invalid_arguments", "execution_error")
+        assert "Traceback" not in result.content
+        for hidden in ("cust_id", "debug"):
+            assert hidden not in result.content or f"'{hidden}'" in result.content  # named only
+            # when the model itself sent it (an unexpected property)

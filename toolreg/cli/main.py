@@ -140,6 +140,8 @@ def _flags(tool: Tool) -> list[str]:
     flags = [f for f in ("read_only", "destructive", "return_direct") if getattr(tool, f)]
     if tool.timeout is not None:
         flags.append(f"timeout={tool.timeout:g}s")
+    if tool.version is not None:
+        flags.append(f"version={tool.version}")
     return flags
 
 

@@ -19,17 +19,30 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..definition.versions import check_version
 from ..formats import export_tools
 from ..formats.mcp import output_schema
 from ..result import ToolResult
 from ..tool import Tool
 from ..toolsets import Toolset, versions_of
 
-__all__ = ["Catalog", "call_result", "output_schema", "requested_version"]
+__all__ = ["Catalog", "call_result", "output_schema", "remote_version", "requested_version"]
 
 META_KEY = "fastmcp"
 """The `_meta` key under which versions are listed and asked for (FastMCP's)."""
 _MAX_REQUESTED = 64  # characters of a version a client asks for (toolreg's are shorter)
+
+
+def remote_version(meta: object) -> str | None:
+    """The version a mounted server's `tools/list` entry says its tool is
+    (`_meta.fastmcp.version`, as FastMCP and `toolreg serve` list it), when it is a version
+    by toolreg's rule (`toolreg.definition.versions`); else None: the tool is mounted
+    without one (a server's `_meta` is untrusted: anything else is not read)."""
+    if not isinstance(meta, Mapping):
+        return None
+    ours = meta.get(META_KEY)
+    version = ours.get("version") if isinstance(ours, Mapping) else None
+    return version if isinstance(version, str) and check_version(version) == version else None
 
 
 def requested_version(meta: object) -> str | None:
