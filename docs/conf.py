@@ -34,6 +34,7 @@ myst_heading_anchors = 3
 toolreg_api_modules = [
     "toolreg.errors",
     "toolreg",
+    "toolreg.idempotency",
     "toolreg.conversation",
     "toolreg.testing",
     "toolreg.formats",

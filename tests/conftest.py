@@ -7,12 +7,21 @@ redis-server), and a run without them must say so."""
 from __future__ import annotations
 
 import collections
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from toolreg import ToolRegistry
+
+# In CI (CI=true) the property tests draw the same examples every run, so a landing never
+# fails on an example no earlier run saw; elsewhere they explore, and `print_blob` shows how
+# to replay what they found (@reproduce_failure).
+settings.register_profile("ci", derandomize=True, print_blob=True)
+settings.register_profile("explore", print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI") == "true" else "explore")
 
 
 @pytest.fixture

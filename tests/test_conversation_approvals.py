@@ -345,7 +345,7 @@ def test_a_hook_error_after_the_approved_calls_ran_keeps_them_answered() -> None
     assert bank.ran.count("transfer 5 from A") == 1
 
 
-def test_an_interrupted_approved_call_is_answered_as_unknown() -> None:
+def test_an_interrupted_approved_call_is_answered_as_interrupted() -> None:
     bank = Bank()
 
     @bank.registry.register_tool(destructive=True, replace=True)
@@ -361,8 +361,10 @@ def test_an_interrupted_approved_call_is_answered_as_unknown() -> None:
             chat.resume({"call_2": True})
         assert observations(chat.messages) == [
             "100",
-            "Tool 'transfer' was interrupted; whether it ran is unknown.",
+            "Tool 'transfer' was interrupted while it was running (the turn was stopped): "
+            "what it did is not known.",
         ]
+        assert [r.outcome for r in chat.turn_results] == ["completed", "interrupted"]
         assert chat.pending == []
         chat.send("Did it work?")
         server.assert_all_consumed()  # every call answered once: a valid history

@@ -319,7 +319,10 @@ def test_async_reader_that_stops_cancels_running_calls() -> None:
                 async for event in events:
                     if isinstance(event, ToolStarted):
                         break
-            assert chat.messages == []
+            # the call began: the history keeps it, answered as interrupted (never "not run")
+            assert [m["role"] for m in chat.messages] == ["user", "assistant", "tool"]
+            assert "was interrupted while it was running" in chat.messages[-1]["content"]
+            assert [r.outcome for r in chat.turn_results] == ["interrupted"]
 
     asyncio.run(main())
     assert outcome == ["cancelled"]
@@ -418,7 +421,7 @@ def test_conversation_refuses_an_async_on_event() -> None:
         Conversation(server.client(), MODEL, on_event=on_event)
 
 
-def test_an_on_event_that_raises_ends_the_turn_and_keeps_no_history() -> None:
+def test_an_on_event_that_raises_ends_the_turn_and_keeps_only_the_call_that_ran() -> None:
     def on_event(event: Any) -> None:
         if isinstance(event, ToolFinished):
             raise RuntimeError("the reader broke")
@@ -429,5 +432,7 @@ def test_an_on_event_that_raises_ends_the_turn_and_keeps_no_history() -> None:
         )
         with pytest.raises(RuntimeError, match="the reader broke"):
             chat.send("Bern?")
-        assert chat.messages == []
         assert len(server.requests) == 1  # the turn stopped there
+        # the call ran: the history keeps it, with its result, so it never runs again
+        assert [m["role"] for m in chat.messages] == ["user", "assistant", "tool"]
+        assert [r.outcome for r in chat.turn_results] == ["completed"]

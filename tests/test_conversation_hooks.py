@@ -123,7 +123,7 @@ def test_before_tool_call_can_veto(
 @pytest.mark.parametrize(
     "hook", ["before_model_call", "after_model_call", "before_tool_call", "after_tool_call"]
 )
-def test_hook_exceptions_propagate_and_leave_the_history_alone(
+def test_hook_exceptions_propagate_and_leave_the_history_alone_until_a_call_ran(
     registry: ToolRegistry, hook: str
 ) -> None:
     def broken(event: Any) -> None:
@@ -135,7 +135,12 @@ def test_hook_exceptions_propagate_and_leave_the_history_alone(
         )
         with pytest.raises(KeyError, match="hook bug"):
             conv.send("go")
-    assert conv.messages == [{"role": "system", "content": "S"}]
+    if hook == "after_tool_call":  # the call ran: kept with its result, never run again
+        assert [m["role"] for m in conv.messages] == ["system", "user", "assistant", "tool"]
+        assert [r.outcome for r in conv.turn_results] == ["completed"]
+    else:
+        assert conv.messages == [{"role": "system", "content": "S"}]
+        assert conv.turn_results == []
 
 
 def test_logging_is_debug_only(registry: ToolRegistry, caplog: pytest.LogCaptureFixture) -> None:

@@ -466,8 +466,11 @@ def test_max_history_trims_what_is_sent(registry: ToolRegistry) -> None:
     assert len(sent) == 3  # the older turn is gone, the call stays with its output
 
 
-def test_endpoint_failures_leave_the_history_alone(registry: ToolRegistry) -> None:
-    script = [text("Hello."), tool_call("get_weather", city="Paris"), error(503, "Overloaded")]
+def test_endpoint_failures_leave_the_history_alone_but_for_calls_that_ran(
+    registry: ToolRegistry,
+) -> None:
+    script = [text("Hello."), error(503, "Overloaded"), tool_call("get_weather", city="Paris")]
+    script.append(error(503, "Overloaded"))
     with ScriptedServer(script) as server:
         chat = converse(server, registry)
         chat.send("hi")
@@ -475,7 +478,11 @@ def test_endpoint_failures_leave_the_history_alone(registry: ToolRegistry) -> No
         with pytest.raises(ConversationError, match="Overloaded") as caught:
             chat.send("Weather?")
         assert caught.value.status_code == 503
-        assert chat.messages == before
+        assert chat.messages == before  # nothing ran: nothing kept
+        with pytest.raises(ConversationError, match="Overloaded"):
+            chat.send("Weather?")
+        kept = [m.get("type", m.get("role")) for m in chat.messages[len(before) :]]
+        assert kept == ["user", "function_call", "function_call_output"]  # it ran: kept
 
 
 def test_reply_messages_can_be_sent_again(registry: ToolRegistry) -> None:

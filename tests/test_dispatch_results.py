@@ -369,6 +369,8 @@ def test_result_is_a_slotted_record_with_fields_in_order() -> None:
         "return_direct",
         "elapsed",
         "arguments",
+        "outcome",
+        "idempotency_key",
     ]
     assert (result.tool_name, result.call_id, result.ok, result.content) == (
         "give",

@@ -151,6 +151,7 @@ def test_a_tool_call_is_an_execute_tool_span(otel: Telemetry, tools: ToolRegistr
         "gen_ai.tool.type": "function",
         "gen_ai.tool.call.id": "call_7",
         "gen_ai.tool.description": "Current weather of a city.",
+        "toolreg.tool.outcome": "completed",
     }
     assert span.status.status_code is StatusCode.UNSET
     (point,) = otel.points("gen_ai.execute_tool.duration")
@@ -159,6 +160,22 @@ def test_a_tool_call_is_an_execute_tool_span(otel: Telemetry, tools: ToolRegistr
         "gen_ai.tool.name": "get_weather",
     }
     assert point.count == 1
+
+
+def test_a_tool_span_carries_the_calls_key_and_outcome(
+    otel: Telemetry, tools: ToolRegistry
+) -> None:
+    tools.dispatch_tool("get_weather", '{"city": "Oslo"}', idempotency_key="key-1")
+    tools.dispatch_tool("get_weather", '{"city": 5}', idempotency_key="key-2")
+    ran, refused = otel.spans("execute_tool")
+    assert attrs(ran)["toolreg.tool.idempotency_key"] == "key-1"
+    assert attrs(refused)["toolreg.tool.idempotency_key"] == "key-2"
+    assert attrs(refused)["toolreg.tool.outcome"] == "not_started"
+    with ScriptedServer([tool_calls(call("get_weather", city="Oslo")), text("Sunny.")]) as server:
+        reply = Conversation(server.client(), "m", registry=tools).send("Oslo?")
+    key = reply.tool_results[0].idempotency_key
+    assert key is not None
+    assert attrs(otel.spans("execute_tool")[-1])["toolreg.tool.idempotency_key"] == key
 
 
 @pytest.mark.parametrize(
@@ -544,7 +561,8 @@ def test_tool_progress_and_early_starts_are_events_on_the_turn_span(otel: Teleme
 
     with ScriptedServer([tool_calls(call("survey", region="north")), text("ok")]) as server:
         chat = Conversation(server.client(), server.model, registry=reg, context={}, stream=True)
-        assert chat.send("Survey the north").text == "ok"  # no stream reader, no on_event
+        reply = chat.send("Survey the north")
+        assert reply.text == "ok"  # no stream reader, no on_event
     (turn,) = otel.spans("invoke_agent")
     progress = [dict(e.attributes or {}) for e in turn.events if e.name == "toolreg.tool.progress"]
     assert [(p["toolreg.tool.progress"], p["toolreg.tool.progress.total"]) for p in progress] == [
@@ -557,7 +575,9 @@ def test_tool_progress_and_early_starts_are_events_on_the_turn_span(otel: Teleme
     early = [
         dict(e.attributes or {}) for e in turn.events if e.name == "toolreg.tool.started_early"
     ]
+    key = early[0].pop("toolreg.tool.idempotency_key")  # the key the call ran with
     assert early == [{"gen_ai.tool.name": "survey", "gen_ai.tool.call.id": "call_1"}]
+    assert key == reply.tool_results[0].idempotency_key
 
 
 def test_progress_messages_reach_the_span_only_when_content_is_captured() -> None:

@@ -269,6 +269,33 @@ def test_async_tools_and_the_tool_context_go_through() -> None:
     assert sync.content == "bo@y.org"
 
 
+def test_the_key_and_the_lock_see_the_original_call() -> None:
+    registry = ToolRegistry()
+    keys: list[Any] = []
+    locked: list[dict[str, Any]] = []
+
+    def account_of(arguments: dict[str, Any]) -> str:
+        locked.append(arguments)
+        return str(arguments["account"])
+
+    @registry.register_tool(lock=account_of)
+    def pay(account: str, amount: int, ctx: ToolContext[None], memo: str = "") -> str:
+        """Pay an amount from an account."""
+        keys.append(ctx.idempotency_key)
+        return f"paid {amount} from {account} ({memo})"
+
+    tools = reshaped(
+        registry,
+        {"pay": Reshape(args={"account": Arg(name="acct"), "memo": Arg(value="via bot")})},
+    )
+    done = tools.dispatcher.dispatch_tool(
+        "pay", {"acct": "A1", "amount": 5}, idempotency_key="key-1"
+    )
+    assert done.content == "paid 5 from A1 (via bot)"
+    assert keys == ["key-1"]  # the call's key reaches the tool it reshapes
+    assert locked == [{"account": "A1", "amount": 5, "memo": "via bot"}]  # the original's names
+
+
 def test_reshape_composes_with_versions_and_prefixes() -> None:
     registry = ToolRegistry()
 

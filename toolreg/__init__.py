@@ -26,12 +26,14 @@ from .errors import (
     StateConflictError,
     StateStoreError,
     ToolCallError,
+    ToolCancelled,
     ToolDefinitionError,
     ToolDeniedError,
     ToolError,
     ToolExecutionError,
     ToolFailed,
     ToolFailedError,
+    ToolInterruptedError,
     ToolNotFoundError,
     ToolregError,
     ToolRetry,
@@ -82,6 +84,7 @@ if _typing.TYPE_CHECKING:
         run_conversation,
         trim_history,
     )
+    from .idempotency import idempotency_key
     from .telemetry import instrument, uninstrument
 
 # The conversation driver and the telemetry load on first use (PEP 562): `import toolreg`
@@ -107,6 +110,7 @@ _LAZY = {
     "ToolStarted": "conversation",
     "TurnFinished": "conversation",
     "Usage": "conversation",
+    "idempotency_key": "idempotency",
     "instrument": "telemetry",
     "run_conversation": "conversation",
     "trim_history": "conversation",
@@ -175,6 +179,7 @@ __all__ = [
     "ToolCallError",
     "ToolCallEvent",
     "ToolCallReady",
+    "ToolCancelled",
     "ToolContext",
     "ToolDefinitionError",
     "ToolDeniedError",
@@ -183,6 +188,7 @@ __all__ = [
     "ToolFailed",
     "ToolFailedError",
     "ToolFinished",
+    "ToolInterruptedError",
     "ToolNotFoundError",
     "ToolProgress",
     "ToolRegistry",
@@ -207,6 +213,7 @@ __all__ = [
     "dispatch_tool",
     "filtered",
     "get_tools",
+    "idempotency_key",
     "instrument",
     "pinned",
     "prefixed",

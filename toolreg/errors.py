@@ -9,7 +9,9 @@ ToolregError
 │   ├── UnknownToolError       with "did you mean" suggestions
 │   ├── InvalidArgumentsError  every problem with its JSON path
 │   │   └── InvalidJSONError   the arguments are not JSON text (or not an object)
-│   ├── ToolTimeoutError
+│   ├── ToolTimeoutError       the time limit ran out while the tool ran (or waited for its lock)
+│   ├── ToolInterruptedError   the tool was running when its turn was stopped, or it stopped
+│   │                          on a cancel signal (`ToolCancelled`)
 │   ├── ToolDeniedError        a tool that needs confirmation was not approved
 │   ├── RepeatedCallError      the conversation loop refused a call repeated round after round
 │   ├── CallLimitError         the conversation loop refused a call past max_calls / max_tool_calls
@@ -35,7 +37,8 @@ ToolregError
 
 ToolError                      raised by a tool author to send a chosen message to the model
 ├── ToolRetry                  ... asking the model to call again, fixed (costs a retry)
-└── ToolFailed                 ... saying that the call cannot succeed (costs no retry)
+├── ToolFailed                 ... saying that the call cannot succeed (costs no retry)
+└── ToolCancelled              ... saying what it did before it stopped on a cancel signal
 ```
 
 Definition errors are raised when a tool is registered or exported: they are programming
@@ -45,7 +48,8 @@ to the caller: the application, not the model, has to change something.
 
 Every call error has a `kind` (a class attribute, one per class) that names it in a
 `ToolResult.error_kind`: `unknown_tool`, `invalid_json`, `invalid_arguments`, `timeout`,
-`denied`, `repeated`, `call_limit`, `rejected`, `execution_error`, `retry`, `failed`.
+`denied`, `repeated`, `call_limit`, `rejected`, `execution_error`, `retry`, `failed`,
+`interrupted`.
 """
 
 from __future__ import annotations
@@ -69,12 +73,14 @@ __all__ = [
     "StateConflictError",
     "StateStoreError",
     "ToolCallError",
+    "ToolCancelled",
     "ToolDefinitionError",
     "ToolDeniedError",
     "ToolError",
     "ToolExecutionError",
     "ToolFailed",
     "ToolFailedError",
+    "ToolInterruptedError",
     "ToolNotFoundError",
     "ToolRetry",
     "ToolTimeoutError",
@@ -260,6 +266,15 @@ class ToolTimeoutError(ToolCallError):
         super().__init__(message, tool_name=tool_name)
 
 
+class ToolInterruptedError(ToolCallError):
+    """The tool was running when it was stopped: its conversation turn was stopped (a
+    `stream()` reader that closed it, a cancelled task, an interrupt), or it stopped itself
+    on its cancel signal, raising `ToolCancelled` (whose message is then this one). What it
+    did is not known unless its message says (`ToolResult.outcome` is "interrupted")."""
+
+    kind = "interrupted"
+
+
 class ToolDeniedError(ToolCallError):
     """A destructive (or confirmation-requiring) tool was not approved by `confirm=`."""
 
@@ -388,6 +403,13 @@ class ToolFailed(ToolError):
     """Raise inside a tool when the call cannot succeed however it is made (the account is
     closed, the service is gone): `message` goes to the model as written, followed by a
     line telling it not to retry; it costs no retry."""
+
+
+class ToolCancelled(ToolError):
+    """Raise inside a tool that stops because it was cancelled (`ctx.cancelled` is set, or
+    an async tool's task was cancelled): `message` tells the model, as written, what was and
+    was not done ("Stopped before the transfer: nothing was sent."). The result's outcome
+    is "interrupted", its error a `ToolInterruptedError`."""
 
 
 class UsageError(ToolregError, ValueError, TypeError):

@@ -11,6 +11,8 @@ def search(
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields, replace
@@ -21,6 +23,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "UNSET",
+    "CancelScope",
+    "CancelSignal",
     "Injected",
     "LogLevel",
     "LogReporter",
@@ -28,6 +32,8 @@ __all__ = [
     "ProgressReporter",
     "ProgressSink",
     "ToolContext",
+    "cancel_scope",
+    "no_progress",
     "progress_sink",
 ]
 
@@ -133,7 +139,7 @@ class LogReporter(Protocol):
     def __call__(self, message: str, level: LogLevel = "info") -> None: ...
 
 
-def _no_progress(progress: float, total: float | None = None, message: str | None = None) -> None:
+def no_progress(progress: float, total: float | None = None, message: str | None = None) -> None:
     """Progress of a call nobody follows: dropped."""
 
 
@@ -161,6 +167,108 @@ def _no_log(message: str, level: LogLevel = "info") -> None:
     """A log line of a call nobody follows: dropped."""
 
 
+_GUARD = threading.Lock()  # makes a signal's event, and hands a scope's signals over
+
+
+class CancelSignal:
+    """`ToolContext.cancelled`: set when the call should stop: its time limit ran out, or
+    the turn that runs it was stopped (a `stream()` reader that closed it, a cancelled
+    task, an interrupt). A sync tool polls it (`ctx.cancelled.is_set()`) or waits on it
+    (`ctx.cancelled.wait(0.5)`: True once set) between steps, and stops; an async tool is
+    cancelled as a task instead (it may read it too). To tell the model what was and was
+    not done, raise `toolreg.ToolCancelled("...")` on the way out."""
+
+    __slots__ = ("_callbacks", "_event", "_set")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._event: threading.Event | None = None  # made by the first wait()
+        self._callbacks: list[Callable[[], None]] | None = None
+
+    def is_set(self) -> bool:
+        """Whether the call should stop."""
+        return self._set
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until the call should stop, at most `timeout` seconds; whether it should."""
+        if self._set:
+            return True
+        with _GUARD:
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+            finished = self.is_set()  # set meanwhile, before the event existed
+        if finished:
+            event.set()
+        return event.wait(timeout)
+
+    def set(self) -> None:
+        """Ask the call to stop (toolreg does: a tool only reads it). Runs the callbacks
+        once (an async tool's task is cancelled by one)."""
+        with _GUARD:
+            if self._set:
+                return
+            self._set = True
+            event, callbacks, self._callbacks = self._event, self._callbacks, None
+        if event is not None:
+            event.set()
+        for callback in callbacks or ():
+            with contextlib.suppress(Exception):  # e.g. a closed event loop: nothing to cancel
+                callback()
+
+    def on_set(self, callback: Callable[[], None]) -> None:
+        """Run `callback` when the signal is set (now, if it is)."""
+        with _GUARD:
+            if not self._set:
+                self._callbacks = [*(self._callbacks or ()), callback]
+                return
+        callback()
+
+    def __repr__(self) -> str:
+        return f"CancelSignal(set={self._set})"
+
+
+class CancelScope:
+    """The calls a conversation runs in one round (or starts early): `cancel()` sets the
+    `CancelSignal` of each call dispatched in it, and of each dispatched after."""
+
+    __slots__ = ("_cancelled", "_heard", "_signals")
+
+    def __init__(self) -> None:
+        self._signals: list[CancelSignal] = []
+        self._cancelled = False
+        self._heard = False
+
+    @property
+    def heard(self) -> bool:
+        """Whether a call dispatched in it can hear its cancel signal (one was added)."""
+        return self._heard
+
+    def add(self, signal: CancelSignal) -> None:
+        with _GUARD:
+            self._heard = True
+            if not self._cancelled:
+                self._signals.append(signal)
+                return
+        signal.set()
+
+    def cancel(self) -> None:
+        with _GUARD:
+            self._cancelled = True
+            signals, self._signals = self._signals, []
+        for signal in signals:
+            signal.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+
+cancel_scope: ContextVar[CancelScope | None] = ContextVar("toolreg_cancel_scope", default=None)
+"""The `CancelScope` of the calls dispatched in this context (a conversation's round sets it
+in each run's context); None: only the call's own time limit sets its signal."""
+
+
 @dataclass(frozen=True, slots=True)
 class ToolContext(Generic[DepsT]):
     """What dispatch passes to a parameter annotated `ToolContext`.
@@ -172,10 +280,17 @@ class ToolContext(Generic[DepsT]):
     `report_progress` and `log` reach the client when the tool is served over MCP
     (`toolreg.mcp`: progress and log notifications); anywhere else they do nothing. Both
     are plain calls, from sync and async tools alike, and never raise.
+
+    `idempotency_key` is the call's key (see `toolreg.idempotency`): the same whenever the
+    same call runs again (a retry, a resume, a replay), to pass to a payment or ticket API;
+    None when the caller of dispatch gave none. `cancelled` is set when the call should
+    stop (`CancelSignal`).
     """
 
     deps: DepsT
     tool_name: str = ""
     call_id: str | None = None
-    report_progress: ProgressReporter = field(default=_no_progress, repr=False, compare=False)
+    report_progress: ProgressReporter = field(default=no_progress, repr=False, compare=False)
     log: LogReporter = field(default=_no_log, repr=False, compare=False)
+    idempotency_key: str | None = None
+    cancelled: CancelSignal = field(default_factory=CancelSignal, repr=False, compare=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import threading
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from types import FunctionType
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, overload
 
@@ -168,6 +168,7 @@ class ToolRegistry:
         eager: bool | None = None,
         allowed_callers: Iterable[Literal["direct", "programmatic"]] = (),
         output_schema: Mapping[str, Any] | bool | None = None,
+        lock: str | Callable[[dict[str, Any]], Hashable | None] | None = None,
         version: str | int | None = None,
         replace: bool = False,
     ) -> Callable[[F], F]: ...

@@ -3,20 +3,31 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from .errors import ToolCallError
 
-__all__ = ["ToolCall", "ToolResult"]
+__all__ = ["OUTCOMES", "Outcome", "ToolCall", "ToolResult"]
+
+Outcome = Literal["not_started", "interrupted", "completed"]
+"""How a call ended: `"not_started"` (refused, or stopped before it began: nothing ran),
+`"interrupted"` (it was running when it was stopped: its time limit, a stopped turn; what it
+did is not known unless its text says), `"completed"` (the tool returned or raised)."""
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """One call requested by a model: a tool name, its arguments, and the provider's id."""
+    """One call requested by a model: a tool name, its arguments, and the provider's id.
+
+    `idempotency_key`: the key dispatch hands the tool (`ToolContext.idempotency_key`); a
+    conversation gives every call one (see `toolreg.idempotency`). Not part of equality:
+    two calls are the same call whatever keys they carry."""
 
     name: str
     arguments: str | bytes | dict[str, Any] | None = None
     call_id: str | None = None
+    idempotency_key: str | None = field(default=None, compare=False)
 
 
 @dataclass(slots=True)
@@ -29,6 +40,10 @@ class ToolResult:
     `execution_error`, and `repeated` for a call the conversation loop refused to repeat;
     `error.message` equals `content`). `exception` keeps the tool's
     original exception for logging: it never reaches `content`.
+
+    `outcome` says whether the tool ran: `"not_started"`, `"interrupted"` (stopped while it
+    ran: a time limit, a stopped turn) or `"completed"` (see `Outcome`).
+    `idempotency_key` is the key the call ran with (None: none was given).
 
     Not frozen, so that building one stays cheap on the hot path; treat it as read-only.
     """
@@ -43,6 +58,8 @@ class ToolResult:
     return_direct: bool = False
     elapsed: float = 0.0
     arguments: dict[str, Any] | None = None
+    outcome: Outcome = "completed"
+    idempotency_key: str | None = None
 
     @property
     def error_kind(self) -> str | None:

@@ -361,6 +361,9 @@ class _ToolTrace:
     def end(self, result: ToolResult) -> None:
         span, otel = self.span, self.otel
         metric = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": self.name}
+        span.set_attribute("toolreg.tool.outcome", result.outcome)
+        if result.idempotency_key is not None:  # a digest: no content of the call
+            span.set_attribute("toolreg.tool.idempotency_key", result.idempotency_key[:256])
         if not result.ok:
             kind = result.error_kind or "error"
             # the failure's text may quote the arguments: content, like them
@@ -458,7 +461,10 @@ class _TurnTrace:
             span.add_event("toolreg.tool.progress", attributes)
         elif isinstance(event, ToolStarted) and event.early:
             call = event.call
-            span.add_event("toolreg.tool.started_early", _call_attributes(call.name, call.call_id))
+            attributes = _call_attributes(call.name, call.call_id)
+            if call.idempotency_key is not None:
+                attributes["toolreg.tool.idempotency_key"] = call.idempotency_key[:256]
+            span.add_event("toolreg.tool.started_early", attributes)
         elif isinstance(event, ApprovalRequired):
             names = [_printable(p.tool_name) for p in event.pending]
             span.add_event(

@@ -129,6 +129,12 @@ class Tool:
     """The strict JSON Schema (an object) of what it returns, exported as the Responses API's
     `output_schema` (a program the model writes reads the result by it); checked at
     registration, derived from the return annotation with `output_schema=True`."""
+    lock: str | Callable[[dict[str, Any]], Any] | None = None
+    """Calls that share a resource run one at a time (others overlap): a name (every call
+    of every tool of the registry with that lock waits for the one running), or a function
+    of the validated arguments giving the resource's key (`lambda args: args["account"]`;
+    None: no lock for that call). A call waits at most its `timeout` for the lock (then it
+    is not run); the lock is held until the tool has really stopped."""
     version: str | None = None
     """Which version of the tool this is (`"2"`, `"2.1"`, `"2025-01-31"`: see
     `toolreg.definition.versions`): a registry holds several versions of one name side by
@@ -368,6 +374,7 @@ OPTIONS = frozenset(
         "eager",
         "allowed_callers",
         "output_schema",
+        "lock",
         "version",
     }
 )
@@ -590,6 +597,14 @@ def _check_options(owner: str, fields: dict[str, Any]) -> None:
             fix="pass task='optional' (a task when the MCP client supports them, else inline)",
         )
     _check_eager(owner, fields)
+    lock = fields.get("lock")
+    if lock is not None and not callable(lock) and (not isinstance(lock, str) or not lock):
+        raise ToolDefinitionError(
+            f"lock={lock!r} must be a resource's name, or a function of the arguments that "
+            "gives its key",
+            function=owner,
+            fix="pass lock='ledger', or lock=lambda args: args['account_id']",
+        )
     for key in ("result_filter", "function"):
         if fields.get(key) is not None and not callable(fields[key]):
             raise ToolDefinitionError(
@@ -847,6 +862,7 @@ class CallPlan:
     nulls: NullDropper = field(repr=False, compare=False)
     closed_keys: frozenset[str] | None = None  # the only keys allowed (explicit schemas)
     record: tuple[str, Converter] | None = None  # flatten=True: parameter, builds it from all
+    reads_context: bool = False  # a parameter gets a `ToolContext` (its key, its signal)
 
 
 def _build_plan(
@@ -920,6 +936,7 @@ def _build_plan(
         # an untrusted schema's subschemas are checked by its own (bounded) validator
         nulls=NullDropper(parameters, validator.accepts if untrusted else None),
         closed_keys=_closed_keys(params, open_keys, function, properties),
+        reads_context=any(kind == "context" for _, kind in context),
     )
 
 

@@ -39,6 +39,7 @@ from ..errors import (
     UsageError,
 )
 from ..formats import DIALECTS, Dialect, export_tools
+from ..idempotency import new_id
 from ..observe import OBSERVER, ModelCallTrace
 from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
@@ -59,6 +60,7 @@ from .loop import (
     TurnState,
     Verdict,
     abandon,
+    rekey_paused,
     resume_loop,
     run_loop,
 )
@@ -157,6 +159,7 @@ class ConversationCore:
         input_guardrails: Guardrail | Sequence[Guardrail] | None = None,
         output_guardrails: Guardrail | Sequence[Guardrail] | None = None,
         eager_tools: bool | None = None,
+        max_concurrency: int | None = None,
         versions: Mapping[str, str] | None = None,
         **request_options: Any,
     ) -> None:
@@ -242,17 +245,32 @@ class ConversationCore:
         self._paused: _Paused | None = None  # a turn that waits for approvals
         self._observed: Observed | None = None  # the turn under observation (telemetry)
         self._stored: Stored | None = None  # where send/resume load and save (state_store=)
+        self.turn_results: list[ToolResult] = []
+        """The calls of the last turn, in order, each `ToolResult` with its `outcome`: its
+        `Reply.tool_results`, or, after a turn that failed or whose `stream()` reader
+        stopped, what is known of each call (completed, interrupted while it ran, or not
+        started). Such a turn keeps its calls in the history, answered so, once one began."""
         if state_store is not None:
             self._stored = Stored(
                 state_store, conversation_id, key, self.messages, asynchronous=self._awaits_hooks
             )
+            self._conversation_id = self._stored.id
         elif conversation_id is not None or key is not None:
             raise UsageError(
                 "conversation_id= and key= go with state_store= (the store the conversation "
                 "is kept in); to sign a state you save yourself, use export_state(key=...)"
             )
+        else:
+            self._conversation_id = new_id()
 
     # -- the options, read from the record (export_state saves the same) ----------------------
+    @property
+    def conversation_id(self) -> str:
+        """The conversation's id in its calls' idempotency keys (`toolreg.idempotency`): its
+        `conversation_id=` with a state store, else one made when it was built (kept by
+        `export_state` and `from_state`)."""
+        return self._conversation_id
+
     @property
     def name(self) -> str:
         """The conversation's name in traces (`name=`)."""
@@ -313,12 +331,16 @@ class ConversationCore:
                 "a turn waits for approvals: resume() it first (export_state() saves it)"
             )
         settings = self._settings_for(output_type)
-        turn = TurnState(messages, retries_left=settings.output_retries)
+        turn = TurnState(
+            messages, retries_left=settings.output_retries, conversation_id=self._conversation_id
+        )
+        self.turn_results = []
         if keep and self._previous is not None:
             turn.previous_id, turn.known = self._previous
         return settings, turn
 
     def _end(self, reply: Reply, settings: LoopSettings, turn: TurnState, keep: bool) -> Reply:
+        self.turn_results = list(reply.tool_results)
         if keep:
             self.messages = reply.messages
             self._previous = None if turn.previous_id is None else (turn.previous_id, turn.known)
@@ -352,6 +374,20 @@ class ConversationCore:
         """A resumed turn failed: keep the history up to what is answered (so that nothing
         that ran is forgotten, or runs again) and start the next turn from there."""
         abandon(settings, turn)
+        self._keep_stopped(turn)
+
+    def _stopped_turn(self, turn: TurnState) -> bool:
+        """A sent turn failed, or its reader stopped: when one of its calls began, keep its
+        history with every call answered as it ended (the model reads what ran, and nothing
+        runs twice); else the history stays as it was. Whether it was kept."""
+        self.turn_results = list(turn.results)
+        if all(r.outcome == "not_started" for r in turn.results):
+            return False
+        self._keep_stopped(turn)
+        return True
+
+    def _keep_stopped(self, turn: TurnState) -> None:
+        self.turn_results = list(turn.results)
         self.messages = turn.history[: answered_prefix(turn.history)]
         known = turn.previous_id is not None and turn.known <= len(self.messages)
         self._previous = (turn.previous_id, turn.known) if known and turn.previous_id else None
@@ -390,14 +426,26 @@ class ConversationCore:
         yield from self._load_flow()
         messages = [*self.messages, {"role": "user", "content": text}]
         settings, turn_state = self._begin(messages, output_type, keep=True)
-        reply = yield from self._turn_flow(run_loop(settings, turn_state))
+        try:
+            reply = yield from self._turn_flow(run_loop(settings, turn_state))
+        except GeneratorExit:  # the stream's reader stopped: no I/O can happen any more
+            self._stopped_turn(turn_state)
+            raise
+        except BaseException:
+            if self._stopped_turn(turn_state):
+                yield from self._save_flow(None, failed=True)
+            raise
         reply = self._end(reply, settings, turn_state, keep=True)
         yield from self._save_flow(reply)
         return (yield from _finished(reply))
 
     def _run_flow(self, messages: Iterable[Message], output_type: Any) -> Flow:
         settings, turn_state = self._begin(list(messages), output_type, keep=False)
-        reply = yield from self._turn_flow(run_loop(settings, turn_state))
+        try:
+            reply = yield from self._turn_flow(run_loop(settings, turn_state))
+        except BaseException:  # nothing is kept; what is known of each call is told
+            self.turn_results = list(turn_state.results)
+            raise
         return (yield from _finished(self._end(reply, settings, turn_state, keep=False)))
 
     def _resume_flow(self, decisions: Mapping[str, Any], output_type: Any) -> Flow:
@@ -568,6 +616,7 @@ class ConversationCore:
             schemas={} if paused is None else paused.schemas,
             keys=keys,
             discovered=self.discovered,
+            conversation_id=self._conversation_id,
         )
         if paused is not None:
             paused.states.append(state)
@@ -636,7 +685,11 @@ class ConversationCore:
         self._previous = loaded.previous
         self._paused = None
         self.discovered = loaded.discovered
+        if self._stored is None and loaded.conversation_id:
+            self._conversation_id = loaded.conversation_id  # a store's own id wins
         if loaded.turn is not None:
+            loaded.turn.conversation_id = self._conversation_id
+            rekey_paused(loaded.turn)
             paused = _Paused(self._settings, loaded.turn, loaded.schemas, shape=loaded.output)
             paused.states.append(state)
             self._check_schemas(paused)
@@ -775,7 +828,8 @@ class ConversationCore:
 
     def _early_dispatch(self, call: ToolCall) -> dict[str, Any]:
         """What dispatch gets for a call started early: the round's own options."""
-        return {"call_id": call.call_id, **self._dispatch_options(False)}
+        options = self._dispatch_options(False)
+        return {"call_id": call.call_id, "idempotency_key": call.idempotency_key, **options}
 
     def _answer(self, call: ToolCall) -> ToolResult | None:
         """The conversation's own answer to a `search_tools` call (while some allowed tool
@@ -839,6 +893,11 @@ class ConversationCore:
         if not self.options.stream:
             return {}
         return self._settings.provider.stream_options(self._settings.request_options)
+
+    def _max_concurrency(self) -> int:
+        """Calls of one model answer at once (`max_concurrency=`, else the registry's)."""
+        given = self.options.max_concurrency
+        return given if given is not None else self.registry.dispatcher.settings.max_concurrency
 
     def _dispatch_options(self, approved: bool) -> dict[str, Any]:
         if approved:  # a person approved exactly these calls

@@ -42,7 +42,7 @@ from contextlib import AbstractContextManager, aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from ..dispatch.calling import aguard, call_hook, guard
+from ..dispatch.calling import CANCEL_GRACE, aguard, call_hook, guard
 from ..errors import UsageError
 from ..jsonvalues import safe_json
 from ..observe import ModelCallTrace
@@ -71,11 +71,12 @@ from .loop import (
 from .providers import Answer
 from .providers.base import Assembler
 from .reply import Reply
+from .runs import AsyncTurnRuns, RunRecord, TurnRuns, progress_of
 from .tracing import model_call
 
 if TYPE_CHECKING:
     import asyncio
-    from concurrent.futures import Future
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 __all__ = ["AsyncConversation", "Conversation", "run_conversation"]
 
@@ -286,7 +287,9 @@ class Conversation(ConversationCore):
         """Answer the flow's steps with sync I/O; yield its events (all of them when
         `listening`, else only `TurnFinished`)."""
         provider = self._settings.provider.name
-        runs = EarlyRuns(self.registry.dispatcher.settings.max_concurrency)
+        limit = self._max_concurrency()
+        runs = EarlyRuns(limit)
+        turn = TurnRuns(limit)  # every run of the turn: its gate and its cancel scope
         following = self._following(listening)
         notes: queue.SimpleQueue[Any] | None = queue.SimpleQueue() if following else None
         parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
@@ -309,14 +312,14 @@ class Conversation(ConversationCore):
                     elif isinstance(step, ModelStep):
                         runs.discard()  # started for an earlier answer, and no round took them
                         with model_call(step.request, self.client, provider) as call:
-                            model = self._model(step, runs, call.parent, notes)
+                            model = self._model(step, runs, turn, call.parent, notes)
                             watch = self._watching(call)
                             answer = yield from self._relay(model, listening, watch)
                             call.response = answer
                         parent = call.parent
                     elif isinstance(step, ToolsStep):
                         with parent():
-                            ran = self._tools(step, runs, notes)
+                            ran = self._tools(step, runs, turn, notes)
                             answer = yield from self._relay(ran, listening)
                     elif isinstance(step, StoreStep):
                         answer = _store_call(step)
@@ -325,6 +328,7 @@ class Conversation(ConversationCore):
                 except BaseException as exc:  # the flow decides (a resume keeps what ran)
                     failure = cut_short(exc, runs) if isinstance(step, ModelStep) else exc
         except BaseException as exc:  # the turn failed, or its reader stopped
+            turn.stop()  # whatever still runs is asked to stop
             self._unobserve(exc)
             raise
         finally:
@@ -365,6 +369,7 @@ class Conversation(ConversationCore):
         self,
         step: ModelStep,
         runs: EarlyRuns,
+        turn: TurnRuns,
         parent: Callable[[], AbstractContextManager[Any]],
         notes: queue.SimpleQueue[Any] | None,
     ) -> Generator[StreamEvent, None, Answer]:
@@ -392,7 +397,9 @@ class Conversation(ConversationCore):
                             yield TextDelta(text)
                     deltas.clear()
                     if step.early is not None:
-                        yield from self._start_early(assembler, step.early, runs, parent, notes)
+                        yield from self._start_early(
+                            assembler, step.early, runs, turn, parent, notes
+                        )
                     if notes is not None:
                         yield from _drained(notes)
             finally:
@@ -404,6 +411,7 @@ class Conversation(ConversationCore):
         assembler: Assembler,
         early: Callable[[Message], Generator[Step, Any, ToolCall | None]],
         runs: EarlyRuns,
+        turn: TurnRuns,
         parent: Callable[[], AbstractContextManager[Any]],
         notes: queue.SimpleQueue[Any] | None,
     ) -> Generator[StreamEvent, None, None]:
@@ -411,11 +419,14 @@ class Conversation(ConversationCore):
             call = drive_checks(early(message), _run_check_step)
             if call is None:
                 continue
-            run = self._runner(call, self._early_dispatch(call), notes, early=True)
+            record = RunRecord()
+            run = turn.wrap(
+                self._runner(call, self._early_dispatch(call), notes, early=True), record
+            )
             if notes is not None:
                 yield ToolCallReady(call, early=True)
             with parent():  # the model call that asked for it is its parent
-                runs.start(call, run)
+                turn.early[runs.start(call, run)] = record
 
     def _runner(
         self,
@@ -440,52 +451,110 @@ class Conversation(ConversationCore):
         return followed
 
     def _tools(
-        self, step: ToolsStep, runs: EarlyRuns, notes: queue.SimpleQueue[Any] | None
+        self,
+        step: ToolsStep,
+        runs: EarlyRuns,
+        turn: TurnRuns,
+        notes: queue.SimpleQueue[Any] | None,
     ) -> Generator[StreamEvent, None, list[ToolResult]]:
+        """The round's events (with a reader), then its results. Its runs pass the turn's
+        gate; a round stopped on its way (an exception, a reader that closed the stream)
+        asks them to stop, gives the running ones `CANCEL_GRACE` seconds, and leaves what
+        each did in `step.progress`."""
         calls = step.calls
         started: list[Future[ToolResult] | None] = [runs.claim(c) for c in calls]
-        rest = [c for c, run in zip(calls, started) if run is None]
+        records = [RunRecord() if run is None else turn.early.pop(run) for run in started]
         options = self._dispatch_options(step.approved)
-        dispatcher = self.registry.dispatcher
-        if notes is None:  # nobody reads the events: dispatch's own batch
-            if self.options.parallel:
-                ran = iter(dispatcher.dispatch_many(rest, **options))
-            else:
-                ran = iter(
-                    [
-                        dispatcher.dispatch_tool(c.name, c.arguments, call_id=c.call_id, **options)
-                        for c in rest
-                    ]
-                )
-            return [next(ran) if run is None else run.result() for run in started]
-        for call in rest:
-            yield ToolCallReady(call)
-        workers = (
-            1 if not self.options.parallel else min(len(rest), dispatcher.settings.max_concurrency)
-        )
-        from concurrent.futures import ThreadPoolExecutor  # lazy, as dispatch_many's
-
-        pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="toolreg") if rest else None
+        runners = {
+            i: self._runner(
+                call,
+                {"call_id": call.call_id, "idempotency_key": call.idempotency_key, **options},
+                notes,
+            )
+            for i, (call, run) in enumerate(zip(calls, started))
+            if run is None
+        }
+        parallel = self.options.parallel
+        pool: ThreadPoolExecutor | None = None
+        futures: list[Future[Any] | None] = list(started)
         try:
-            futures: list[Future[ToolResult]] = []
-            for i, (call, run) in enumerate(zip(calls, started)):
-                if run is None and pool is not None:
-                    work = self._runner(call, {"call_id": call.call_id, **options}, notes)
-                    run = pool.submit(contextvars.copy_context().run, work)
-                futures.append(run)  # type: ignore[arg-type]  # one of the two is set
-                run.add_done_callback(functools.partial(_done, notes, i))  # type: ignore[union-attr]
-            left = len(futures)
-            while left:
-                note = notes.get()
-                if isinstance(note, _Done):
-                    left -= 1
-                    yield ToolFinished(calls[note.index], futures[note.index].result())
-                else:
-                    yield note
+            if notes is not None:
+                for i in runners:
+                    yield ToolCallReady(calls[i])
+            if notes is None and (len(runners) <= 1 or not parallel):  # here, one by one
+                for i, runner in runners.items():
+                    turn.run_here(runner, records[i])  # its record holds its result
+            else:
+                works = {i: turn.wrap(runner, records[i]) for i, runner in runners.items()}
+                workers = 1 if not parallel else min(len(works), turn.limit)
+                from concurrent.futures import ThreadPoolExecutor  # lazy, as dispatch_many's
+
+                pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="toolreg")
+                for i, work in works.items():
+                    futures[i] = pool.submit(contextvars.copy_context().run, work)
+                if notes is None:  # the first run that raises (an interrupt) stops the round
+                    _first_failure(futures)
+            if notes is not None:
+                for i, future in enumerate(futures):
+                    assert future is not None  # every call has its run now
+                    future.add_done_callback(functools.partial(_done, notes, i))
+                left = len(futures)
+                while left:
+                    note = notes.get()
+                    if isinstance(note, _Done):
+                        left -= 1
+                        yield ToolFinished(calls[note.index], _result(futures[note.index]))
+                    else:
+                        yield note
+            results = [
+                _result(future) if future is not None else records[i].result
+                for i, future in enumerate(futures)
+            ]
+        except BaseException:
+            _stop_runs(turn, pool, futures, records)
+            progress_of(records, step.progress)
+            raise
         finally:
             if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)  # a reader that stopped
-        return [future.result() for future in futures]
+                pool.shutdown(wait=False, cancel_futures=True)
+        return results  # type: ignore[return-value]  # every run ended with its result
+
+
+def _first_failure(futures: Sequence[Future[Any] | None]) -> None:
+    """Wait for the runs until all are done or one raised (only an interrupt or the
+    application's mistake does); raise that."""
+    from concurrent.futures import FIRST_EXCEPTION, wait
+
+    done, _ = wait([f for f in futures if f is not None], return_when=FIRST_EXCEPTION)
+    for future in done:
+        if future.exception() is not None:
+            future.result()  # raises it
+
+
+def _result(future: Future[Any] | None) -> ToolResult:
+    """A finished run's result (a run that was to begin always does, unless stopped)."""
+    assert future is not None
+    result: ToolResult | None = future.result()
+    assert result is not None  # None: the turn stopped before it began, which raised
+    return result
+
+
+def _stop_runs(
+    turn: TurnRuns,
+    pool: ThreadPoolExecutor | None,
+    futures: Sequence[Future[Any] | None],
+    records: list[RunRecord],
+) -> None:
+    """A stopped round: runs not begun never begin, running ones are asked to stop and have
+    `CANCEL_GRACE` seconds to end (when they can hear it), so that what they say counts."""
+    turn.stop()
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)
+    running = [f for f, r in zip(futures, records) if f is not None and r.started and not f.done()]
+    if running and turn.scope.heard:
+        from concurrent.futures import wait
+
+        wait(running, timeout=CANCEL_GRACE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -635,7 +704,9 @@ class AsyncConversation(ConversationCore):
         import asyncio  # loaded by the running event loop already
 
         provider = self._settings.provider.name
-        runs = AsyncEarlyRuns(self.registry.dispatcher.settings.max_concurrency)
+        limit = self._max_concurrency()
+        runs = AsyncEarlyRuns(limit)
+        turn = AsyncTurnRuns(limit)  # every run of the turn: its gate and its cancel scope
         following = self._following(listening)
         notes: asyncio.Queue[Any] | None = asyncio.Queue() if following else None
         parent: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
@@ -661,7 +732,7 @@ class AsyncConversation(ConversationCore):
                             if notes is None and not self.options.stream:  # one await
                                 answer = call.response = await self._plain_answer(step)
                             else:
-                                model = self._model(step, runs, call.parent, notes)
+                                model = self._model(step, runs, turn, call.parent, notes)
                                 watch = self._watching(call)
                                 async with aclosing(model) as said:
                                     async for note in said:
@@ -674,10 +745,10 @@ class AsyncConversation(ConversationCore):
                         parent = call.parent
                     elif isinstance(step, ToolsStep):
                         with parent():
-                            if notes is None:  # nobody reads the events: dispatch's own batch
-                                answer = await self._batch(step, runs)
+                            if notes is None:  # nobody reads the events
+                                answer = await self._batch(step, runs, turn)
                             else:
-                                async with aclosing(self._tools(step, runs, notes)) as ran:
+                                async with aclosing(self._tools(step, runs, turn, notes)) as ran:
                                     async for event in ran:
                                         if isinstance(event, _Ran):
                                             answer = event.results
@@ -692,6 +763,7 @@ class AsyncConversation(ConversationCore):
                 except BaseException as exc:  # the flow decides (a resume keeps what ran)
                     failure = cut_short(exc, runs) if isinstance(step, ModelStep) else exc
         except BaseException as exc:  # the turn failed, or its reader stopped
+            turn.stop()  # whatever still runs is asked to stop
             self._unobserve(exc)
             raise
         finally:
@@ -712,6 +784,7 @@ class AsyncConversation(ConversationCore):
         self,
         step: ModelStep,
         runs: AsyncEarlyRuns,
+        turn: AsyncTurnRuns,
         parent: Callable[[], AbstractContextManager[Any]],
         notes: asyncio.Queue[Any] | None,
     ) -> AsyncGenerator[StreamEvent | _Answered, None]:
@@ -744,7 +817,9 @@ class AsyncConversation(ConversationCore):
                             yield TextDelta(text)
                     deltas.clear()
                     if step.early is not None:
-                        ready = await self._start_early(assembler, step.early, runs, parent, notes)
+                        ready = await self._start_early(
+                            assembler, step.early, runs, turn, parent, notes
+                        )
                         for event in ready:
                             yield event
                     while notes is not None and not notes.empty():
@@ -766,6 +841,7 @@ class AsyncConversation(ConversationCore):
         assembler: Assembler,
         early: Callable[[Message], Generator[Step, Any, ToolCall | None]],
         runs: AsyncEarlyRuns,
+        turn: AsyncTurnRuns,
         parent: Callable[[], AbstractContextManager[Any]],
         notes: asyncio.Queue[Any] | None,
     ) -> list[StreamEvent]:
@@ -783,9 +859,12 @@ class AsyncConversation(ConversationCore):
                 continue
             if notes is not None:
                 ready.append(ToolCallReady(call, early=True))
-            run = self._runner(call, self._early_dispatch(call), notes, early=True)
+            record = RunRecord()
+            run = turn.wrap(
+                self._runner(call, self._early_dispatch(call), notes, early=True), record
+            )
             with parent():  # the model call that asked for it is its parent
-                runs.start(call, run)
+                turn.early[runs.start(call, run)] = record
         return ready
 
     def _runner(
@@ -813,61 +892,158 @@ class AsyncConversation(ConversationCore):
 
         return followed
 
-    async def _batch(self, step: ToolsStep, runs: AsyncEarlyRuns) -> list[ToolResult]:
-        """A round's results when nobody reads its events: dispatch's own batch (with the
-        runs started early, awaited in their place)."""
-        started = [runs.claim(c) for c in step.calls]
-        rest = [c for c, run in zip(step.calls, started) if run is None]
+    def _round_runs(
+        self, step: ToolsStep, runs: AsyncEarlyRuns, turn: AsyncTurnRuns, notes: Any
+    ) -> tuple[
+        list[asyncio.Task[ToolResult] | None],
+        list[RunRecord],
+        dict[int, Callable[[], Awaitable[ToolResult | None]]],
+    ]:
+        """The round's runs: those started early (claimed), their records, and the others'
+        work, each behind the turn's gate."""
+        calls = step.calls
+        started = [runs.claim(c) for c in calls]
+        records = [RunRecord() if run is None else turn.early.pop(run) for run in started]
         options = self._dispatch_options(step.approved)
-        dispatcher = self.registry.dispatcher
-        if self.options.parallel:
-            ran = iter(await dispatcher.adispatch_many(rest, **options))
-        else:
-            ran = iter(
-                [
-                    await dispatcher.adispatch_tool(
-                        c.name, c.arguments, call_id=c.call_id, **options
-                    )
-                    for c in rest
-                ]
+        works = {
+            i: turn.wrap(
+                self._runner(
+                    call,
+                    {"call_id": call.call_id, "idempotency_key": call.idempotency_key, **options},
+                    notes,
+                ),
+                records[i],
             )
-        return [next(ran) if run is None else await run for run in started]
+            for i, (call, run) in enumerate(zip(calls, started))
+            if run is None
+        }
+        return started, records, works
+
+    async def _batch(
+        self, step: ToolsStep, runs: AsyncEarlyRuns, turn: AsyncTurnRuns
+    ) -> list[ToolResult]:
+        """A round's results when nobody reads its events: one call awaited here, several
+        as tasks (one after another without `parallel`), with the runs started early
+        awaited in their place."""
+        import asyncio
+
+        started, records, works = self._round_runs(step, runs, turn, None)
+        tasks: list[asyncio.Task[Any] | None] = list(started)
+        try:
+            if len(works) <= 1 or not self.options.parallel:
+                current = asyncio.current_task()
+                for work in works.values():
+                    before = _cancelling(current)
+                    await work()
+                    if _cancelling(current) > before:  # a tool answered the turn's cancel
+                        raise asyncio.CancelledError
+            else:
+                for i, work in works.items():
+                    tasks[i] = asyncio.ensure_future(work())
+                running = [t for t in tasks if t is not None]
+                done, _ = await asyncio.wait(running, return_when=asyncio.FIRST_EXCEPTION)
+                for task in done:
+                    if not task.cancelled() and task.exception() is not None:
+                        task.result()  # the application's mistake (no context...): raised
+            return [
+                _recorded(records[i]) if task is None else _task_result(await _settled(task))
+                for i, task in enumerate(tasks)
+            ]
+        except BaseException:
+            await _astop_runs(turn, tasks, records)
+            progress_of(records, step.progress)
+            raise
 
     async def _tools(
-        self, step: ToolsStep, runs: AsyncEarlyRuns, notes: asyncio.Queue[Any]
+        self,
+        step: ToolsStep,
+        runs: AsyncEarlyRuns,
+        turn: AsyncTurnRuns,
+        notes: asyncio.Queue[Any],
     ) -> AsyncGenerator[StreamEvent | _Ran, None]:
-        """The round's events, then its `_Ran`."""
+        """The round's events, then its `_Ran` (a round stopped on its way: see
+        `Conversation._tools`)."""
         import asyncio
 
         calls = step.calls
-        started = [runs.claim(c) for c in calls]
-        rest = [c for c, run in zip(calls, started) if run is None]
-        options = self._dispatch_options(step.approved)
-        dispatcher = self.registry.dispatcher
-        for call in rest:
-            yield ToolCallReady(call)
-        workers = 1 if not self.options.parallel else dispatcher.settings.max_concurrency
+        started, records, works = self._round_runs(step, runs, turn, notes)
+        for i in works:
+            yield ToolCallReady(calls[i])
+        workers = 1 if not self.options.parallel else turn.limit
         gate = asyncio.Semaphore(max(1, workers))
-        tasks: list[asyncio.Task[ToolResult]] = []
+        tasks: list[asyncio.Task[Any]] = []
         try:
-            for i, (call, run) in enumerate(zip(calls, started)):
-                if run is None:
-                    work = self._runner(call, {"call_id": call.call_id, **options}, notes)
-                    run = asyncio.ensure_future(_gated(gate, work))
-                tasks.append(run)
-                run.add_done_callback(functools.partial(_done_soon, notes, i))
+            for i, early in enumerate(started):
+                task: asyncio.Task[Any] = (
+                    asyncio.ensure_future(_gated(gate, works[i])) if early is None else early
+                )
+                tasks.append(task)
+                task.add_done_callback(functools.partial(_done_soon, notes, i))
             left = len(tasks)
             while left:
                 note = await notes.get()
                 if isinstance(note, _Done):
                     left -= 1
-                    yield ToolFinished(calls[note.index], tasks[note.index].result())
+                    yield ToolFinished(calls[note.index], _task_result(tasks[note.index]))
                 else:
                     yield note
+        except BaseException:
+            await _astop_runs(turn, tasks, records)
+            progress_of(records, step.progress)
+            raise
         finally:
             for task in tasks:
                 task.cancel()  # a reader that stopped: nothing left running
-        yield _Ran([task.result() for task in tasks])
+        yield _Ran([_task_result(task) for task in tasks])
+
+
+def _cancelling(task: asyncio.Task[Any] | None) -> int:
+    """How many cancellations of `task` are pending (Python 3.11+; 0 before)."""
+    count = getattr(task, "cancelling", None)
+    return 0 if count is None else int(count())
+
+
+def _recorded(record: RunRecord) -> ToolResult:
+    assert record.result is not None  # a run awaited here has its result
+    return record.result
+
+
+def _task_result(task: asyncio.Future[Any]) -> ToolResult:
+    """A finished run's result (a run that was to begin always has one, unless stopped)."""
+    result = task.result()
+    assert result is not None  # None: the turn stopped before it began, which raised
+    return result  # type: ignore[no-any-return]
+
+
+async def _settled(task: asyncio.Future[Any]) -> asyncio.Future[Any]:
+    """`task`, once it is done."""
+    import asyncio
+
+    await asyncio.wait({task})
+    return task
+
+
+async def _astop_runs(
+    turn: AsyncTurnRuns, tasks: Sequence[asyncio.Future[Any] | None], records: list[RunRecord]
+) -> None:
+    """A stopped round: runs not begun never begin, running ones are cancelled (and their
+    signals set) and have `CANCEL_GRACE` seconds to end, so that what they say counts."""
+    import asyncio
+
+    turn.stop()
+    running = [t for t in tasks if t is not None and not t.done()]
+    for task in running:
+        task.cancel()
+    begun = [t for t, r in zip(tasks, records) if t is not None and r.started and not t.done()]
+    if begun:
+        await asyncio.wait(begun, timeout=CANCEL_GRACE)
+    for task in running:
+        task.add_done_callback(_retrieved)
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 @dataclass(frozen=True, slots=True)
@@ -880,7 +1056,7 @@ class _Ran:
     results: list[ToolResult]  # the async round's results, after its events
 
 
-async def _gated(gate: asyncio.Semaphore, work: Callable[[], Awaitable[ToolResult]]) -> ToolResult:
+async def _gated(gate: asyncio.Semaphore, work: Callable[[], Awaitable[T]]) -> T:
     async with gate:
         return await work()
 

@@ -26,7 +26,7 @@ from ..result import ToolCall, ToolResult
 
 if TYPE_CHECKING:  # imported when used: `import toolreg` stays light
     import asyncio
-    from concurrent.futures import Future, ThreadPoolExecutor  # noqa: F401 (quoted below)
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 __all__ = ["AsyncEarlyRuns", "EarlyRuns", "cut_short"]
 
@@ -60,13 +60,16 @@ class EarlyRuns(_Runs["Future[ToolResult]"]):
         super().__init__(workers)
         self.pool: ThreadPoolExecutor | None = None
 
-    def start(self, call: ToolCall, run: Callable[[], ToolResult]) -> None:
+    def start(self, call: ToolCall, run: Callable[[], ToolResult | None]) -> Future[ToolResult]:
+        """Start `run` for `call`; its future (what `claim` gives the round)."""
         if self.pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
             self.pool = ThreadPoolExecutor(self.workers, thread_name_prefix="toolreg-eager")
         context = contextvars.copy_context()  # the caller's, as dispatch_many gives
-        self.runs.append((call, self.pool.submit(context.run, run)))
+        future: Future[ToolResult] = self.pool.submit(context.run, run)  # type: ignore[arg-type]
+        self.runs.append((call, future))
+        return future
 
     def fates(self) -> list[tuple[ToolCall, str]]:
         return [
@@ -93,7 +96,10 @@ class AsyncEarlyRuns(_Runs["asyncio.Task[ToolResult]"]):
         self.gate: asyncio.Semaphore | None = None
         self.begun: set[str | None] = set()  # the ids of the calls whose run began
 
-    def start(self, call: ToolCall, run: Callable[[], Awaitable[ToolResult]]) -> None:
+    def start(
+        self, call: ToolCall, run: Callable[[], Awaitable[ToolResult | None]]
+    ) -> asyncio.Task[ToolResult]:
+        """Start `run` for `call` as a task (what `claim` gives the round)."""
         import asyncio  # loaded by the running event loop already
 
         if self.gate is None:
@@ -103,9 +109,11 @@ class AsyncEarlyRuns(_Runs["asyncio.Task[ToolResult]"]):
         async def gated() -> ToolResult:
             async with gate:
                 begun.add(call.call_id)
-                return await run()
+                return await run()  # type: ignore[return-value]  # None: a stopped turn's
 
-        self.runs.append((call, asyncio.ensure_future(gated())))
+        task = asyncio.ensure_future(gated())
+        self.runs.append((call, task))
+        return task
 
     def fates(self) -> list[tuple[ToolCall, str]]:
         return [

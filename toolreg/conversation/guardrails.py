@@ -47,13 +47,15 @@ Stage = Literal["input", "output"]
 @dataclass(frozen=True, slots=True)
 class GuardrailInput:
     """What an input guardrail checks: `arguments` are the validated arguments (JSON
-    values) the call would run with; `edited`: a person changed them (`resume`)."""
+    values) the call would run with; `edited`: a person changed them (`resume`);
+    `idempotency_key`: the key the call would run with."""
 
     round: int
     tool_name: str
     call_id: str | None
     arguments: dict[str, Any]
     edited: bool = False
+    idempotency_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +118,9 @@ class Guardrails:
         checked = self.arguments(call) if arguments is None else arguments
         if checked is None:
             return None  # dispatch answers arguments that do not validate
-        event = GuardrailInput(round_, call.name, call.call_id, checked, edited)
+        event = GuardrailInput(
+            round_, call.name, call.call_id, checked, edited, call.idempotency_key
+        )
         for guardrail in guardrails:
             label = _label(guardrail)
             why = _verdict((yield GuardStep(label, "input", guardrail, event)), label)
@@ -124,8 +128,20 @@ class Guardrails:
             if why is not None:
                 message = why or f"Tool '{call.name}' was not run: a guardrail refused the call."
                 error = GuardrailRejectedError(message, tool_name=call.name)
-                return ToolResult(call.name, call.call_id, False, message, error=error)
+                return ToolResult(
+                    call.name,
+                    call.call_id,
+                    False,
+                    message,
+                    error=error,
+                    outcome="not_started",
+                    idempotency_key=call.idempotency_key,
+                )
         return None
+
+    def guards_output(self, name: str) -> bool:
+        """Whether an output guardrail reads the results of tool `name`."""
+        return bool(self._for(name, "output"))
 
     def check_outputs(
         self, round_: int, results: Sequence[ToolResult]

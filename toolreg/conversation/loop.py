@@ -29,12 +29,13 @@ from ..errors import (
     RepeatedCallError,
     ToolCallError,
     ToolDeniedError,
-    ToolExecutionError,
+    ToolInterruptedError,
     UsageError,
 )
 from ..formats import Format
+from ..idempotency import canonical_arguments, key_from, key_prefix, new_id
 from ..jsonvalues import safe_json
-from ..result import ToolCall, ToolResult
+from ..result import Outcome, ToolCall, ToolResult
 from .guardrails import Guardrails, GuardStep
 from .history import call_ids, trim_to_limits
 from .output import OutputSpec
@@ -59,11 +60,13 @@ __all__ = [
     "LoopSettings",
     "ModelStep",
     "PausedRound",
+    "RoundProgress",
     "Step",
     "ToolsStep",
     "TurnState",
     "Verdict",
     "abandon",
+    "rekey_paused",
     "resume_loop",
     "run_loop",
 ]
@@ -90,13 +93,30 @@ class ModelStep:
     ids: CallIds | None = None
 
 
+class RoundProgress:
+    """What a driver knows of a round's runs when the round is stopped (an exception, a
+    reader that closed the stream): the calls (indices into `ToolsStep.calls`) whose run
+    began, and the results of those that finished. A call with no result ran when it was
+    `started`, else it never began. (A plain class: one is made per round.)"""
+
+    __slots__ = ("results", "started")
+
+    def __init__(
+        self, started: set[int] | None = None, results: dict[int, ToolResult] | None = None
+    ) -> None:
+        self.started: set[int] = set() if started is None else started
+        self.results: dict[int, ToolResult] = {} if results is None else results
+
+
 @dataclass(frozen=True, slots=True)
 class ToolsStep:
     """Run these calls; answer with their `ToolResult`s in the same order. `approved`: a
-    person approved exactly these calls (`confirm="defer"`), so they run unasked."""
+    person approved exactly these calls (`confirm="defer"`), so they run unasked. A driver
+    that cannot answer (the round is stopped) fills `progress` before it raises."""
 
     calls: list[ToolCall]
     approved: bool = False
+    progress: RoundProgress = field(default_factory=RoundProgress)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +215,14 @@ class TurnState:
     # calls of the answer being streamed whose prechecks ran already (eager start), each
     # with the answer they left (None: it runs); not saved: a turn pauses after its round
     early: list[tuple[ToolCall, ToolResult | None]] = field(default_factory=list)
+    # the idempotency keys' parts (see `toolreg.idempotency`): the conversation's id, and
+    # the turn's (made for its first round of calls)
+    conversation_id: str = ""
+    turn_id: str = ""
+    key_prefix: str = ""  # made of the two, once per turn (not saved)
+    # (tool, canonical arguments) -> the key of a call of this turn that failed while it
+    # ran: the model's call made again with the same arguments keeps its key
+    retry_keys: dict[tuple[str, str], str] = field(default_factory=dict)
     # the ids of the history's calls, read when an answer's calls first need them (see
     # `CallIds`); not saved: the history has them
     ids: set[str] | None = None
@@ -249,7 +277,10 @@ def resume_loop(
         verdict = verdicts[pending.call_id]
         if verdict.approved:
             arguments = pending.arguments if verdict.arguments is None else verdict.arguments
-            call = ToolCall(pending.tool_name, arguments, pending.call_id)
+            # the key of the model's call, unless a person changed its arguments
+            shown = paused.calls[i] if verdict.arguments is None else None
+            key = _key(state, pending.tool_name, pending.call_id, shown, arguments)
+            call = ToolCall(pending.tool_name, arguments, pending.call_id, key)
             if verdict.arguments is not None:  # edited: the input guardrails check them again
                 refused = yield from s.guardrails.check_input(
                     call, state.calls_made, verdict.arguments, edited=True
@@ -262,9 +293,13 @@ def resume_loop(
             why = _declined(pending.tool_name, verdict.reason)
             denial = ToolDeniedError(why, tool_name=pending.tool_name)
             paused.results[i] = _synthetic(paused.calls[i], denial)
-    ran: list[ToolResult] = (
-        (yield ToolsStep([c for _, c in approved], approved=True)) if approved else []
-    )
+    step = ToolsStep([c for _, c in approved], approved=True)
+    try:
+        ran: list[ToolResult] = (yield step) if approved else []
+    except BaseException:  # the run was stopped: what is known of each call answers it
+        for j, (i, call) in enumerate(approved):
+            paused.results[i] = _known(s, call, step.progress, j)
+        raise
     ran = yield from s.guardrails.check_outputs(state.calls_made, ran)
     for (i, call), result in zip(approved, ran):
         edited = verdicts[call.call_id or ""].arguments
@@ -279,6 +314,20 @@ def resume_loop(
     return (yield from run_loop(s, state))
 
 
+def rekey_paused(state: TurnState) -> None:
+    """A paused turn read from a saved state: its pending calls get their idempotency keys
+    again, worked out from the saved parts (the keys they had when the turn paused)."""
+    paused = state.paused
+    if paused is None:
+        return
+    state.key_prefix = ""  # the ids may have changed since it was made
+    for i, pending in paused.pending.items():
+        shown = paused.calls[i]
+        key = _key(state, pending.tool_name, pending.call_id, shown, None)
+        paused.calls[i] = ToolCall(shown.name, shown.arguments, shown.call_id, key)
+        paused.pending[i] = dataclasses.replace(pending, idempotency_key=key)
+
+
 def abandon(s: LoopSettings, state: TurnState) -> None:
     """After a resumed turn failed: answer whatever its paused round left unanswered (a call
     whose outcome is unknown says so), so the history stays valid and nothing runs twice."""
@@ -286,13 +335,11 @@ def abandon(s: LoopSettings, state: TurnState) -> None:
     if paused is None:
         return
     for i, call in enumerate(paused.calls):
-        if i not in paused.results:
-            lost = ToolExecutionError(
-                f"Tool '{call.name}' was interrupted; whether it ran is unknown.",
-                tool_name=call.name,
-            )
-            paused.results[i] = _synthetic(call, lost)
-    state.history.extend(s.provider.results([paused.results[i] for i in range(len(paused.calls))]))
+        if i not in paused.results:  # stopped before its run began
+            paused.results[i] = _stopped(call, "not_started")
+    done = [paused.results[i] for i in range(len(paused.calls))]
+    state.history.extend(s.provider.results(done))
+    state.results.extend(done)
     state.paused = None
 
 
@@ -379,14 +426,58 @@ def _named(calls: list[ToolCall], number: int) -> list[ToolCall]:
     ]
 
 
-def _call_key(call: ToolCall) -> tuple[str, str]:
+def _call_key(call: ToolCall, canonical: str | None = None) -> tuple[str, str]:
+    """A call as the repeat guard and the retry keys compare it: its tool and its
+    arguments as canonical JSON."""
+    return call.name, canonical_arguments(call.arguments) if canonical is None else canonical
+
+
+def _key(state: TurnState, name: str, key_id: str, shown: ToolCall | None, arguments: Any) -> str:
+    """The idempotency key of a call (`toolreg.idempotency`): of the call the model made
+    (`shown`), or of one with these `arguments` (edited by a person). The same call made
+    again after its tool failed while it ran keeps that call's key (`retry_keys`)."""
+    canonical = canonical_arguments(arguments if shown is None else shown.arguments)
+    return _key_of(state, name, key_id, canonical)
+
+
+def _key_of(state: TurnState, name: str, key_id: str, canonical: str) -> str:
+    """`_key` with the arguments written already."""
+    retried = state.retry_keys.get((name, canonical))
+    if retried is not None:
+        return retried
+    prefix = state.key_prefix
+    if not prefix:
+        if not state.turn_id:
+            state.turn_id = new_id()
+        prefix = state.key_prefix = key_prefix(state.conversation_id, state.turn_id)
+    return key_from(prefix, key_id, name, canonical)
+
+
+def _keyed(state: TurnState, calls: list[ToolCall]) -> tuple[list[ToolCall], list[str]]:
+    """The round's calls, each with its idempotency key (its id is the answer's own, every
+    call's distinct: `CallIds`, `_named`; a call started early keeps the key it started
+    with), and their arguments as canonical JSON."""
+    out = []
+    canonicals = []
+    early = {c.call_id: c.idempotency_key for c, a in state.early if a is None}
+    for call in calls:
+        canonical = canonical_arguments(call.arguments)
+        canonicals.append(canonical)
+        key = early.get(call.call_id) if early else None
+        if key is None:
+            key = _key_of(state, call.name, call.call_id or "", canonical)
+        out.append(ToolCall(call.name, call.arguments, call.call_id, key))
+    return out, canonicals
+
+
+def _shown(call: ToolCall) -> str:
+    """A call's arguments as the model is shown them (decoded, sorted keys)."""
     args = call.arguments
     try:
         decoded = json.loads(args) if isinstance(args, (str, bytes)) else args
-        text = json.dumps(decoded, sort_keys=True, ensure_ascii=False)
+        return json.dumps(decoded, sort_keys=True, ensure_ascii=False)
     except (TypeError, ValueError, RecursionError):
-        text = str(args)
-    return call.name, text
+        return str(args)
 
 
 def _round(
@@ -394,23 +485,33 @@ def _round(
 ) -> Generator[Step, Any, Reply | None]:
     """One round of calls: checks, the calls that can run now, then either the observations
     or, when some calls wait for approval, a paused turn. A call that started while the
-    answer streamed is answered by that run (the driver finds it by id), never run again."""
+    answer streamed is answered by that run (the driver finds it by id), never run again.
+    A round stopped on its way (an exception, a reader that closed the stream) answers
+    every call with what is known of it (`_record_stopped`) before the exception goes on."""
+    calls, canonicals = _keyed(state, calls)
     answered, started = yield from _precheck(s, state, calls)
     pending = _pending(s, calls, answered, started)
     to_run = [c for i, c in enumerate(calls) if i not in answered and i not in pending]
-    ran: list[ToolResult] = (yield ToolsStep(to_run)) if to_run else []
-    if started:
-        ran = _ran_early(to_run, ran, started)
-    ran = yield from s.guardrails.check_outputs(state.calls_made, ran)
-    done = _merge(calls, answered, ran, pending)
-    for i in sorted(done):
-        yield from _hook(s, "after_tool_call", ToolResultEvent(state.calls_made, done[i]))
+    step = ToolsStep(to_run)
+    ran: list[ToolResult] | None = None
+    checked: list[ToolResult] | None = None
+    try:
+        ran = (yield step) if to_run else []
+        if started:
+            ran = _ran_early(to_run, ran, started)
+        checked = yield from s.guardrails.check_outputs(state.calls_made, ran)
+        done = _merge(calls, answered, checked, pending)
+        for i in sorted(done):
+            yield from _hook(s, "after_tool_call", ToolResultEvent(state.calls_made, done[i]))
+    except BaseException:
+        _record_stopped(s, state, calls, answered, to_run, step.progress, ran, checked)
+        raise
     if pending:
         state.paused = PausedRound(calls, done, pending)
         finished = [*state.results, *(done[i] for i in sorted(done))]
         asked = list(pending.values())
         return _reply(state, text, "approval_required", results=finished, pending=asked)
-    return _after_tools(s, state, calls, [done[i] for i in range(len(calls))])
+    return _after_tools(s, state, calls, [done[i] for i in range(len(calls))], canonicals)
 
 
 def _pending(
@@ -427,7 +528,9 @@ def _pending(
     for i, call in enumerate(calls):
         arguments = None if i in answered or i in started else s.approval(call)
         if arguments is not None:
-            pending[i] = PendingCall(call.call_id or "", call.name, arguments)
+            pending[i] = PendingCall(
+                call.call_id or "", call.name, arguments, idempotency_key=call.idempotency_key
+            )
     return pending
 
 
@@ -500,7 +603,7 @@ def _ran_instead(result: ToolResult, first: ToolCall, call: ToolCall) -> ToolRes
     the model is told with what (a failure's error says the same as its content)."""
     tool = f" as {first.name}" if first.name != call.name else ""
     content = (
-        f"(This call ran{tool} with the arguments {_call_key(first)[1]}, as they first "
+        f"(This call ran{tool} with the arguments {_shown(first)}, as they first "
         f"streamed; it was not run again with the final ones.)\n{result.content}"
     )
     error = result.error
@@ -529,9 +632,10 @@ def _check(
         state.stop_requested = True
         return _synthetic(call, repeated)
     own = None if s.answer is None else s.answer(call)  # e.g. a tool search
-    if own is None:  # a call for dispatch: the input guardrails first
-        own = yield from s.guardrails.check_input(call, number)
-    return own
+    if own is not None:  # the conversation answered it itself: no tool ran
+        outcome: Outcome = "completed" if own.ok else "not_started"
+        return dataclasses.replace(own, outcome=outcome, idempotency_key=call.idempotency_key)
+    return (yield from s.guardrails.check_input(call, number))  # for dispatch: checked first
 
 
 def _early(
@@ -548,6 +652,8 @@ def _early(
     call = calls[0]
     if s.approval is not None and s.approval(call) is not None:
         return None  # it waits for a person
+    key = _key(state, call.name, call.call_id or "", call, None)  # the id: its answer's own
+    call = ToolCall(call.name, call.arguments, call.call_id, key)
     made = s.policy.counted(state.results)  # and the calls this answer started already
     made += [c.name for c, a in state.early if a is None or a.error_kind != "call_limit"]
     answer = yield from _check(s, state, call, state.calls_made + 1, made)
@@ -578,9 +684,86 @@ def _repeated(call: ToolCall, earlier: str, refused_in: int) -> RepeatedCallErro
 
 
 def _synthetic(call: ToolCall, error: ToolCallError) -> ToolResult:
+    """The loop's own answer to a call that did not run."""
     return ToolResult(
-        tool_name=call.name, call_id=call.call_id, ok=False, content=error.message, error=error
+        tool_name=call.name,
+        call_id=call.call_id,
+        ok=False,
+        content=error.message,
+        error=error,
+        outcome="not_started",
+        idempotency_key=call.idempotency_key,
     )
+
+
+def _stopped(call: ToolCall, outcome: Outcome) -> ToolResult:
+    """The answer to a call of a round that was stopped before its result came: it never
+    began ("not_started"), or it was running ("interrupted")."""
+    if outcome == "not_started":
+        text = f"Tool '{call.name}' was not run: the turn was stopped before it started."
+        error: ToolCallError = ToolDeniedError(text, tool_name=call.name)
+    else:
+        text = (
+            f"Tool '{call.name}' was interrupted while it was running (the turn was "
+            "stopped): what it did is not known."
+        )
+        error = ToolInterruptedError(text, tool_name=call.name)
+    return ToolResult(
+        tool_name=call.name,
+        call_id=call.call_id,
+        ok=False,
+        content=text,
+        error=error,
+        outcome=outcome,
+        idempotency_key=call.idempotency_key,
+    )
+
+
+def _known(s: LoopSettings, call: ToolCall, progress: RoundProgress, index: int) -> ToolResult:
+    """What is known of call `index` of a stopped run: its result (withheld when an output
+    guardrail had yet to read it), or whether it had begun."""
+    result = progress.results.get(index)
+    if result is None:
+        return _stopped(call, "interrupted" if index in progress.started else "not_started")
+    if result.ok and s.guardrails.guards_output(result.tool_name):
+        text = (
+            f"Tool '{call.name}' ran, but the turn was stopped before its result was "
+            "checked: it is withheld."
+        )
+        return dataclasses.replace(result, content=text, value=None)
+    return result
+
+
+def _record_stopped(
+    s: LoopSettings,
+    state: TurnState,
+    calls: list[ToolCall],
+    answered: dict[int, ToolResult],
+    to_run: list[ToolCall],
+    progress: RoundProgress,
+    ran: list[ToolResult] | None,
+    checked: list[ToolResult] | None,
+) -> None:
+    """A round stopped on its way: every call of it answered in the history and the turn's
+    results with what is known of it (run, running, never begun), so that a conversation
+    that keeps them tells the model the truth and runs nothing twice."""
+    if checked is None and ran is not None:  # every call ran; the output checks did not
+        progress = RoundProgress(set(range(len(to_run))), dict(enumerate(ran)))
+    source = iter(checked if checked is not None else [None] * len(to_run))
+    results: list[ToolResult] = []
+    j = 0
+    for i, call in enumerate(calls):
+        if i in answered:
+            results.append(answered[i])
+            continue
+        if j < len(to_run) and to_run[j] is call:
+            done = next(source)
+            results.append(done if done is not None else _known(s, call, progress, j))
+            j += 1
+        else:  # waiting for approval: it never began
+            results.append(_stopped(call, "not_started"))
+    state.history.extend(s.provider.results(results))
+    state.results.extend(results)
 
 
 def _merge(
@@ -599,13 +782,24 @@ def _merge(
 
 
 def _after_tools(
-    s: LoopSettings, state: TurnState, calls: list[ToolCall], results: list[ToolResult]
+    s: LoopSettings,
+    state: TurnState,
+    calls: list[ToolCall],
+    results: list[ToolResult],
+    canonicals: list[str] | None = None,
 ) -> Reply | None:
     state.history.extend(s.provider.results(results))
     state.results.extend(results)
     state.tool_rounds += 1
     state.after_observations = True
-    keys = {_call_key(c): r.content for c, r in zip(calls, results)}
+    keys: dict[tuple[str, str], str] = {}
+    for i, (call, result) in enumerate(zip(calls, results)):
+        key = _call_key(call, None if canonicals is None else canonicals[i])
+        keys[key] = result.content
+        if result.ok:
+            state.retry_keys.pop(key, None)
+        elif result.outcome != "not_started" and call.idempotency_key is not None:
+            state.retry_keys[key] = call.idempotency_key  # made again: the same key
     kept = (s.max_repeats or 2) - 1  # the rounds the guard looks back at
     state.recent = [*state.recent[-kept:], keys]
     spent = s.policy.retries_spent(state.results)

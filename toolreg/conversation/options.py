@@ -56,6 +56,10 @@ def _count_or_none(value: Any) -> bool:
     return value is None or _count(value)
 
 
+def _positive_or_none(value: Any) -> bool:
+    return value is None or (type(value) is int and value >= 1)
+
+
 def _names_or_none(value: Any) -> bool:
     return value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value))
 
@@ -240,6 +244,11 @@ class ConversationOptions:
         doc="with stream=True, start a call as soon as its arguments are complete: None: "
         "read-only, idempotent and eager=True tools; True: the same, and required; False: never"
     )
+    max_concurrency: int | None = _option(
+        doc="calls of one model answer that run at once, those started early included "
+        "(None: the registry's max_concurrency)",
+        saved=_positive_or_none,
+    )
     versions: Mapping[str, str] | None = _option(
         doc='the version of a tool this conversation uses, by name, e.g. {"search": "1"} '
         "(pinned(registry, versions): the other tools at their latest); saved with its "
@@ -354,6 +363,11 @@ def _check_counts(o: ConversationOptions) -> None:
     for key in ("max_history_messages", "max_history_chars"):
         if not _count_or_none(getattr(o, key)):
             raise UsageError(f"{key} must be a whole number >= 0 or None, not {getattr(o, key)!r}")
+    if not _positive_or_none(o.max_concurrency):
+        raise UsageError(
+            f"max_concurrency must be a whole number >= 1 or None (the registry's), not "
+            f"{o.max_concurrency!r}"
+        )
     repeats = o.max_repeats
     if repeats is not None and (not _count(repeats) or repeats < 2):
         raise UsageError(

@@ -101,7 +101,15 @@ class CallPolicy:
         error = CallLimitError(
             f"Tool '{call.name}' was not run: {why}.{_TELL}", tool_name=call.name
         )
-        return ToolResult(call.name, call.call_id, False, error.message, error=error)
+        return ToolResult(
+            call.name,
+            call.call_id,
+            False,
+            error.message,
+            error=error,
+            outcome="not_started",
+            idempotency_key=call.idempotency_key,
+        )
 
     def call_limit_stop(self, results: Iterable[ToolResult]) -> str | None:
         """With `on_call_limit="stop"`: why the turn stops after a round with these results

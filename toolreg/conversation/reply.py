@@ -108,12 +108,16 @@ class PendingCall:
     `digest` ("sha256:...") binds the call id, the tool's name, these arguments and the
     tool's whole definition (description, schema, flags): `resume({digest: ...})` applies
     a decision only to the very call that was shown, and refuses any other.
+
+    `idempotency_key`: the key the call runs with if it is approved as it is (the same in
+    a process that resumes it from a saved state; edited arguments get another).
     """
 
     call_id: str
     tool_name: str
     arguments: dict[str, Any]
     digest: str = field(default="", compare=False, repr=False)
+    idempotency_key: str | None = field(default=None, compare=False, repr=False)
 
 
 OutputT = TypeVar("OutputT", default=Any)

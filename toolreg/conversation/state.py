@@ -14,8 +14,15 @@ anything runs. The layout, version 3:
  "pending": [{"call_id", "tool_name", "arguments", "tool", "digest"}],
  "turn": null | {...},              a paused turn: rounds, usage, results, the round
  "discovered": ["name", ...],       deferred tools the model found with search_tools
+ "conversation_id": "<id>",         the id in its calls' idempotency keys
  "signature": "hmac-sha256:<hex>"}  only when signed: over everything else, `canonical`
 ```
+
+A paused turn keeps its `turn_id` and its `retry_keys` (`[[tool, canonical arguments,
+key], ...]`: calls that failed while they ran, whose key a repeat of the call keeps), so
+that the calls it resumes run with the keys they had (see `toolreg.idempotency`; the keys
+are worked out again, not read). Every result keeps its `outcome` and `idempotency_key`.
+A state written before these existed is read as a conversation with a new id.
 
 A paused round's result of a client-executed tool search keeps the names of the tools it
 found (`"found"`): on resume they are loaded again (by reference, or by definition), if
@@ -48,6 +55,7 @@ from ..errors import (
     CallLimitError,
     ConversationError,
     ConversationStateError,
+    GuardrailRejectedError,
     InvalidArgumentsError,
     InvalidJSONError,
     RepeatedCallError,
@@ -56,14 +64,16 @@ from ..errors import (
     ToolDeniedError,
     ToolExecutionError,
     ToolFailedError,
+    ToolInterruptedError,
     ToolTimeoutError,
     UnknownToolError,
     UsageError,
     with_article,
 )
 from ..formats import Format
+from ..idempotency import new_id, received_key
 from ..jsonvalues import canonical, copy_json, strict_decoder
-from ..result import ToolCall, ToolResult
+from ..result import OUTCOMES, ToolCall, ToolResult
 from ..search.selection import ToolSearch
 from ..tool import Tool
 from ..toolsets import Toolset
@@ -104,6 +114,7 @@ MAX_STATE_SIZE = 32 << 20
 MAX_DISCOVERED = 10_000
 """Deferred tools a state may say the model found, at most."""
 MIN_KEY_BYTES = 16
+MAX_ID_CHARS = 255  # a saved conversation or turn id (as `idempotency.received_key` bounds)
 SIGNATURE = "signature"
 _SCHEME = "hmac-sha256:"
 _OLD_VERSIONS = {
@@ -121,6 +132,8 @@ _ERRORS: dict[str, type[ToolCallError]] = {
         RetryRequestedError,
         ToolFailedError,
         CallLimitError,
+        ToolInterruptedError,
+        GuardrailRejectedError,
     )
 }
 Json = dict[str, Any]
@@ -269,6 +282,7 @@ class Loaded:
     output: tuple[str, Json] | None  # the name and schema of the paused turn's output type
     schemas: dict[str, str]  # call id -> fingerprint of its tool's definition
     discovered: list[str] = dataclasses.field(default_factory=list)  # deferred tools found
+    conversation_id: str = ""  # the id in its calls' idempotency keys ("": none saved)
 
 
 def dump_state(
@@ -281,6 +295,7 @@ def dump_state(
     schemas: Mapping[str, str],
     keys: list[bytes] | None = None,
     discovered: list[str] | None = None,
+    conversation_id: str = "",
 ) -> Json:
     """The plain-JSON state (copies: the conversation goes on changing its own), signed
     with the first of `keys` when there are any."""
@@ -304,6 +319,8 @@ def dump_state(
     ]
     state["turn"] = None if turn is None or paused is None else _turn_json(turn, paused, output)
     state["discovered"] = list(discovered or ())
+    if conversation_id:
+        state["conversation_id"] = conversation_id
     if keys:
         _check_shape(state)  # what from_state would refuse is not signed either
         state[SIGNATURE] = _signature(keys[0], state)
@@ -335,6 +352,8 @@ def _turn_json(turn: TurnState, paused: PausedRound, output: tuple[str, Json] | 
             "waiting": sorted(paused.pending),
         },
         "output": None if output is None else {"name": output[0], "schema": copy_json(output[1])},
+        "turn_id": turn.turn_id,
+        "retry_keys": [[n, a, k] for (n, a), k in turn.retry_keys.items()],
     }
 
 
@@ -352,7 +371,10 @@ def _result_json(result: ToolResult) -> Json:
         "content": result.content,
         "return_direct": result.return_direct,
         "error": None if result.error is None else result.error.kind,
+        "outcome": result.outcome,
     }
+    if result.idempotency_key is not None:
+        out["idempotency_key"] = result.idempotency_key
     if isinstance(result.error, ToolTimeoutError):
         out["timeout"] = result.error.timeout
     found = found_names(result)  # a search's: the names, loaded again on resume
@@ -438,7 +460,12 @@ def load_state(state: Any, keys: list[bytes] | None = None) -> Loaded:
         or not all(isinstance(n, str) for n in discovered)
     ):
         raise _bad(f"its 'discovered' is not a list of at most {MAX_DISCOVERED} tool names")
-    return Loaded(sid, options, messages, previous, turn, output, schemas, list(discovered))
+    conversation = state.get("conversation_id", "")
+    if conversation != "" and received_key(conversation) is None:
+        raise _bad(f"its 'conversation_id' is not an id (text of 1 to {MAX_ID_CHARS} characters)")
+    loaded = Loaded(sid, options, messages, previous, turn, output, schemas, list(discovered))
+    loaded.conversation_id = conversation
+    return loaded
 
 
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function", "observation"})
@@ -503,6 +530,20 @@ def _turn(
     except (TypeError, ValueError):
         raise _bad("the turn's recent calls are malformed") from None
     turn.paused = _round(_get(data, "round", dict, "the turn"), pending)
+    turn_id = data.get("turn_id", "")
+    if turn_id != "" and received_key(turn_id) is None:
+        raise _bad(f"its turn's 'turn_id' is not an id (text of 1 to {MAX_ID_CHARS} characters)")
+    turn.turn_id = turn_id or new_id()
+    retry = data.get("retry_keys", [])
+    if not isinstance(retry, list) or not all(
+        isinstance(e, list)
+        and len(e) == 3
+        and all(isinstance(v, str) for v in e)
+        and received_key(e[2]) is not None
+        for e in retry
+    ):
+        raise _bad("its turn's 'retry_keys' are not [tool, arguments, key] triples")
+    turn.retry_keys = {(n, a): k for n, a, k in retry}
     output = data.get("output")
     if output is None:
         return turn, None
@@ -664,6 +705,12 @@ def _result(data: Any) -> ToolResult:
     elif isinstance(kind, str):
         error = _ERRORS.get(kind, ToolCallError)(content, tool_name=name)
     call_id = data.get("call_id")
+    outcome = data.get("outcome", "completed")
+    if outcome not in OUTCOMES:
+        raise _bad(f"a result's 'outcome' is not one of {', '.join(OUTCOMES)}")
+    key = data.get("idempotency_key")
+    if key is not None and received_key(key) is None:
+        raise _bad("a result's 'idempotency_key' is not a key")
     found = data.get("found")
     if found is not None and (
         not isinstance(found, list)
@@ -679,6 +726,8 @@ def _result(data: Any) -> ToolResult:
         error=error,
         return_direct=data.get("return_direct") is True,
         value=None if found is None else Found(found),
+        outcome=outcome,
+        idempotency_key=key,
     )
 
 
@@ -702,6 +751,7 @@ _ADDED_LATER = (
     "max_calls",
     "max_tool_calls",
     "on_call_limit",
+    "max_concurrency",
     "versions",
 )
 _LIMITS = narrowing()  # saved limits narrow, each with whether None (no limit) is allowed

@@ -21,7 +21,7 @@ from collections.abc import Collection
 from typing import Any
 
 from ..errors import InvalidArgumentsError
-from ..params import ToolContext, progress_sink
+from ..params import CancelSignal, ToolContext, no_progress, progress_sink
 from ..tool import CallPlan, Tool
 from ..types import ConversionError
 from ..validation import Problem
@@ -218,18 +218,26 @@ def bind(
     context: Any,
     call_id: str | None,
     errors: ErrorMode = "redact",
+    key: str | None = None,
+    signal: CancelSignal | None = None,
     tool_context: ToolContext[Any] | None = None,
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """The positional and keyword arguments of the call, from the prepared `args`.
+    """The positional and keyword arguments of the call, from the prepared `args`; a
+    `ToolContext` gets the call's idempotency `key` and cancel `signal`.
 
     `tool_context`: the `ToolContext` a `ToolContext` parameter gets as it is (a reshaped
-    tool hands its own on to the tool it reshapes: the model's call id, its progress)."""
+    tool hands its own on to the tool it reshapes: the model's call id, its key, its
+    progress)."""
     plan = tool.plan
     if not plan.binds:
         return (), args
     if plan.record is not None:
         args = _build_record(tool, args, errors, context)
-    kwargs = _inject(plan, args, context, tool, call_id, tool_context) if plan.context else args
+    kwargs = (
+        _inject(plan, args, context, tool, call_id, key, signal, tool_context)
+        if plan.context
+        else args
+    )
     if plan.absent_is_none:
         kwargs = {**dict.fromkeys(plan.absent_is_none), **kwargs}
     if plan.fills:
@@ -248,23 +256,36 @@ def _inject(
     context: Any,
     tool: Tool,
     call_id: str | None,
+    key: str | None,
+    signal: CancelSignal | None,
     tool_context: ToolContext[Any] | None,
 ) -> dict[str, Any]:
     kwargs = dict(args)
+    cancelled = signal if signal is not None else CancelSignal()
     for name, kind in plan.context:
         if kind == "raw":
             kwargs[name] = context
         elif tool_context is not None:
             kwargs[name] = tool_context
         elif isinstance(context, ToolContext):
-            kwargs[name] = dataclasses.replace(context, tool_name=tool.name, call_id=call_id)
+            kwargs[name] = dataclasses.replace(
+                context,
+                tool_name=tool.name,
+                call_id=call_id,
+                idempotency_key=context.idempotency_key if key is None else key,
+                cancelled=cancelled,
+            )
         else:
             sink = progress_sink.get()  # a conversation's stream() follows the progress
-            if sink is None:
-                kwargs[name] = ToolContext(deps=context, tool_name=tool.name, call_id=call_id)
-            else:
-                report = functools.partial(sink, tool.name, call_id)
-                kwargs[name] = ToolContext(context, tool.name, call_id, report_progress=report)
+            report = no_progress if sink is None else functools.partial(sink, tool.name, call_id)
+            kwargs[name] = ToolContext(
+                context,
+                tool.name,
+                call_id,
+                report_progress=report,
+                idempotency_key=key,
+                cancelled=cancelled,
+            )
     return kwargs
 
 

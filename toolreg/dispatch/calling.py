@@ -26,6 +26,8 @@
 |                                |                  | fixed text (the exception chained, unshown)  |
 | a credential provider          | `credential`,    | the call fails: propagated unchanged, as the |
 | (`toolreg.sources.Credentials`)| `acredential`    | tool's own exception (redacted by `errors=`) |
+| a `lock=` function (the key of | `lock_key`       | the call is not run (`ToolExecutionError`,   |
+| the resource a call uses)      |                  | the exception chained)                       |
 
 A sync tool that must not block the caller (one with a time limit, or any sync tool under
 async dispatch) runs in a thread of its own, with a copy of the caller's `contextvars`: an
@@ -38,6 +40,12 @@ a thread idle for `_IDLE_SECONDS` ends. A time limit that runs out raises `ToolT
 which says the call was interrupted while running (it may have had effects). A caller that
 bounds its threads hears when each one ends through `THREAD_WATCH`: a sync tool's thread
 runs on past its time limit.
+
+A tool that is asked to stop (its time limit, or its conversation turn stopped) has its
+`ToolContext.cancelled` set and, when async, its task cancelled; it then has `CANCEL_GRACE`
+seconds to end, and what it ends with in that time (its own words in a `ToolCancelled`, or
+a result after all) answers the call. A call holding a resource lock (`lock=`) keeps it
+until the tool has really stopped, also when it runs on in its thread past its time limit.
 
 A sync function that returns an awaitable (a plain wrapper around an async function) has
 that awaitable awaited, under the same time limit.
@@ -54,16 +62,18 @@ import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ..errors import (
     GuardrailTripped,
+    ToolCancelled,
     ToolDeniedError,
     ToolError,
     ToolExecutionError,
     ToolTimeoutError,
     exception_text,
 )
+from ..params import CancelSignal
 from ..tool import Tool
 from ..types import ConversionError, Converter
 
@@ -72,7 +82,9 @@ if TYPE_CHECKING:  # loaded only when needed: asyncio (~20 ms) when something is
     import queue
 
 __all__ = [
+    "CANCEL_GRACE",
     "THREAD_WATCH",
+    "Lease",
     "acall",
     "acredential",
     "aguard",
@@ -85,6 +97,7 @@ __all__ = [
     "fill_default",
     "filter_result",
     "guard",
+    "lock_key",
     "make_context",
     "rank",
     "run_coroutine",
@@ -227,13 +240,19 @@ def _boxed(
         del fn, box
 
 
-def _in_thread(fn: Callable[[], T], timeout: float | None) -> T:
-    """Run `fn` in a thread of its own; raise `_Deadline` if it is not done in time."""
+def _in_thread(fn: Callable[[], T], timeout: float | None, signal: CancelSignal | None = None) -> T:
+    """Run `fn` in a thread of its own; raise `_Deadline` if it is not done in time. With a
+    `signal` (a tool that can read it): at the limit it is set, and the tool has
+    `CANCEL_GRACE` more seconds to stop and say what it did (`ToolCancelled`)."""
     box: list[tuple[T | None, BaseException | None]] = []
     done = threading.Event()
     _start(functools.partial(_boxed, fn, box, done))
     if not done.wait(timeout):
-        raise _Deadline
+        if signal is None:
+            raise _Deadline
+        signal.set()
+        if not done.wait(CANCEL_GRACE):
+            raise _Deadline
     value, error = box.pop()
     if error is not None:
         try:
@@ -299,80 +318,219 @@ def _hand_over(
             ended()
 
 
-def call(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Call the tool from sync code, enforcing `tool.timeout`."""
-    fn, timeout = tool.function, tool.timeout
-    if tool.is_async:
-        return _run_async(tool, fn(*args, **kwargs), timeout)
-    if timeout is None:
+class Lease(Protocol):
+    """A call's hold on its resource lock (`register_tool(lock=...)`): released once, when
+    the tool has really stopped (a sync tool past its time limit runs on in its thread)."""
+
+    def release(self) -> None: ...
+
+
+def _leased_sync(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], lease: Lease | None
+) -> Any:
+    """`fn(*args, **kwargs)`, the lease released when it returns or raises; an awaitable it
+    returns holds the lease until it is awaited (`_leased`)."""
+    if lease is None:
+        return fn(*args, **kwargs)
+    try:
         value = fn(*args, **kwargs)
-    else:
-        started = time.monotonic()
-        try:
-            value = _in_thread(lambda: fn(*args, **kwargs), timeout)
-        except _Deadline:
-            raise _timeout_error(tool, timeout) from None
-        timeout = max(0.0, timeout - (time.monotonic() - started))  # what is left for an await
+    except BaseException:
+        lease.release()
+        raise
     if type(value) not in _PLAIN and inspect.isawaitable(value):
-        return _run_async(tool, value, timeout)
+        return _leased(value, lease)
+    lease.release()
     return value
 
 
-def _run_async(tool: Tool, awaitable: Awaitable[T], limit: float | None) -> T:
+async def _leased(awaitable: Awaitable[T], lease: Lease) -> T:
+    try:
+        return await awaitable
+    finally:
+        lease.release()
+
+
+def call(
+    tool: Tool,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    lease: Lease | None = None,
+    signal: CancelSignal | None = None,
+) -> Any:
+    """Call the tool from sync code, enforcing `tool.timeout`; `lease` is released when the
+    tool has stopped, `signal` set when it should (its time limit ran out)."""
+    fn, timeout = tool.function, tool.timeout
+    if tool.is_async:
+        coro = fn(*args, **kwargs)
+        return _run_async(tool, coro if lease is None else _leased(coro, lease), timeout, signal)
+    if timeout is None:
+        value = _leased_sync(fn, args, kwargs, lease)
+    else:
+        started = time.monotonic()
+        heard = signal if tool.plan.reads_context else None  # a tool that can stop when asked
+        try:
+            value = _in_thread(
+                functools.partial(_leased_sync, fn, args, kwargs, lease), timeout, heard
+            )
+        except _Deadline:
+            if signal is not None:
+                signal.set()
+            raise _timeout_error(tool, timeout) from None
+        timeout = max(0.0, timeout - (time.monotonic() - started))  # what is left for an await
+    if type(value) not in _PLAIN and inspect.isawaitable(value):
+        return _run_async(tool, value, timeout, signal)
+    return value
+
+
+def _run_async(
+    tool: Tool, awaitable: Awaitable[T], limit: float | None, signal: CancelSignal | None = None
+) -> T:
     """Await an async tool from sync code. With a time limit, the event loop runs in a thread
     of its own and the caller stops waiting at the limit: `asyncio.run` would otherwise
-    wait for the cancelled tool (and the loop's executor) to wind down."""
-    coro = _with_deadline(tool, awaitable, limit)
+    wait for the cancelled tool (and the loop's executor) to wind down. `signal`, once set,
+    cancels the tool's task."""
+    coro = _with_deadline(tool, awaitable, limit, signal, bridge=True)
     if limit is None:
         return run_coroutine(coro)
     import asyncio  # lazy: see the module's imports
 
     try:
-        return _in_thread(lambda: asyncio.run(coro), limit + _GRACE)
+        return _in_thread(lambda: asyncio.run(coro), limit + CANCEL_GRACE + _GRACE)
     except _Deadline:
         raise _timeout_error(tool, tool.timeout or limit) from None
 
 
-async def acall(tool: Tool, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Call the tool from async code; a sync tool runs in a thread of its own."""
+async def acall(
+    tool: Tool,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    lease: Lease | None = None,
+    signal: CancelSignal | None = None,
+) -> Any:
+    """Call the tool from async code; a sync tool runs in a thread of its own (see `call`)."""
     fn, timeout = tool.function, tool.timeout
     if tool.is_async:
-        return await _with_deadline(tool, fn(*args, **kwargs), timeout)
+        coro = fn(*args, **kwargs)
+        return await _with_deadline(
+            tool, coro if lease is None else _leased(coro, lease), timeout, signal
+        )
     twin = tool.async_function
     if twin is not None:  # a sync function with an async twin: the twin, here
-        return await _with_deadline(tool, twin(*args, **kwargs), timeout)
+        coro = twin(*args, **kwargs)
+        return await _with_deadline(
+            tool, coro if lease is None else _leased(coro, lease), timeout, signal
+        )
     started = time.monotonic()
-    value = await _with_deadline(tool, _thread_future(lambda: fn(*args, **kwargs)), timeout)
+    heard = signal if tool.plan.reads_context else None
+    work = functools.partial(_leased_sync, fn, args, kwargs, lease)
+    # no local holds the thread's future: a failed one holds its exception (no cycle)
+    value = await _with_deadline(tool, _thread_future(work), timeout, heard, in_thread=True)
     if type(value) not in _PLAIN and inspect.isawaitable(value):
         if timeout is not None:  # one time limit for the whole call, not one per step
             timeout = max(0.0, timeout - (time.monotonic() - started))
-        return await _with_deadline(tool, value, timeout)
+        return await _with_deadline(tool, value, timeout, signal)
     return value
 
 
-async def _with_deadline(tool: Tool, awaitable: Awaitable[T], limit: float | None) -> T:
-    """Await `awaitable`, at most `limit` seconds (the error names the tool's own limit)."""
-    if limit is None:
+CANCEL_GRACE = 0.5
+"""Seconds a tool that was asked to stop (its time limit ran out, or its turn was stopped)
+has to stop and say what it did (`ToolCancelled`) before its call is answered without it."""
+
+
+async def _with_deadline(
+    tool: Tool,
+    awaitable: Awaitable[T],
+    limit: float | None,
+    signal: CancelSignal | None = None,
+    in_thread: bool = False,
+    bridge: bool = False,
+) -> T:
+    """Await `awaitable`, at most `limit` seconds (the error names the tool's own limit).
+
+    Stopping it (the limit, or dispatch itself cancelled) sets `signal` and cancels the
+    task; the tool then has `CANCEL_GRACE` seconds to end, and a result it reaches in that
+    time (a value after all, or a `ToolCancelled` with its own words) answers the call. A
+    sync tool (`in_thread`) cannot be cancelled, only signalled: without a `signal`, nothing
+    is waited for. With `bridge` (sync dispatch: nothing else can cancel the task), setting
+    the signal from outside cancels the task."""
+    if limit is None and (signal is None or not (in_thread or bridge)):
         try:
-            return await awaitable
+            return await awaitable  # a cancellation reaches the tool itself
+        except BaseException:
+            if signal is not None:
+                signal.set()
+            raise
         finally:
             del awaitable  # a future that failed holds its exception: no cycle through here
     import asyncio  # lazy: see the module's imports
 
     task = asyncio.ensure_future(awaitable)
+    if signal is not None and bridge:
+        signal.on_set(functools.partial(_cancel_soon, asyncio.get_running_loop(), task))
     try:
         done, _ = await asyncio.wait({task}, timeout=limit)
-    except BaseException:  # dispatch itself was cancelled: so is the tool
+    except asyncio.CancelledError:  # dispatch itself was cancelled: so is the tool
+        if not await _stopped(task, signal, in_thread) or task.cancelled():
+            raise
+        own = task.exception()
+        if not isinstance(own, ToolCancelled):  # only words about the cancel answer it
+            raise
+        # the tool answered the cancel: the call ends with its words (the cancellation
+        # stays counted on the task, `Task.cancelling()`, for its caller to see)
+        raise own from None
+    except BaseException:  # an interrupt: nothing is waited for
+        _stop_now(task, signal)
+        raise
+    if not done:  # past its limit: asked to stop
+        if not await _stopped(task, signal, in_thread) or task.cancelled():
+            raise _timeout_error(tool, tool.timeout or limit or 0.0)
+        error = task.exception()
+        if error is not None and not isinstance(error, ToolCancelled):
+            raise _timeout_error(tool, tool.timeout or limit or 0.0)
+        # it ended in its grace: a value after all, or its own words about the stop
+    try:
+        return task.result()
+    finally:
+        del task, awaitable  # a failed task holds its exception: no cycle through here
+
+
+async def _stopped(task: asyncio.Future[Any], signal: CancelSignal | None, in_thread: bool) -> bool:
+    """Ask a running tool to stop (`signal`, and a task's cancellation) and give it
+    `CANCEL_GRACE` seconds: whether it ended (then `task` holds how); if not, it is left
+    to end on its own (a thread) or cancelled, and nothing more is awaited."""
+    import asyncio
+
+    if in_thread and signal is None:  # a thread that cannot hear it: nothing to wait for
         task.cancel()
+        task.add_done_callback(_retrieve)
+        return False
+    if signal is not None:
+        signal.set()  # also cancels an async tool's task (its callback)
+    if not in_thread:
+        task.cancel()
+    try:
+        done, _ = await asyncio.wait({task}, timeout=CANCEL_GRACE)
+    except BaseException:  # cancelled again: nothing more is waited for
+        _stop_now(task, None)
         raise
     if not done:
         task.cancel()
         task.add_done_callback(_retrieve)
-        raise _timeout_error(tool, tool.timeout or limit)
-    try:
-        return task.result()
-    finally:
-        del task, awaitable, done  # a failed task holds its exception: no cycle through here
+        return False
+    return True
+
+
+def _stop_now(task: asyncio.Future[Any], signal: CancelSignal | None) -> None:
+    if signal is not None:
+        signal.set()
+    task.cancel()
+    task.add_done_callback(_retrieve)
+
+
+def _cancel_soon(loop: asyncio.AbstractEventLoop, task: asyncio.Future[Any]) -> None:
+    """A set signal's callback (from any thread): cancel the task on its loop."""
+    with contextlib.suppress(RuntimeError):  # the loop closed: nothing left to cancel
+        loop.call_soon_threadsafe(task.cancel)
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:
@@ -391,6 +549,23 @@ def convert(converter: Converter, value: Any) -> Any:
         text = exception_text(exc, 200)
         detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
         raise ConversionError((), f"cannot be converted ({detail})", user_text=True) from exc
+
+
+def lock_key(tool: Tool, arguments: dict[str, Any]) -> Any:
+    """The key of the resource a call of `tool` locks (`register_tool(lock=...)`): its name,
+    or what its function answers for the validated arguments (None: no lock)."""
+    lock = tool.lock
+    if lock is None or isinstance(lock, str):
+        return lock
+    try:
+        key = lock(arguments)
+        hash(key)
+    except Exception as exc:
+        raise ToolExecutionError(
+            f"Tool '{tool.name}' was not run: the resource it locks could not be chosen.",
+            tool_name=tool.name,
+        ) from exc
+    return key
 
 
 def fill_default(tool: Tool, parameter: str, make: Callable[[], Any]) -> Any:

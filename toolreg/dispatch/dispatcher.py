@@ -27,21 +27,25 @@ from ..errors import (
     MissingContextError,
     RetryRequestedError,
     ToolCallError,
+    ToolCancelled,
     ToolError,
     ToolExecutionError,
     ToolFailed,
     ToolFailedError,
+    ToolInterruptedError,
     ToolRetry,
+    ToolTimeoutError,
     UnknownToolError,
     UsageError,
     exception_text,
 )
 from ..jsonvalues import copy_json, safe_text
 from ..observe import OBSERVER, Trace
-from ..result import ToolCall, ToolResult
+from ..params import CancelSignal, cancel_scope
+from ..result import Outcome, ToolCall, ToolResult
 from ..tool import Tool
 from .binding import bind, prepare
-from .calling import acall, call
+from .calling import Lease, acall, call, lock_key
 from .confirm import (
     ConfirmCallback,
     async_confirm,
@@ -50,6 +54,7 @@ from .confirm import (
     sync_confirm,
 )
 from .decode import decode_arguments
+from .locks import ResourceLocks
 from .redaction import ERROR_MODES, ErrorMode, failure_text
 from .render import render_result
 
@@ -97,19 +102,21 @@ class DispatchSettings:
 
 
 # What `_begin` hands on: the tool, the validated arguments (what `confirm` and the
-# result show), and the positional and keyword arguments of the call. A plain tuple: this
-# is the hot path, and a tuple costs a fraction of an object.
-_Prepared = tuple[Tool, dict[str, Any], tuple[Any, ...], dict[str, Any]]
+# result show), the positional and keyword arguments of the call, and its cancel signal
+# (None when nothing could hear it). A plain tuple: this is the hot path, and a tuple
+# costs a fraction of an object.
+_Prepared = tuple[Tool, dict[str, Any], tuple[Any, ...], dict[str, Any], CancelSignal | None]
 
 
 class Dispatcher:
     """Runs calls against a name -> `Tool` map it reads (the registry's own, not a copy)."""
 
-    __slots__ = ("_tools", "settings")
+    __slots__ = ("_tools", "locks", "settings")
 
     def __init__(self, tools: Mapping[str, Tool], settings: DispatchSettings) -> None:
         self._tools = tools
         self.settings = settings
+        self.locks = ResourceLocks()  # the resources its tools lock (`lock=`)
 
     # -- sync -----------------------------------------------------------------------------
     def dispatch_tool(
@@ -121,6 +128,7 @@ class Dispatcher:
         allowed: Iterable[str] | None = None,
         call_id: str | None = None,
         confirm: ConfirmCallback | None = None,
+        idempotency_key: str | None = None,
     ) -> ToolResult:
         """Run one call from a model. Never raises for the model's mistakes or the tool's.
 
@@ -138,10 +146,19 @@ class Dispatcher:
             call_id: the provider's id of the call, kept in the result.
             confirm: asked about a tool that needs confirmation, with the tool and a copy of the
                 validated arguments; anything but True denies the call.
+            idempotency_key: the call's idempotency key, for the tool's
+                `ToolContext.idempotency_key` and the result (a loop of your own can make
+                one with `toolreg.idempotency.idempotency_key`; a conversation gives every
+                call one).
+
+        The result's `outcome` says whether the tool ran: "not_started" (refused before it
+        began), "interrupted" (its time limit ran out while it ran, or it stopped on its
+        cancel signal) or "completed".
 
         Raises:
             MissingContextError: the tool needs a context and none was given (the application's
                 mistake, not the model's).
+            UsageError: `idempotency_key` is not a str.
 
         Example:
             result = registry.dispatch_tool("get_weather", '{"city": "Paris"}')
@@ -151,18 +168,22 @@ class Dispatcher:
         observer = OBSERVER.current
         trace = None if observer is None else observer.tool_call(name, call_id, self._tools)
         called = None
+        key = idempotency_key
         try:
-            tool, args, positional, kwargs = self._begin(name, arguments, context, allowed, call_id)
+            tool, args, positional, kwargs, signal = self._begin(
+                name, arguments, context, allowed, call_id, key, sync=True
+            )
             if tool.needs_confirmation:
                 with one_question():  # also from dispatch_many's threads
                     sync_confirm(confirm, tool, args)
+            lease = None if tool.lock is None else self._lease(tool, args)
             called = tool
-            value = call(tool, positional, kwargs)
+            value = call(tool, positional, kwargs, lease, signal)
         except BaseException as exc:
             if _passed_on(exc, called, trace):
                 raise
-            return self._answered(name, called, call_id, exc, start, trace, context)
-        return self._finish(tool, call_id, value, args, start, trace)
+            return self._answered(name, called, call_id, exc, start, trace, context, key)
+        return self._finish(tool, call_id, value, args, start, trace, key)
 
     def dispatch_many(
         self,
@@ -171,6 +192,7 @@ class Dispatcher:
         context: Any = None,
         allowed: Iterable[str] | None = None,
         confirm: ConfirmCallback | None = None,
+        max_concurrency: int | None = None,
     ) -> list[ToolResult]:
         """Run several calls concurrently (threads); results in the order of the calls.
 
@@ -178,22 +200,25 @@ class Dispatcher:
         would, so none raises for the model's mistakes or the tool's.
 
         Args:
-            calls: `ToolCall`s (what the formats' `parse_calls` return), `(name, arguments)`
-                tuples (a call id third), or mappings (`{"name", "arguments", "id"}`, or an
-                OpenAI `tool_calls` entry).
+            calls: `ToolCall`s (what the formats' `parse_calls` return; their
+                `idempotency_key` goes to the tool), `(name, arguments)` tuples (a call id
+                third, an idempotency key fourth), or mappings (`{"name", "arguments", "id",
+                "idempotency_key"}`, or an OpenAI `tool_calls` entry).
             context: the value every call's `ToolContext` parameter receives.
             allowed: names the model may call in this request.
             confirm: asked about each call that needs confirmation, one question at a time.
+            max_concurrency: calls at once (None: the registry's `max_concurrency`).
 
         Raises:
             MissingContextError: a tool needs a context and none was given.
-            UsageError: a call that is none of those.
+            UsageError: a call that is none of those, or a `max_concurrency` below 1.
 
         Example:
             results = registry.dispatch_many(openai.parse_calls(completion))
         """
         batch = [_as_call(c) for c in calls]
         allowed_set = _allowed_set(allowed)
+        limit = self._concurrency(max_concurrency, "dispatch_many")
 
         def run(c: ToolCall) -> ToolResult:
             return self.dispatch_tool(
@@ -203,11 +228,12 @@ class Dispatcher:
                 allowed=allowed_set,
                 call_id=c.call_id,
                 confirm=confirm,
+                idempotency_key=c.idempotency_key,
             )
 
         if len(batch) <= 1:
             return [run(c) for c in batch]
-        workers = max(1, min(len(batch), self.settings.max_concurrency))
+        workers = max(1, min(len(batch), limit))
         contexts = [contextvars.copy_context() for _ in batch]  # each call sees the caller's
         from concurrent.futures import ThreadPoolExecutor  # lazy: ~10 ms, for batches only
 
@@ -224,6 +250,7 @@ class Dispatcher:
         allowed: Iterable[str] | None = None,
         call_id: str | None = None,
         confirm: ConfirmCallback | None = None,
+        idempotency_key: str | None = None,
     ) -> ToolResult:
         """`dispatch_tool` for async code: async tools are awaited, sync ones run in a thread.
 
@@ -234,26 +261,35 @@ class Dispatcher:
             allowed: names the model may call in this request.
             call_id: the provider's id of the call, kept in the result.
             confirm: asked about a tool that needs confirmation (it may be `async def`).
+            idempotency_key: the call's idempotency key (see `dispatch_tool`).
+
+        Cancelling the task that awaits it cancels an async tool's task and sets a sync
+        tool's `ToolContext.cancelled`.
 
         Raises:
             MissingContextError: the tool needs a context and none was given.
+            UsageError: `idempotency_key` is not a str.
         """
         start = _clock()
         observer = OBSERVER.current
         trace = None if observer is None else observer.tool_call(name, call_id, self._tools)
         called = None
+        key = idempotency_key
         try:
-            tool, args, positional, kwargs = self._begin(name, arguments, context, allowed, call_id)
+            tool, args, positional, kwargs, signal = self._begin(
+                name, arguments, context, allowed, call_id, key
+            )
             if tool.needs_confirmation:
                 async with one_question_async():  # also from adispatch_many's tasks
                     await async_confirm(confirm, tool, args)
+            lease = None if tool.lock is None else await self._alease(tool, args)
             called = tool
-            value = await acall(tool, positional, kwargs)
+            value = await acall(tool, positional, kwargs, lease, signal)
         except BaseException as exc:
             if _passed_on(exc, called, trace):
                 raise
-            return self._answered(name, called, call_id, exc, start, trace, context)
-        return self._finish(tool, call_id, value, args, start, trace)
+            return self._answered(name, called, call_id, exc, start, trace, context, key)
+        return self._finish(tool, call_id, value, args, start, trace, key)
 
     async def adispatch_many(
         self,
@@ -262,28 +298,30 @@ class Dispatcher:
         context: Any = None,
         allowed: Iterable[str] | None = None,
         confirm: ConfirmCallback | None = None,
+        max_concurrency: int | None = None,
     ) -> list[ToolResult]:
         """Run several calls concurrently (tasks), at most `max_concurrency` at a time.
 
         Results come in the order of the calls; sync tools run in threads.
 
         Args:
-            calls: `ToolCall`s (what the formats' `parse_calls` return), `(name, arguments)`
-                tuples (a call id third), or mappings (`{"name", "arguments", "id"}`, or an
-                OpenAI `tool_calls` entry).
+            calls: as for `dispatch_many` (`ToolCall`s, tuples or mappings, each with an
+                idempotency key if it has one).
             context: the value every call's `ToolContext` parameter receives.
             allowed: names the model may call in this request.
             confirm: asked about each call that needs confirmation (it may be `async def`).
+            max_concurrency: calls at once (None: the registry's `max_concurrency`).
 
         Raises:
             MissingContextError: a tool needs a context and none was given.
-            UsageError: a call that is none of those.
+            UsageError: a call that is none of those, or a `max_concurrency` below 1.
         """
         batch = [_as_call(c) for c in calls]
         allowed_set = _allowed_set(allowed)
+        limit = self._concurrency(max_concurrency, "adispatch_many")
         import asyncio  # lazy: already loaded by the running event loop
 
-        gate = asyncio.Semaphore(max(1, self.settings.max_concurrency))
+        gate = asyncio.Semaphore(max(1, limit))
 
         async def run(c: ToolCall) -> ToolResult:
             async with gate:
@@ -294,9 +332,38 @@ class Dispatcher:
                     allowed=allowed_set,
                     call_id=c.call_id,
                     confirm=confirm,
+                    idempotency_key=c.idempotency_key,
                 )
 
         return list(await asyncio.gather(*(run(c) for c in batch)))
+
+    def _concurrency(self, given: int | None, verb: str) -> int:
+        if given is None:
+            return self.settings.max_concurrency
+        if isinstance(given, bool) or not isinstance(given, int) or given < 1:
+            raise UsageError(f"{verb}(max_concurrency={given!r}): must be a whole number >= 1")
+        return given
+
+    # -- resource locks -------------------------------------------------------------------
+    def _lease(self, tool: Tool, args: dict[str, Any]) -> Lease | None:
+        """The call's hold on the resource it locks (`lock=`), waiting for it at most the
+        tool's time limit; the `ToolCallError` that stops the call instead."""
+        key = lock_key(tool, args)
+        if key is None:
+            return None
+        lease = self.locks.acquire(key, tool.timeout)
+        if lease is None:
+            raise _lock_timeout(tool)
+        return lease
+
+    async def _alease(self, tool: Tool, args: dict[str, Any]) -> Lease | None:
+        key = lock_key(tool, args)
+        if key is None:
+            return None
+        lease = await self.locks.aacquire(key, tool.timeout)
+        if lease is None:
+            raise _lock_timeout(tool)
+        return lease
 
     # -- checking without running ---------------------------------------------------------
     def check_call(
@@ -321,11 +388,30 @@ class Dispatcher:
         context: Any,
         allowed: Iterable[str] | None,
         call_id: str | None,
+        key: str | None = None,
+        sync: bool = False,
     ) -> _Prepared:
-        """The tool and its call, or the `ToolCallError` that stops it (the model's fault)."""
+        """The tool and its call, or the `ToolCallError` that stops it (the model's fault).
+        The call gets a cancel signal when something could hear it: a tool that reads its
+        `ToolContext`; and, under a conversation's round (`cancel_scope`, whose stop sets
+        it), an async tool run from sync code (the signal cancels its task)."""
+        if key is not None and type(key) is not str:
+            raise UsageError(
+                f"dispatch_tool(idempotency_key={key!r}): must be a str (or None), "
+                f"not {type(key).__name__}"
+            )
         tool = self._lookup(name, allowed, context)
         args = self._arguments(tool, arguments, context)
-        return (tool, args, *bind(tool, args, context, call_id, self.settings.errors))
+        plan = tool.plan
+        signal = None
+        if plan.reads_context or (sync and tool.is_async):
+            scope = cancel_scope.get()
+            if plan.reads_context or scope is not None:
+                signal = CancelSignal()
+                if scope is not None:
+                    scope.add(signal)
+        positional, kwargs = bind(tool, args, context, call_id, self.settings.errors, key, signal)
+        return tool, args, positional, kwargs, signal
 
     def _arguments(
         self, tool: Tool, arguments: object, context: Any, *, convert: bool = True
@@ -364,16 +450,28 @@ class Dispatcher:
         args: dict[str, Any],
         start: float,
         trace: Trace | None,
+        key: str | None = None,
     ) -> ToolResult:
         """The result of a tool that returned `value`: rendered as text for the model."""
         try:
             content = render_result(tool, value, self.settings.max_result_chars)
         except ToolCallError as err:
-            return _failed(tool.name, call_id, err, start, trace)
+            return _failed(tool.name, call_id, err, start, trace, "completed", key)
         # positional: the hot path; the order is ToolResult's field order
         elapsed = _clock() - start
         result = ToolResult(
-            tool.name, call_id, True, content, value, None, None, tool.return_direct, elapsed, args
+            tool.name,
+            call_id,
+            True,
+            content,
+            value,
+            None,
+            None,
+            tool.return_direct,
+            elapsed,
+            args,
+            "completed",
+            key,
         )
         if trace is not None:
             trace.end(result)
@@ -388,18 +486,24 @@ class Dispatcher:
         start: float,
         trace: Trace | None,
         context: Any,
+        key: str | None = None,
     ) -> ToolResult:
         """The result that answers `exc` (one `_passed_on` did not raise): before the call
-        (`called` None), a `ToolCallError`, the model's mistake; from the call, a
-        `ToolCallError` raised inside (a time limit, a nested dispatch) keeps its kind and
-        any other exception is an execution error."""
+        (`called` None), a `ToolCallError`, the model's mistake (the tool did not start);
+        from the call, a `ToolCallError` raised inside (a time limit, a nested dispatch)
+        keeps its kind and any other exception is an execution error. A call stopped while
+        it ran (its time limit; its own `ToolCancelled`) was interrupted."""
+        if called is None:
+            assert isinstance(exc, ToolCallError)  # `_passed_on` raised anything else
+            return _failed(name, call_id, exc, start, trace, "not_started", key)
         if isinstance(exc, ToolCallError):
-            return _failed(name if called is None else called.name, call_id, exc, start, trace)
-        assert called is not None  # `_passed_on` raised any other exception before the call
-        assert isinstance(exc, Exception)  # ... and every BaseException
+            outcome: Outcome = "interrupted" if isinstance(exc, ToolTimeoutError) else "completed"
+            return _failed(called.name, call_id, exc, start, trace, outcome, key)
+        assert isinstance(exc, Exception)  # `_passed_on` raised every BaseException
         error = self._execution_error(called, exc, context)
         error.__cause__ = exc
-        return _failed(called.name, call_id, error, start, trace)
+        outcome = "interrupted" if isinstance(error, ToolInterruptedError) else "completed"
+        return _failed(called.name, call_id, error, start, trace, outcome, key)
 
     def _unknown(self, name: object, allowed: frozenset[str] | None) -> UnknownToolError:
         """The answer to a name no allowed tool has: the nearest allowed names, and the
@@ -425,8 +529,14 @@ class Dispatcher:
             message += " Call one of the tools you were offered, by its exact name."
         return UnknownToolError(message, tool_name=shown, suggestions=matches)
 
-    def _execution_error(self, tool: Tool, exc: Exception, context: Any) -> ToolExecutionError:
+    def _execution_error(
+        self, tool: Tool, exc: Exception, context: Any
+    ) -> ToolExecutionError | ToolInterruptedError:
         chosen = _chosen_message(exc) if isinstance(exc, ToolError) else None
+        if isinstance(exc, ToolCancelled):  # it stopped when asked, and says what it did
+            _log_refusal(tool.name, chosen or "(cancelled)")
+            text = chosen or f"Tool '{tool.name}' was stopped while it was running."
+            return ToolInterruptedError(text, tool_name=tool.name)
         if isinstance(exc, ToolRetry):  # the model is asked to call again, corrected
             _log_refusal(tool.name, chosen or "(retry)")
             text = chosen or f"Tool '{tool.name}' asked for the call to be made again, corrected."
@@ -517,8 +627,24 @@ def _passed_on(exc: BaseException, called: Tool | None, trace: Trace | None) -> 
     return True
 
 
+def _lock_timeout(tool: Tool) -> ToolTimeoutError:
+    limit = tool.timeout or 0.0
+    return ToolTimeoutError(
+        f"Tool '{tool.name}' was not run: it waited {limit:g} s for the resource it uses, "
+        "which another call held.",
+        tool_name=tool.name,
+        timeout=limit,
+    )
+
+
 def _failed(
-    name: object, call_id: str | None, err: ToolCallError, start: float, trace: Trace | None
+    name: object,
+    call_id: str | None,
+    err: ToolCallError,
+    start: float,
+    trace: Trace | None,
+    outcome: Outcome = "not_started",
+    key: str | None = None,
 ) -> ToolResult:
     # past the lookup, `name` is exactly a registered name: keep it whole, whatever the error
     # says (a ToolCallError raised inside the tool may name some other tool)
@@ -537,6 +663,8 @@ def _failed(
         error=err,
         exception=err.__cause__,
         elapsed=_clock() - start,
+        outcome=outcome,
+        idempotency_key=key,
     )
     if trace is not None:
         trace.end(result)
@@ -600,6 +728,7 @@ def _as_call(item: CallLike) -> ToolCall:
             name=item.get("name", ""),
             arguments=item.get("arguments"),
             call_id=item.get("call_id", item.get("id")),
+            idempotency_key=item.get("idempotency_key"),
         )
     raise UsageError(f"a call must be a ToolCall, tuple or mapping, not {type(item).__name__}")
 

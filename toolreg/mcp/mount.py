@@ -72,6 +72,7 @@ from ..definition.injection import instructions_to_model, schema_descriptions
 from ..definition.names import NAME_RULES, check_name
 from ..dispatch import DispatchSettings
 from ..errors import ToolDefinitionError, ToolError, ToolregError, UsageError, exception_text
+from ..idempotency import META_KEY
 from ..params import ToolContext
 from ..registry import ToolRegistry, default_registry
 from ..sources.credentials import CredentialRequest, Credentials, as_credentials
@@ -668,7 +669,8 @@ class Mount(BaseToolset):
         # (`toolreg serve` of a toolset with this mount), the tool answers text.
         async def call_remote(**arguments: Any) -> Any:
             ctx: ToolContext[Any] = arguments.pop(context)
-            return await self._call(remote, local, arguments, ctx.report_progress, ctx.deps)
+            key = ctx.idempotency_key
+            return await self._call(remote, local, arguments, ctx.report_progress, ctx.deps, key)
 
         call_remote.__name__ = call_remote.__qualname__ = f"mcp:{remote}"
         return call_remote
@@ -680,13 +682,17 @@ class Mount(BaseToolset):
         arguments: dict[str, Any],
         progress: Callable[[float, float | None, str | None], None],
         deps: Any = None,
+        key: str | None = None,
     ) -> RemoteResult:
-        """Run on the mount's loop, from whichever loop dispatch runs the tool on."""
+        """Run on the mount's loop, from whichever loop dispatch runs the tool on. The
+        call's idempotency key goes in the request's `_meta` (`idempotency.META_KEY`)."""
         loop = self._loop
         if self._client is None or loop is None or loop.is_closed():
             raise ToolError(f"Tool '{local}' failed: its MCP server is not connected.")
         meta: dict[str, Any] = {}
         inject(meta, baggage=self.baggage)  # the calling span, for the server to continue
+        if key is not None:
+            meta[META_KEY] = key
         users = self._users
         if users is None:
             call = self._remote_call(remote, local, arguments, meta or None, progress)

@@ -57,6 +57,7 @@ from pydantic import ValidationError
 from ..dispatch import ConfirmCallback, Dispatcher
 from ..dispatch.calling import THREAD_WATCH, make_context
 from ..errors import ToolDeniedError, ToolTimeoutError, UsageError
+from ..idempotency import META_KEY, received_key
 from ..params import ToolContext
 from ..result import ToolResult
 from ..telemetry import extracted, sanitize_meta
@@ -349,7 +350,9 @@ class ToolService:
             try:
                 deps = await make_context(self.context, request(), tool.name)
             except ToolDeniedError as err:
-                return ToolResult(tool.name, call_id, False, err.message, error=err)
+                return ToolResult(
+                    tool.name, call_id, False, err.message, error=err, outcome="not_started"
+                )
         cache = self.cache
         key = None
         if cache is not None and cache.applies(tool):
@@ -373,11 +376,17 @@ class ToolService:
         meta: Mapping[str, Any] | None,
     ) -> ToolResult:
         context = _tool_context(tool, deps, reporter)
+        key = None if meta is None else received_key(meta.get(META_KEY))  # the caller's
         with extracted(meta):  # the caller's trace, when it sent one and toolreg is traced
             dispatcher = self.dispatcher_for(tool)
             if tool.is_async:  # cancelled with its caller (e.g. a client gone)
                 return await dispatcher.adispatch_tool(
-                    tool.name, arguments, context=context, call_id=call_id, confirm=confirm
+                    tool.name,
+                    arguments,
+                    context=context,
+                    call_id=call_id,
+                    confirm=confirm,
+                    idempotency_key=key,
                 )
             slot = _Slot(self.threads)
             if not await slot.take(tool.timeout):  # waiting counts against its time limit
@@ -391,6 +400,7 @@ class ToolService:
                         context=context,
                         call_id=call_id,
                         confirm=_unheld(confirm, slot),
+                        idempotency_key=key,
                     )
                 )
             except BaseException:
@@ -412,7 +422,9 @@ class ToolService:
             tool_name=tool.name,
             timeout=limit,
         )
-        return ToolResult(tool.name, call_id, False, error.message, error=error)
+        return ToolResult(
+            tool.name, call_id, False, error.message, error=error, outcome="not_started"
+        )
 
     def start_task(
         self,

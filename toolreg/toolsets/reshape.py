@@ -52,7 +52,8 @@ supplies for it is not valid.`, and the application's log gets the details (a WA
 hidden (they name the old arguments); the original's own validation still holds them.
 
 Input and output guardrails, `confirm=` and hooks see the call as the model made it: the
-reshaped tool and its arguments.
+reshaped tool and its arguments; a `lock=` function of the original reads the arguments in
+the original's names (with its defaults and fixed values, not those from the context).
 """
 
 from __future__ import annotations
@@ -447,6 +448,8 @@ class _Builder:
             context, raw = context + "_", raw + "_"
         function, twin = _forwarders(mapping, context, raw, self.settings)
         options = {k: getattr(original, k) for k in OPTIONS if k not in _NOT_CARRIED}
+        if callable(original.lock):  # a function of the arguments: of the original's names
+            options["lock"] = _lock_of(original.lock, mapping)
         if spec.description is not None and not isinstance(spec.description, str):
             raise self.error("description must be a string", "pass description='...'")
         try:
@@ -489,6 +492,20 @@ class _Builder:
 
         checker = Validator(schema)
         return [e for e in out if not checker.validate(e)]
+
+
+def _lock_of(lock: Callable[[dict[str, Any]], Any], mapping: _Mapping) -> Callable[..., Any]:
+    """The original's `lock=` function, asked about a reshaped call: it reads the arguments
+    in the original's names, with the defaults and fixed values sent for it (not the values
+    from the context: they are made when the call runs, after the lock is chosen)."""
+
+    def chosen(arguments: dict[str, Any]) -> Any:
+        args = {mapping.back.get(k, k): v for k, v in arguments.items()}
+        for name, value in (*mapping.defaults.items(), *mapping.fixed.items()):
+            args.setdefault(name, copy.deepcopy(value))
+        return lock(args)
+
+    return chosen
 
 
 def _forwarders(
