@@ -50,6 +50,7 @@ toolreg_api_modules = [
     "toolreg.stores",
     "toolreg.search",
     "toolreg.toolsets",
+    "toolreg.toolsets.lock",
     "toolreg.mcp",
     "toolreg.sources",
     "toolreg.compat.chatglm3",

@@ -49,7 +49,18 @@ from .params import Answer, Injected, Param, ToolContext
 from .registry import ToolRegistry, default_registry
 from .result import ToolCall, ToolResult
 from .tool import Tool
-from .toolsets import StepContext, Toolset, combined, filtered, prefixed, searchable
+from .toolsets import (
+    Arg,
+    Reshape,
+    StepContext,
+    Toolset,
+    combined,
+    filtered,
+    pinned,
+    prefixed,
+    reshaped,
+    searchable,
+)
 
 if _typing.TYPE_CHECKING:
     from .conversation import (
@@ -137,6 +148,7 @@ adispatch_many = default_registry.adispatch_many
 __all__ = [
     "Answer",
     "ApprovalRequired",
+    "Arg",
     "AsyncConversation",
     "Audio",
     "CallLimitError",
@@ -165,6 +177,7 @@ __all__ = [
     "PinFileError",
     "RepeatedCallError",
     "Reply",
+    "Reshape",
     "RetryRequestedError",
     "StateConflictError",
     "StateStoreError",
@@ -211,9 +224,11 @@ __all__ = [
     "get_tools",
     "idempotency_key",
     "instrument",
+    "pinned",
     "prefixed",
     "register_schema",
     "register_tool",
+    "reshaped",
     "run_conversation",
     "searchable",
     "trim_history",

@@ -45,7 +45,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import hmac
-import json
 import math
 import uuid
 from collections.abc import Callable, Mapping
@@ -74,7 +73,7 @@ from ..errors import (
 )
 from ..formats import Format
 from ..idempotency import new_id, received_key
-from ..jsonvalues import copy_json, strict_decoder
+from ..jsonvalues import canonical, copy_json, strict_decoder
 from ..result import OUTCOMES, ToolCall, ToolResult
 from ..search.selection import ToolSearch
 from ..tool import Tool
@@ -140,13 +139,6 @@ _ERRORS: dict[str, type[ToolCallError]] = {
     )
 }
 Json = dict[str, Any]
-
-
-def canonical(value: Any) -> bytes:
-    """The one encoding a state is signed and digested in: sorted keys, no whitespace,
-    `ensure_ascii=False`, UTF-8 (a lone surrogate kept as its own bytes, never an error)."""
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return text.encode("utf-8", "surrogatepass")
 
 
 def signing_keys(key: Any) -> list[bytes] | None:
@@ -770,6 +762,7 @@ _ADDED_LATER = (
     "max_tool_calls",
     "on_call_limit",
     "max_concurrency",
+    "versions",
 )
 _LIMITS = narrowing()  # saved limits narrow, each with whether None (no limit) is allowed
 

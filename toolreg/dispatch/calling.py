@@ -12,6 +12,9 @@
 |                                |                  | exception chained)                           |
 | `result_filter=`               | `filter_result`  | the tool failed (`ToolExecutionError`)       |
 | a `default_factory`            | `fill_default`   | the tool failed (`ToolExecutionError`)       |
+| a reshaped tool's value from   | `context_value`  | the call is not made (`ToolExecutionError`,  |
+| the context (`Arg(from_context`|                  | not naming the hidden argument)              |
+| `=...)`)                       |                  |                                              |
 | a conversation hook, `on_text` | `call_hook`      | a bug in the application: propagated; the    |
 |                                |                  | turn ends and the history stays as it was    |
 | a search `ranker=`             | `rank`           | a bug in the application: propagated (the    |
@@ -91,6 +94,7 @@ __all__ = [
     "ask",
     "call",
     "call_hook",
+    "context_value",
     "convert",
     "credential",
     "fill_default",
@@ -576,6 +580,19 @@ def fill_default(tool: Tool, parameter: str, make: Callable[[], Any]) -> Any:
         raise ToolExecutionError(
             f"Tool '{tool.name}' failed: the default of '{parameter}' could not be made.",
             tool_name=tool.name,
+        ) from exc
+
+
+def context_value(make: Callable[[Any], Any], deps: Any, tool: str) -> Any:
+    """A reshaped tool's hidden argument, made from the call's context (`deps`): the model
+    never named it, so a failure says only that the application's value could not be made."""
+    try:
+        return make(deps)
+    except Exception as exc:
+        raise ToolExecutionError(
+            f"Tool '{tool}' was not run: a value the application supplies for it could not "
+            "be made.",
+            tool_name=tool,
         ) from exc
 
 

@@ -16,6 +16,8 @@ else:  # typing's TypedDict reads NotRequired from Python 3.11 on
 
 from ..content import Audio, File, Image, Part
 from ..definition.names import NAME_RULES
+from ..definition.returns import return_object_schema
+from ..jsonvalues import copy_json
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
 from .base import Format, as_data, make_call, shown_parts
@@ -33,6 +35,7 @@ __all__ = [
     "content_blocks",
     "definition",
     "observation",
+    "output_schema",
     "parse_calls",
 ]
 
@@ -149,6 +152,21 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefi
     if tool.title:
         annotations["title"] = tool.title
     return {"name": tool.name, **named, "inputSchema": parameters, "annotations": annotations}
+
+
+def output_schema(tool: Tool) -> dict[str, Any] | None:
+    """The JSON Schema of the tool's result an MCP `tools/list` entry carries as its
+    `outputSchema`: its `output_schema` when it was given one, else its return annotation's
+    when that is a JSON object (`return_object_schema`).
+
+    None for anything else (text, numbers, lists, optional objects, no annotation, a type
+    toolreg cannot describe): MCP output schemas describe objects only, and a tool without
+    one is served as text alone.
+    """
+    if tool.output_schema is not None:
+        given: dict[str, Any] = copy_json(tool.output_schema)
+        return given
+    return return_object_schema(tool.function, f"the result of {tool.name}")
 
 
 def observation(result: ToolResult) -> Observation:

@@ -81,6 +81,7 @@ from ..telemetry import inject, without_baggage
 from ..tool import Tool
 from ..toolsets import BaseToolset
 from ..validation.untrusted import UntrustedSchemaError, check_patterns_for_re, check_size
+from .catalog import remote_version
 from .errors import McpConnectionError
 from .oauth import OAuth, OAuthAuth, OAuthUsers
 from .pinning import PendingTool, PinFile, Pinning
@@ -683,6 +684,7 @@ class Mount(BaseToolset):
             timeout=self.timeout,
             result_filter=_text_of,
             untrusted=True,  # the server's schema: bounded in size before it is compiled
+            version=remote_version(remote.meta),
         )
 
     def _caller(
