@@ -48,7 +48,7 @@ APPLICABLE = {"initialize", "tools_call", "sse-retry", *AUTH}
 NOT_APPLICABLE = {
     # a mount answers a server's elicitation only to confirm a call the application's own
     # confirm= already approved; it has no user to fill in a form with defaults
-    "elicitation-sep1034-client-defaults": "elicitation for confirmations only",
+    "elicitation-sep1034-client-defaults": "a form goes to the caller's user; nobody here",
 }
 SUITE_BUGS = {
     # the pinned suite's (0.1.16) authorization server names the issuer

@@ -40,11 +40,19 @@ class _Channel:
     def __init__(self) -> None:
         self._loop = asyncio.get_running_loop()
 
-    async def aask(self, ctx: ToolContext[Any], question: Question) -> tuple[str, Any]:
+    async def _ask_here(self, ctx: ToolContext[Any], question: Question) -> tuple[str, Any]:
+        """Ask, on the loop the call came in on."""
         raise NotImplementedError
 
+    async def aask(self, ctx: ToolContext[Any], question: Question) -> tuple[str, Any]:
+        if asyncio.get_running_loop() is self._loop:
+            return await self._ask_here(ctx, question)
+        # another loop (a mount's own, forwarding its server's question): hop over
+        future = asyncio.run_coroutine_threadsafe(self._ask_here(ctx, question), self._loop)
+        return await asyncio.wrap_future(future)
+
     def ask(self, ctx: ToolContext[Any], question: Question) -> tuple[str, Any]:
-        future = asyncio.run_coroutine_threadsafe(self.aask(ctx, question), self._loop)
+        future = asyncio.run_coroutine_threadsafe(self._ask_here(ctx, question), self._loop)
         while True:
             try:
                 return future.result(_POLL)
@@ -64,7 +72,7 @@ class ClientChannel(_Channel):
         self._session = session
         self._request_id = request_id
 
-    async def aask(self, ctx: ToolContext[Any], question: Question) -> tuple[str, Any]:
+    async def _ask_here(self, ctx: ToolContext[Any], question: Question) -> tuple[str, Any]:
         answer = await self._session.elicit_form(
             question.message, question.schema, related_request_id=self._request_id
         )
@@ -79,7 +87,7 @@ class TaskChannel(_Channel):
         self._task = task
         self._timeout = timeout
 
-    async def aask(self, ctx: ToolContext[Any], question: Question) -> tuple[str, Any]:
+    async def _ask_here(self, ctx: ToolContext[Any], question: Question) -> tuple[str, Any]:
         params = {"mode": "form", "message": question.message, "requestedSchema": question.schema}
         answer = await self._task.ask(
             {"method": "elicitation/create", "params": params}, self._timeout

@@ -32,7 +32,9 @@ polled to its end within the same `timeout`: the task's status messages are the 
 that times out or whose caller is cancelled sends `tasks/cancel`; it is never sent twice.
 When a server asks to confirm a call of a tool that needs confirmation here (so the local
 `confirm=` already approved every call of it that was sent), with toolreg's own question,
-while such a call is on its way, the mount answers yes; any other elicitation it declines.
+while such a call is on its way, the mount answers yes. Any other question (form mode) is
+the calling tool's `ctx.aask`: asked of the user behind the one call in flight (a serving
+client, a conversation that pauses), else declined with a logged reason (see `_forward`).
 
 A `Mount` is a context manager both ways. `with` runs the connection on an event loop of its
 own, in a background thread, so plain scripts and sync `dispatch_tool` work; `async with`
@@ -72,7 +74,15 @@ from ..content import Part, fallback_text
 from ..definition.injection import instructions_to_model, schema_descriptions
 from ..definition.names import NAME_RULES, check_name
 from ..dispatch import DispatchSettings
-from ..errors import ToolDefinitionError, ToolError, ToolregError, UsageError, exception_text
+from ..errors import (
+    CannotAskError,
+    InvalidAnswerError,
+    ToolDefinitionError,
+    ToolError,
+    ToolregError,
+    UsageError,
+    exception_text,
+)
 from ..idempotency import META_KEY
 from ..params import ToolContext
 from ..registry import ToolRegistry, default_registry
@@ -241,6 +251,7 @@ class Mount(BaseToolset):
         self._tasks: set[asyncio.Task[Any]] = set()
         self._cancels: set[asyncio.Task[None]] = set()  # tasks/cancel of abandoned tasks
         self._approved: dict[str, int] = {}  # remote name -> calls approved here, in flight
+        self._forwards: set[_Forward] = set()  # calls in flight, each with its caller's asker
         self._state = "new"
         if pin is not None and not isinstance(pin, (str, os.PathLike)):
             raise UsageError(f"pin={pin!r}: pass the path of a pin file, e.g. pin='tools.lock'")
@@ -695,7 +706,9 @@ class Mount(BaseToolset):
         async def call_remote(**arguments: Any) -> Any:
             ctx: ToolContext[Any] = arguments.pop(context)
             key = ctx.idempotency_key
-            return await self._call(remote, local, arguments, ctx.report_progress, ctx.deps, key)
+            return await self._call(
+                remote, local, arguments, ctx.report_progress, ctx.deps, key, asker=ctx
+            )
 
         call_remote.__name__ = call_remote.__qualname__ = f"mcp:{remote}"
         return call_remote
@@ -708,9 +721,11 @@ class Mount(BaseToolset):
         progress: Callable[[float, float | None, str | None], None],
         deps: Any = None,
         key: str | None = None,
+        asker: ToolContext[Any] | None = None,
     ) -> RemoteResult:
         """Run on the mount's loop, from whichever loop dispatch runs the tool on. The
-        call's idempotency key goes in the request's `_meta` (`idempotency.META_KEY`)."""
+        call's idempotency key goes in the request's `_meta` (`idempotency.META_KEY`); the
+        server's questions during the call go to `asker`'s `aask` (`_forward`)."""
         loop = self._loop
         if self._client is None or loop is None or loop.is_closed():
             raise ToolError(f"Tool '{local}' failed: its MCP server is not connected.")
@@ -720,7 +735,7 @@ class Mount(BaseToolset):
             meta[META_KEY] = key
         users = self._users
         if users is None:
-            call = self._remote_call(remote, local, arguments, meta or None, progress)
+            call = self._remote_call(remote, local, arguments, meta or None, progress, asker=asker)
             if self._own_auth is not None:  # OAuth: its tokens out of what the model reads
                 call = _scrubbing(call, self._own_auth, local)
         else:  # as the user the call's context names, on their own session (`users`)
@@ -728,7 +743,7 @@ class Mount(BaseToolset):
                 local,
                 deps,
                 lambda client: self._remote_call(
-                    remote, local, arguments, meta or None, progress, client=client
+                    remote, local, arguments, meta or None, progress, client=client, asker=asker
                 ),
             )
         coro = without_baggage(call, baggage=self.baggage)  # the SDK would inject it too
@@ -749,6 +764,7 @@ class Mount(BaseToolset):
         meta: dict[str, Any] | None = None,
         progress: Callable[[float, float | None, str | None], None] | None = None,
         client: Client | None = None,
+        asker: ToolContext[Any] | None = None,
     ) -> RemoteResult:
         client = self._client if client is None else client  # a user's own session
         if client is None:
@@ -759,6 +775,8 @@ class Mount(BaseToolset):
             self._approved[remote] = self._approved.get(remote, 0) + 1
         call = TaskCall(progress or _no_progress, self._answer_question, self._send_cancel)
         current = CURRENT_CALL.set(call)  # for a task the server answers instead (`tasks`)
+        forward = _Forward(asker)
+        self._forwards.add(forward)
         try:
             sent = asyncio.ensure_future(
                 client.call_tool(
@@ -801,8 +819,11 @@ class Mount(BaseToolset):
             ) from exc
         finally:
             CURRENT_CALL.reset(current)
+            self._forwards.discard(forward)
             if approved:
                 self._approved[remote] -= 1
+        if forward.stopped is not None:  # the caller's own asking stopped the call (a
+            raise forward.stopped  # conversation that pauses for the user's answer)
         text = remote_text(result)
         if result.is_error:  # the server's words: under the registry's errors= policy
             raise remote_failure(local, text)
@@ -866,6 +887,35 @@ class Mount(BaseToolset):
         tool = asked_about(message, getattr(params, "requested_schema", None))
         if tool is not None and self._approved.get(tool, 0) > 0:
             return types.ElicitResult(action="accept", content={"confirm": True})
+        return await self._forward(message, params)
+
+    async def _forward(self, message: object, params: Any) -> types.ElicitResult:
+        """Any other question of the server: asked of the user behind the one call in
+        flight, through its own `ctx.aask` (a conversation's pause, a serving client's
+        elicitation); declined, with a logged reason, when no call or several are in flight
+        (whose it is cannot be told), when that caller cannot ask, for a form that is not
+        flat or has patterns (untrusted), and for an answer that does not fit it."""
+        schema = getattr(params, "requested_schema", None)
+        forwards = list(self._forwards)
+        if getattr(params, "mode", "form") != "form" or not isinstance(message, str):
+            why = "it is not a form"
+        elif len(forwards) != 1 or forwards[0].ctx is None:
+            why = "no call, or more than one, is in flight: whose question it is is unknown"
+        elif "pattern" in json.dumps(schema, default=str):
+            why = "its form has patterns, which an untrusted schema may not run"
+        else:
+            forward = forwards[0]
+            assert forward.ctx is not None
+            try:
+                answer = await forward.ctx.aask(message, schema)
+            except (CannotAskError, InvalidAnswerError, UsageError) as exc:
+                why = exception_text(exc, 200)
+            except ToolError as exc:  # the caller's asking stopped the call: told after
+                forward.stopped = exc
+                return types.ElicitResult(action="cancel")
+            else:
+                return types.ElicitResult(action=answer.action, content=answer.data)
+        _log.info("declined a question of the MCP server %s: %s", self._label(), why)
         return types.ElicitResult(action="decline")
 
     # -- per-user sessions (credentials=, see `users`) -------------------------------------------
@@ -1079,6 +1129,17 @@ def _retrieved(sent: asyncio.Future[Any]) -> None:
     """Read the outcome of a call nobody waits for any more."""
     if not sent.cancelled():
         sent.exception()
+
+
+class _Forward:
+    """A call in flight and the asker of its caller; `stopped`: what that asker raised to
+    stop the call (raised again once the server has answered)."""
+
+    __slots__ = ("ctx", "stopped")
+
+    def __init__(self, ctx: ToolContext[Any] | None) -> None:
+        self.ctx = ctx
+        self.stopped: ToolError | None = None
 
 
 def _no_progress(progress: float, total: float | None = None, message: str | None = None) -> None:
