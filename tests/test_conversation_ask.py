@@ -249,3 +249,32 @@ def test_stream_says_the_turn_waits() -> None:
     assert waiting[0].pending[0].question == "Which night for room 12?"
     assert isinstance(events[-1], TurnFinished)
     assert events[-1].reply.stop_reason == "input_required"
+
+
+def test_a_round_with_an_approval_and_a_question_waits_for_both() -> None:
+    hotel = Hotel()
+    charged: list[int] = []
+
+    @hotel.registry.register_tool(destructive=True)
+    def charge(amount: int) -> str:
+        """Charge the card."""
+        charged.append(amount)
+        return f"charged {amount}"
+
+    script = [tool_calls(call("charge", amount=90), call("book", room="12")), text("All set.")]
+    with ScriptedServer(script) as server:
+        chat = Conversation(
+            server.client(), MODEL, registry=hotel.registry, context={}, confirm="defer"
+        )
+        reply = chat.send("Book 12 and charge me")
+        assert reply.stop_reason == "approval_required"  # a person decides both
+        approval, question = reply.pending
+        assert (approval.tool_name, approval.question) == ("charge", None)
+        assert question.question == "Which night for room 12?"
+        with pytest.raises(UsageError, match="no decision"):
+            chat.resume({question.call_id: {"night": "2026-12-24"}})
+        done = chat.resume({approval.call_id: True, question.call_id: {"night": "2026-12-24"}})
+        sent = server.history(1)
+    assert done.text == "All set."
+    assert charged == [90]
+    assert observations(sent) == ["charged 90", "booked 12 for 2026-12-24"]
