@@ -36,6 +36,7 @@ toolreg_api_modules = [
     "toolreg",
     "toolreg.idempotency",
     "toolreg.content",
+    "toolreg.asking",
     "toolreg.conversation",
     "toolreg.testing",
     "toolreg.formats",
