@@ -52,3 +52,13 @@ async def abook(room: str, ctx: ToolContext[Any]) -> str:
 def book_unchecked(ctx: ToolContext[Any]) -> str:
     """Asks, and lets a bad answer's error through to the model."""
     return _said(ctx.ask("Which night?", NIGHT))
+
+
+@registry.register_tool(requires_confirmation=True)
+def pay(amount: int, ctx: ToolContext[Any]) -> str:
+    """Pay: confirmed first, then asks which card."""
+    card = ctx.ask(
+        f"Which card pays {amount}?",
+        {"type": "object", "properties": {"card": {"type": "string"}}, "required": ["card"]},
+    )
+    return _said(card)

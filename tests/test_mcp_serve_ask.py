@@ -105,17 +105,22 @@ def test_stdio_asks_by_elicitation() -> None:
 
 
 @pytest.mark.slow
-def test_the_2026_protocol_has_no_server_requests_so_the_tool_cannot_ask() -> None:
-    """2026-07-28 asks through an `InputRequiredResult` and the client's retry; a tool's
-    `ask` is not carried that way (yet): the tool is told it cannot ask."""
+def test_stdio_on_the_2026_protocol_asks_by_the_clients_retry() -> None:
+    async def run() -> None:
+        await check_asking(stdio(), "auto")
+        await check_cannot_ask(stdio(), "auto")
+
+    asyncio.run(run())
+
+
+def test_stateless_http_on_the_2026_protocol_asks_by_the_clients_retry() -> None:
+    """No session, no back-channel: the question goes back in an `InputRequiredResult`
+    (the fast path's answer too) and the tool runs again with the answer."""
 
     async def run() -> None:
-        person = Person()
-        async with Client(stdio(), mode="auto", elicitation_callback=person) as client:
-            error, text = await call(client, "book_unchecked")
-        assert error
-        assert text.startswith(CANNOT.format("book_unchecked"))
-        assert person.asked == []
+        with HttpServer(asgi_app(_registry())) as server:
+            await check_asking(server.url, "auto")
+            await check_cannot_ask(server.url, "auto")
 
     asyncio.run(run())
 
@@ -129,9 +134,9 @@ def test_stateful_http_asks_over_the_session() -> None:
     asyncio.run(run())
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
-def test_stateless_http_cannot_ask_even_a_client_that_can_answer(mode: str) -> None:
-    """No session, no back-channel: the tool is told so, and nobody is asked."""
+def test_stateless_http_on_the_2025_protocol_cannot_ask() -> None:
+    """No session, no back-channel, no retry on 2025: the tool is told so, nobody asked."""
+    mode = "legacy"
 
     async def run() -> None:
         person = Person()
@@ -149,3 +154,28 @@ def _registry() -> Any:
     import _mcp_ask_tools
 
     return _mcp_ask_tools.registry
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+def test_a_confirmed_tool_that_asks_is_confirmed_once_on_the_2026_protocol(transport: str) -> None:
+    """The retry that answers the question keeps the confirmation given before it
+    (`requestState`): the person is asked each thing once."""
+    asked: list[str] = []
+
+    async def answer(context: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        if "confirm" in params.requested_schema["properties"]:
+            return types.ElicitResult(action="accept", content={"confirm": True})
+        return types.ElicitResult(action="accept", content={"card": "visa"})
+
+    async def run(server: Any) -> tuple[bool, str]:
+        async with Client(server, mode="auto", elicitation_callback=answer) as client:
+            return await call(client, "pay", amount=5)
+
+    if transport == "http":
+        with HttpServer(asgi_app(_registry())) as server:
+            outcome = asyncio.run(run(server.url))
+    else:
+        outcome = asyncio.run(run(stdio()))
+    assert outcome == (False, "accept {'card': 'visa'}")
+    assert asked == ["""Run the tool 'pay' with {"amount": 5}?""", "Which card pays 5?"]

@@ -57,6 +57,7 @@ from .auth import (
 from .cache import ResultCache
 from .catalog import requested_version
 from .context import McpRequest
+from .elicit import pending_question, retry_asking
 from .limits import RATE_LIMIT_CODE, Limiter, RateLimit, RateLimitUnavailable
 from .server import (
     CALLER_KEY,
@@ -372,7 +373,7 @@ class McpApp:
                 return None
             result = called
         if request.version in MODERN_PROTOCOL_VERSIONS:
-            result["resultType"] = "complete"
+            result.setdefault("resultType", "complete")  # or a question's "input_required"
             result["_meta"] = {SERVER_INFO_META_KEY: self._stamp}  # the SDK's stamp (2026)
         envelope = {"jsonrpc": "2.0", "id": request.request_id, "result": result}
         return _ENCODER.encode(envelope).encode()
@@ -398,8 +399,10 @@ class McpApp:
             )
 
         arguments = request.params.get("arguments")
+        meta = request.params.get("_meta")
+        modern = request.version in MODERN_PROTOCOL_VERSIONS
+        asker = retry_asking(meta, None, None) if modern else None  # its ctx.ask: by retry
         try:
-            meta = request.params.get("_meta")
             result = await self.service.call(
                 tool,
                 arguments,
@@ -407,9 +410,13 @@ class McpApp:
                 call_id=None,
                 meta=meta if isinstance(meta, dict) else None,
                 caller=caller,
+                asker=asker,
             )
         except ToolregError:  # a missing context: raised before the tool ran; the SDK's
             return None  # path raises it again and answers with its internal error
+        asked = pending_question(asker)
+        if asked is not None:  # the question goes back; the client's retry answers it
+            return asked.model_dump(by_alias=True, mode="json", exclude_none=True)
         return self.service.result(tool, result)
 
     def _declares_headers(self, tool: Tool) -> bool:

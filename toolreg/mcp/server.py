@@ -69,7 +69,7 @@ from .auth import UNRESTRICTED, Caller, address_caller, token_caller
 from .cache import ResultCache
 from .catalog import Catalog, call_result, requested_version
 from .context import LogLevels, McpRequest, Note, Reporter
-from .elicit import client_asking, task_asking
+from .elicit import client_asking, pending_question, restored, task_asking
 from .tasks import (
     EXTENSION,
     INTERRUPTED,
@@ -564,10 +564,12 @@ def _tool_context(
     """What dispatch gets as `context=`: the deps, in a `ToolContext` that reports to the
     client and asks it (`asker`) when there is a reporter (a parameter that takes the raw
     context gets the deps)."""
-    if reporter is None or isinstance(deps, ToolContext):
+    if (reporter is None and asker is None) or isinstance(deps, ToolContext):
         return deps
     if any(kind == "raw" for _, kind in tool.plan.context):
         return deps
+    if reporter is None:
+        return ToolContext(deps, asker=asker)
     return ToolContext(deps, report_progress=reporter.progress, log=reporter.log, asker=asker)
 
 
@@ -643,8 +645,12 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
                 )
             if tool.task == "required":
                 raise needs_tasks(f"Tool '{tool.name}' runs only as a task: it")
+        modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        if modern and params.request_state is not None:
+            params = restored(params)  # a confirmation given before the tool asked
         confirmation = Confirmation(ctx, params) if tool.needs_confirmation else None
         reporter = Reporter(_sender(ctx, tool.name))
+        asker = client_asking(ctx.session, ctx.request_id, params, _meta_of(ctx), modern)
         try:
             result = await service.call(
                 tool,
@@ -655,12 +661,15 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
                 confirm=None if confirmation is None else confirmation.callback(),
                 meta=_meta_of(ctx),
                 caller=caller,
-                asker=client_asking(ctx.session, ctx.request_id),
+                asker=asker,
             )
         finally:
             await reporter.close()
         if confirmation is not None and confirmation.pending is not None:
             return confirmation.pending
+        asked = pending_question(asker)
+        if asked is not None:  # 2026-07-28: the question goes back; the retry answers it
+            return asked
         return types.CallToolResult.model_validate(service.result(tool, result))
 
     def owner_of(ctx: ServerRequestContext[Any], params: TaskParams) -> str:
