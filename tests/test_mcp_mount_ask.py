@@ -119,3 +119,29 @@ def test_a_conversation_pauses_for_a_mounted_servers_question(peer_url: str) -> 
     assert done.text == "Reserved."
     assert [m["content"] for m in sent if m.get("role") == "tool"] == ["accept 2026-12-24"]
     assert asked == ["cancel None", "accept 2026-12-24"]  # run again, answered from the reply
+
+
+def test_toolreg_on_both_sides_a_served_tools_question_pauses_the_mounting_conversation() -> None:
+    import _mcp_ask_tools
+
+    from toolreg.mcp import asgi_app
+
+    registry = ToolRegistry()
+    script = [tool_calls(call("book", room="9")), text("Done.")]
+    with (
+        HttpServer(asgi_app(_mcp_ask_tools.registry)) as served,
+        mount(registry, served.url),
+        ScriptedServer(script) as model,
+    ):
+        chat = Conversation(model.client(), "m", registry=registry, confirm=yes)
+        reply = chat.send("Book room 9")
+        assert reply.stop_reason == "input_required"
+        (pending,) = reply.pending
+        assert pending.question == "Which night for room 9?"
+        assert pending.schema == _mcp_ask_tools.NIGHT
+        done = chat.resume({pending.call_id: {"night": "2026-05-01", "guests": 4}})
+        sent = model.history(1)
+    assert done.text == "Done."
+    assert [m["content"] for m in sent if m.get("role") == "tool"] == [
+        "accept {'night': '2026-05-01', 'guests': 4}"
+    ]
