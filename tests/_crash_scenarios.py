@@ -3,8 +3,11 @@ turn whose model asks for `charge` then `notify`, then answers.
 
 Settings: `db` (DBOS's database URL), `store` (the SQLite store's file), `cid` (the
 conversation id), `tid` (the turn id), `driver` ("sync" or "async"), `stream` (True: the
-turn is read as a stream of events), `events` (a file the recovered turn's event names go
-to), `executor` (DBOS's executor id).
+turn is read as a stream of events), `parallel`, `events` (a file each process's event
+names go to: `<events>.0`, `<events>.1`), `executor` (DBOS's executor id of the first
+process), `version` (the application version: a process takes only the recovered turns of
+its own), `beside` (the executor id of a process that runs beside it and recovers its
+turns when it dies: `CrashKit.run(..., standby=True)`).
 """
 
 from __future__ import annotations
@@ -38,9 +41,11 @@ def registry() -> ToolRegistry:
 
 
 def _events(run: CrashRun) -> Any:
-    path = run.settings.get("events")
-    if not path or not run.restarted:
+    """Each process's events, in a file of its own (`<events>.<0 or 1>`)."""
+    given = run.settings.get("events")
+    if not given:
         return None
+    path = f"{given}.{int(run.restarted)}"
 
     def on_event(event: Any) -> None:
         call = getattr(event, "call", None)
@@ -84,15 +89,17 @@ def durable(run: CrashRun) -> Any:
 
     settings = run.settings
     asynchronous = settings.get("driver") == "async"
-    engine = DBOSEngine(
-        settings["db"],
-        executor_id=settings.get("executor", "local"),
-        application_version="crash-tests",
-    )
+    beside = settings.get("beside")  # the executor id of a process that runs beside
+    executor = beside if beside and run.restarted else settings.get("executor", "local")
+    version = settings.get("version", "crash-tests")  # processes take only their version's
+    engine = DBOSEngine(settings["db"], executor_id=executor, application_version=version)
     turns = DurableTurns(engine, "refunds", _conversation(run, asynchronous))
     engine.launch()
     cid, tid = settings["cid"], settings["tid"]
     if run.restarted:
+        run.wait_for_crash()
+        if beside:  # the other process died: its turns run here
+            engine.recover([settings.get("executor", "local")])
         return turns.result(tid, timeout=30)
     if asynchronous:
         if settings.get("stream"):

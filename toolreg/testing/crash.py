@@ -55,6 +55,7 @@ import multiprocessing
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -187,7 +188,12 @@ class CrashRun:
     """What a scenario gets in the child process (see the module)."""
 
     def __init__(
-        self, point: CrashPoint, settings: dict[str, Any], model_url: str, restarted: bool
+        self,
+        point: CrashPoint,
+        settings: dict[str, Any],
+        model_url: str,
+        restarted: bool,
+        crashed_file: str = "",
     ) -> None:
         self.point = point if not restarted else NO_CRASH
         self.settings = settings
@@ -198,6 +204,20 @@ class CrashRun:
         """False in the first process; True in the one that runs after the crash."""
         self._counts: dict[tuple[str, str], int] = {}
         self._lock = threading.Lock()
+        self._crashed_file = crashed_file
+
+    def wait_for_crash(self, timeout: float = 60.0) -> None:
+        """In the process that finishes the turn: return once the first process is dead
+        (at once after a restart; a standby process, started beside the first, waits).
+
+        Raises:
+            TimeoutError: the first process is still alive after `timeout` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(self._crashed_file):
+            if time.monotonic() > deadline:
+                raise TimeoutError("CrashRun.wait_for_crash: the first process did not die")
+            time.sleep(0.01)
 
     def tools(self, registry: ToolRegistry) -> ToolRegistry:
         """Watch every tool of `registry` (in place): each run is counted with its
@@ -385,7 +405,9 @@ def _child(config: dict[str, Any]) -> None:
     fd = os.open(config["journal"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     _JOURNAL[:] = [fd]
     point = CrashPoint(config["kind"], config["nth"], config["tool"])
-    run = CrashRun(point, config["settings"], config["model_url"], config["restarted"])
+    run = CrashRun(
+        point, config["settings"], config["model_url"], config["restarted"], config["crashed"]
+    )
     OBSERVER.current = _Observer(run)
     _note({"ev": "begin", "restarted": run.restarted})
     try:
@@ -508,15 +530,22 @@ class CrashKit:
         self._context = multiprocessing.get_context("forkserver")
         self._context.set_forkserver_preload([*_PRELOAD, module, *preload])
 
-    def run(self, point: CrashPoint = NO_CRASH, **settings: Any) -> CrashReport:
+    def run(
+        self, point: CrashPoint = NO_CRASH, *, standby: bool = False, **settings: Any
+    ) -> CrashReport:
         """Run the scenario in a child, killed at `point`; if it was, run it again in a new
-        child (`restarted=True`). `settings` add to the kit's for this run."""
+        child (`restarted=True`). With `standby`, that second child starts first, beside
+        the first one, and finishes the turn when the first dies (`wait_for_crash`): two
+        processes sharing one database. `settings` add to the kit's for this run."""
         self._runs += 1
-        journal = self.workdir / f"crash-journal-{os.getpid()}-{self._runs}.jsonl"
+        journal = self.workdir / f"crash-journal-{os.getpid()}-{id(self):x}-{self._runs}.jsonl"
+        crashed_file = Path(f"{journal}.crashed")
         journal.unlink(missing_ok=True)
+        crashed_file.unlink(missing_ok=True)
         config = {
             "scenario": self.scenario,
             "journal": str(journal),
+            "crashed": str(crashed_file),
             "kind": point.kind,
             "nth": point.nth,
             "tool": point.tool,
@@ -525,14 +554,27 @@ class CrashKit:
         children: list[Any] = []
         kill_at = point.nth if point.kind == "during_model" else None
         with ScriptedServer([self._killing(children, kill_at)] * _MAX_REQUESTS) as server:
-            first = self._start(
-                children, {**config, "model_url": server.base_url, "restarted": False}
-            )
-            crashed = first.exitcode == -signal.SIGKILL
-            processes = 1
-            if crashed:
-                self._start(children, {**config, "model_url": server.base_url, "restarted": True})
-                processes = 2
+            second = {**config, "model_url": server.base_url, "restarted": True}
+            waiting = self._spawn(second) if standby else None
+            try:
+                first = self._start(
+                    children, {**config, "model_url": server.base_url, "restarted": False}
+                )
+                crashed = first.exitcode == -signal.SIGKILL
+                if crashed:
+                    crashed_file.touch()
+                    if waiting is None:
+                        self._start(children, second)
+                    else:
+                        self._joined(waiting)
+                elif waiting is not None:  # nothing to finish: the standby is not needed
+                    waiting.kill()
+                    waiting.join()
+            finally:
+                if waiting is not None and waiting.is_alive():
+                    waiting.kill()
+                    waiting.join()
+            processes = 1 + (crashed or waiting is not None)
             requests = len(server.requests)
         return _report(point, crashed, processes, requests, journal)
 
@@ -554,10 +596,18 @@ class CrashKit:
 
         return answer
 
+    def _spawn(self, config: dict[str, Any]) -> Any:
+        child = self._context.Process(target=_child, args=(config,), daemon=True)
+        child.start()
+        return child
+
     def _start(self, children: list[Any], config: dict[str, Any]) -> Any:
         child = self._context.Process(target=_child, args=(config,), daemon=True)
         children.append(child)
         child.start()
+        return self._joined(child)
+
+    def _joined(self, child: Any) -> Any:
         child.join(self.timeout)
         if child.is_alive():
             child.kill()
@@ -567,8 +617,26 @@ class CrashKit:
 
 
 _MAX_REQUESTS = 200  # model requests one run may make
-# imported once by the fork server (a module that is not installed is skipped)
-_PRELOAD = ("toolreg.testing.crash", "toolreg.conversation", "openai", "dbos", "toolreg.durable")
+# imported once by the fork server (a module that is not installed is skipped): toolreg's
+# conversation, the SDK and its HTTP stack, DBOS with its SQLite and PostgreSQL drivers
+_PRELOAD = (
+    "toolreg.testing.crash",
+    "toolreg.conversation",
+    "toolreg.stores",
+    "openai",
+    "openai.resources",
+    "openai.lib.streaming",
+    "httpx",
+    "anyio",
+    "h11",
+    "jiter",
+    "truststore",
+    "dbos",
+    "toolreg.durable.dbos",
+    "sqlalchemy.dialects.sqlite",
+    "sqlalchemy.dialects.postgresql",
+    "psycopg",
+)
 
 
 def _report(
