@@ -42,6 +42,7 @@ SLOW = {
     "mcp_serve_mount.py",
     "mcp_serve_toolset.py",
     "mcp_shared_limits.py",
+    "mcp_shared_tasks.py",
     "mcp_tasks.py",
 }
 INCLUDE = re.compile(r"^```\{literalinclude\}\s+(\S+)", re.MULTILINE)

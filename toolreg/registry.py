@@ -160,6 +160,7 @@ class ToolRegistry:
         scopes: Iterable[str] = (),
         retries: int | None = None,
         task: Literal["optional", "required"] | None = None,
+        on_worker_lost: Literal["rerun", "fail"] | None = None,
         input_guardrails: Callable[[Any], Any] | Iterable[Callable[[Any], Any]] = (),
         output_guardrails: Callable[[Any], Any] | Iterable[Callable[[Any], Any]] = (),
         eager: bool | None = None,

@@ -113,6 +113,11 @@ class Tool:
     task: Literal["optional", "required"] | None = None
     """Served over MCP, run as a task (`toolreg.mcp.tasks`) when the client supports them:
     `"optional"` runs inline for a client that does not, `"required"` refuses it."""
+    on_worker_lost: Literal["rerun", "fail"] | None = None
+    """For a task on a shared backend (`TaskOptions(backend=...)`): what happens when the
+    worker running it dies or stops: `"rerun"` runs it again in another worker, with the
+    same `ToolContext.idempotency_key`; `"fail"` ends it `failed`, saying it was interrupted
+    while running. None: `"rerun"` for a `read_only` or `idempotent` tool, else `"fail"`."""
     input_guardrails: tuple[Callable[[Any], Any], ...] = ()
     """Run by a conversation on a call's validated arguments before it runs (see
     `toolreg.conversation.guardrails`); not by `dispatch_tool` itself."""
@@ -349,6 +354,7 @@ OPTIONS = frozenset(
         "scopes",
         "retries",
         "task",
+        "on_worker_lost",
         "input_guardrails",
         "output_guardrails",
         "eager",
@@ -575,6 +581,7 @@ def _check_options(owner: str, fields: dict[str, Any]) -> None:
             function=owner,
             fix="pass task='optional' (a task when the MCP client supports them, else inline)",
         )
+    _check_worker_lost(owner, fields)
     _check_eager(owner, fields)
     lock = fields.get("lock")
     if lock is not None and not callable(lock) and (not isinstance(lock, str) or not lock):
@@ -589,6 +596,24 @@ def _check_options(owner: str, fields: dict[str, Any]) -> None:
             raise ToolDefinitionError(
                 f"{key} must be callable", function=owner, fix=f"pass a function as {key}="
             )
+
+
+def _check_worker_lost(owner: str, fields: dict[str, Any]) -> None:
+    lost = fields.get("on_worker_lost")
+    if lost is None:
+        return
+    if lost not in ("rerun", "fail"):
+        raise ToolDefinitionError(
+            f"on_worker_lost={lost!r} must be 'rerun', 'fail' or None",
+            function=owner,
+            fix="pass on_worker_lost='fail' (a task whose worker dies ends failed) or 'rerun'",
+        )
+    if fields.get("task") is None:
+        raise ToolDefinitionError(
+            "on_worker_lost= applies to a tool run as an MCP task, and this one is not",
+            function=owner,
+            fix="add task='optional' (or 'required'), or drop on_worker_lost=",
+        )
 
 
 def _check_eager(owner: str, fields: dict[str, Any]) -> None:
