@@ -31,6 +31,7 @@ each take the other's running turns at launch.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -38,6 +39,7 @@ from typing import Any
 
 from ..errors import UsageError
 from .base import DurableEngine, Json, TurnBody
+from .payloads import error_of, is_toolreg_error, where
 
 __all__ = ["DBOSEngine"]
 
@@ -204,13 +206,16 @@ class DBOSEngine:
         from dbos import SetWorkflowID
 
         with SetWorkflowID(turn_id):
-            return _registered()[_TURN](inputs)
+            return _recorded(functools.partial(_registered()[_TURN], inputs), turn_id)
 
     async def arun_turn(self, name: str, turn_id: str, inputs: Json) -> Json:
-        from dbos import SetWorkflowID
+        from dbos import PortableWorkflowError, SetWorkflowID
 
-        with SetWorkflowID(turn_id):
-            return await _registered()[_ATURN](inputs)
+        try:
+            with SetWorkflowID(turn_id):
+                return await _registered()[_ATURN](inputs)
+        except PortableWorkflowError as exc:
+            raise _error(exc, turn_id) from exc
 
     def step(self, name: str) -> _Step:
         from dbos import DBOS
@@ -225,13 +230,35 @@ class DBOSEngine:
             status = DBOS.get_workflow_status(turn_id)
             if status is None:
                 raise KeyError(f"no durable turn {turn_id!r} in DBOS's database")
-            if status.status in ("SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"):
-                return DBOS.retrieve_workflow(turn_id).get_result()
+            if status.status in _OVER:
+                return _recorded(lambda: DBOS.retrieve_workflow(turn_id).get_result(), turn_id)
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(
                     f"the durable turn {turn_id!r} has not finished ({status.status})"
                 )
             time.sleep(_POLL)
+
+
+_OVER = frozenset({"SUCCESS", "ERROR", "CANCELLED", "MAX_RECOVERY_ATTEMPTS_EXCEEDED"})
+
+
+def _recorded(get: Callable[[], Json], turn_id: str) -> Json:
+    """`get()`: a turn's output; the error a turn recorded (DBOS's portable form: its class
+    name and message) raised as the toolreg error it was, when it was one."""
+    from dbos import PortableWorkflowError
+
+    try:
+        return get()
+    except PortableWorkflowError as exc:
+        raise _error(exc, turn_id) from exc
+
+
+def _error(exc: Any, turn_id: str) -> Exception:
+    """A recorded turn's error: one of toolreg's raised again as toolreg raised it
+    (`payloads.error_of`), with DBOS's record as its cause; any other as DBOS gives it."""
+    if not is_toolreg_error(exc.name):
+        return exc  # type: ignore[no-any-return]
+    return error_of({"type": exc.name, "message": exc.message}, where(turn_id, "turn"))
 
 
 _check: type[DurableEngine] = DBOSEngine  # DBOSEngine is a DurableEngine (mypy checks it)

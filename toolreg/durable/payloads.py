@@ -52,6 +52,7 @@ __all__ = [
     "digest",
     "error_json",
     "error_of",
+    "is_toolreg_error",
     "reply_json",
     "result_json",
     "result_of",
@@ -247,6 +248,11 @@ def _message(error: BaseException) -> str:
     return str(error.args[0]) if error.args else str(error)
 
 
+def is_toolreg_error(name: str) -> bool:
+    """Whether `name` is the name of one of toolreg's error classes."""
+    return name in _TOOLREG_ERRORS
+
+
 def error_of(data: Json, where: _Where) -> ToolregError:
     """The error a step recorded (its class, when it is one of these; else its nearest
     base that is: `ConversationStateError`, `UsageError` or `ToolregError`)."""
@@ -381,6 +387,18 @@ def where(turn_id: str, step: str) -> _Where:
 
 
 _ERRORS = _error_classes()
+
+
+def _all_errors() -> frozenset[str]:
+    found, pending = set(), [ToolregError]
+    while pending:
+        cls = pending.pop()
+        found.add(cls.__name__)
+        pending.extend(cls.__subclasses__())
+    return frozenset(found)
+
+
+_TOOLREG_ERRORS = _all_errors()
 
 
 def check_payload(payload: Json, inputs: str, where: _Where) -> Mapping[str, Any]:
