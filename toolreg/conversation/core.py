@@ -45,7 +45,7 @@ from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch
 from ..tool import Tool
-from ..toolsets import StepContext, Toolset, namespaces_of
+from ..toolsets import StepContext, Toolset, namespaces_of, pinned
 from .endpoints import endpoint_url
 from .events import (
     ApprovalRequired,
@@ -163,6 +163,7 @@ class ConversationCore:
         output_guardrails: Guardrail | Sequence[Guardrail] | None = None,
         eager_tools: bool | None = None,
         max_concurrency: int | None = None,
+        versions: Mapping[str, str] | None = None,
         **request_options: Any,
     ) -> None:
         # the options as given, checked by their record (declared once, in options.py)
@@ -192,6 +193,8 @@ class ConversationCore:
         self.client = client
         self.model = model
         self.registry = registry if registry is not None else default_registry
+        if versions:  # the tools at these versions: a view, as tools= and tool_search= are
+            self.registry = pinned(self.registry, versions)
         self.tool_filter = None if tools is None else _tool_filter(self.registry, tools)
         self.tool_search = ToolSearch.of(tool_search)
         check_always(self.registry, self.tool_search)

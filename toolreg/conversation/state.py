@@ -45,13 +45,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import hmac
-import json
 import math
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..content import parts_json, read_parts_json
 from ..errors import (
     CallLimitError,
     ConversationError,
@@ -73,7 +73,7 @@ from ..errors import (
 )
 from ..formats import Format
 from ..idempotency import new_id, received_key
-from ..jsonvalues import copy_json, strict_decoder
+from ..jsonvalues import canonical, copy_json, strict_decoder
 from ..result import OUTCOMES, ToolCall, ToolResult
 from ..search.selection import ToolSearch
 from ..tool import Tool
@@ -138,13 +138,6 @@ _ERRORS: dict[str, type[ToolCallError]] = {
     )
 }
 Json = dict[str, Any]
-
-
-def canonical(value: Any) -> bytes:
-    """The one encoding a state is signed and digested in: sorted keys, no whitespace,
-    `ensure_ascii=False`, UTF-8 (a lone surrogate kept as its own bytes, never an error)."""
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return text.encode("utf-8", "surrogatepass")
 
 
 def signing_keys(key: Any) -> list[bytes] | None:
@@ -388,6 +381,8 @@ def _result_json(result: ToolResult) -> Json:
     found = found_names(result)  # a search's: the names, loaded again on resume
     if found is not None:
         out["found"] = found
+    if result.parts:
+        out["parts"] = parts_json(result.parts)
     return out
 
 
@@ -494,7 +489,7 @@ def _check_message(message: Any) -> None:
         raise _bad(f"a message has the role {role[:40]!r}")
     for key in ("content", "name", "call_id", "tool_call_id", "arguments", "output"):
         value = message.get(key)
-        kinds: Any = (str, list) if key == "content" else str
+        kinds: Any = (str, list) if key in ("content", "output") else str
         if key == "arguments" and kind == "tool_search_call":
             kinds = (str, dict)  # the Responses API's tool search sends an object
         if value is not None and not isinstance(value, kinds):
@@ -726,7 +721,12 @@ def _result(data: Any) -> ToolResult:
         or not all(isinstance(n, str) for n in found)
     ):
         raise _bad(f"a result's 'found' is not a list of at most {MAX_FOUND} tool names")
+    try:
+        parts = read_parts_json(data["parts"]) if "parts" in data else ()
+    except ValueError as exc:
+        raise _bad(f"a result's 'parts' are {exc}") from None
     return ToolResult(
+        parts=parts if ok else (),
         tool_name=name,
         call_id=call_id if isinstance(call_id, str) else None,
         ok=ok,
@@ -760,6 +760,7 @@ _ADDED_LATER = (
     "max_tool_calls",
     "on_call_limit",
     "max_concurrency",
+    "versions",
 )
 _LIMITS = narrowing()  # saved limits narrow, each with whether None (no limit) is allowed
 

@@ -54,7 +54,7 @@ from mcp_types.jsonrpc import HEADER_MISMATCH
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from ..dispatch import ConfirmCallback
+from ..dispatch import ConfirmCallback, Dispatcher
 from ..dispatch.calling import THREAD_WATCH, make_context
 from ..errors import ToolDeniedError, ToolTimeoutError, UsageError
 from ..idempotency import META_KEY, received_key
@@ -62,10 +62,11 @@ from ..params import ToolContext
 from ..result import ToolResult
 from ..telemetry import extracted, sanitize_meta
 from ..tool import Tool
-from ..toolsets import Toolset
+from ..toolsets import Toolset, pinned, versions_of
+from ..toolsets.versions import same_version_text
 from .auth import UNRESTRICTED, Caller, address_caller, token_caller
 from .cache import ResultCache
-from .catalog import Catalog, call_result
+from .catalog import Catalog, call_result, requested_version
 from .context import LogLevels, McpRequest, Note, Reporter
 from .tasks import (
     EXTENSION,
@@ -234,7 +235,16 @@ class _Slot:
 class ToolService:
     """Runs MCP tool calls against a toolset: context, dispatch and the wire result."""
 
-    __slots__ = ("cache", "catalog", "context", "restricted", "tasks", "threads", "toolset")
+    __slots__ = (
+        "_pinned",
+        "cache",
+        "catalog",
+        "context",
+        "restricted",
+        "tasks",
+        "threads",
+        "toolset",
+    )
 
     def __init__(
         self,
@@ -267,15 +277,45 @@ class ToolService:
         self.restricted = restricted
         self.cache = cache
         self.tasks = task_store(tasks, self.run_job)
+        self._pinned: dict[tuple[str, str], Toolset] = {}  # a version asked for: its view
 
     def list_result(self, caller: Caller = UNRESTRICTED) -> dict[str, Any]:
         """A `ListToolsResult` (wire form): the tools `caller` may see."""
         return {"tools": self.catalog.entries(caller.permits)}
 
-    def tool_for(self, name: str, caller: Caller = UNRESTRICTED) -> Tool | None:
-        """The tool `name`, if `caller`'s scopes allow it (else None, as for no tool)."""
+    def tool_for(
+        self, name: str, caller: Caller = UNRESTRICTED, version: str | None = None
+    ) -> Tool | None:
+        """The tool `name` (with `version`: that version of it, see `requested_version`;
+        a tool without versions is every version, as FastMCP has it), if `caller`'s scopes
+        allow it (else None, as for no tool)."""
         tool = self.toolset.get(name)
+        if tool is not None and version is not None and tool.version is not None:
+            found = versions_of(self.toolset, name)
+            tool = next((t for t in found if same_version_text(t, version)), None)
         return tool if tool is not None and caller.permits(tool.scopes) else None
+
+    def dispatcher_for(self, tool: Tool) -> Dispatcher:
+        """The dispatcher that runs `tool`: the toolset's for the tool its name has there,
+        a view pinned to its version for another version of it."""
+        if tool.version is None or self.toolset.get(tool.name) is tool:
+            return self.toolset.dispatcher
+        key = (tool.name, tool.version)
+        view = self._pinned.get(key)
+        if view is None or view.get(tool.name) is not tool:
+            view = self._pinned[key] = pinned(self.toolset, {tool.name: tool.version})
+        return view.dispatcher
+
+    def unknown_version(self, name: str, version: str, caller: Caller = UNRESTRICTED) -> MCPError:
+        """The protocol error for a version of a tool that the toolset does not hold (or
+        that `caller` may not see)."""
+        held = [t.version for t in versions_of(self.toolset, name) if caller.permits(t.scopes)]
+        shown = ", ".join(v for v in held if v is not None) or "none"
+        asked = version if version.isprintable() and len(version) <= 64 else "?"
+        return MCPError(
+            code=types.INVALID_PARAMS,
+            message=f"Tool '{name}' has no version '{asked}' (its versions: {shown}).",
+        )
 
     def caller_of(self, ctx: ServerRequestContext[Any]) -> Caller:
         """Who sent an SDK request: what toolreg's HTTP gate found, the SDK's authenticated
@@ -346,7 +386,7 @@ class ToolService:
         context = _tool_context(tool, deps, reporter)
         key = None if meta is None else received_key(meta.get(META_KEY))  # the caller's
         with extracted(meta):  # the caller's trace, when it sent one and toolreg is traced
-            dispatcher = self.toolset.dispatcher
+            dispatcher = self.dispatcher_for(tool)
             if tool.is_async:  # cancelled with its caller (e.g. a client gone)
                 return await dispatcher.adispatch_tool(
                     tool.name,
@@ -415,7 +455,7 @@ class ToolService:
         """Run a task's call (in whichever worker holds it): its `CallToolResult`. A run
         after the first (its worker was lost) happens only for a tool that allows it
         (`on_worker_lost`); it has the same idempotency key as the first."""
-        tool = self.tool_for(job.tool, job.caller)
+        tool = self.tool_for(job.tool, job.caller, requested_version(job.meta))
         if tool is None:  # a worker serving other tools, or a tool since removed
             raise MCPError(
                 code=types.INVALID_PARAMS,
@@ -578,8 +618,11 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
         caller = service.caller_of(ctx)
-        tool = service.tool_for(params.name, caller)
+        version = requested_version(_meta_of(ctx))
+        tool = service.tool_for(params.name, caller, version)
         if tool is None:
+            if version is not None and service.tool_for(params.name, caller) is not None:
+                raise service.unknown_version(params.name, version, caller)
             raise await service.unknown(params.name, caller)
         if tool.task is not None:
             meta = _meta_of(ctx)

@@ -1,9 +1,9 @@
 """Toolsets: what supplies the tools a model is offered and a call runs.
 
 `ToolRegistry` is a toolset; so is a `Mount` of an MCP server; `filtered`, `prefixed`,
-`combined` and `searchable` compose them. `Conversation(registry=...)`, a toolset's
-`dispatcher` and `toolreg serve` / `asgi_app` take any of them. See `base` for the
-protocol.
+`combined`, `searchable`, `pinned` and `reshaped` compose them. `Conversation(registry=...)`,
+a toolset's `dispatcher` and `toolreg serve` / `asgi_app` take any of them. See `base` for
+the protocol.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from .base import (
     namespaces_of,
     searched_names,
 )
+from .reshape import Arg, Reshape, Reshaped, reshaped
+from .versions import Pinned, pinned, versions_of
 from .views import (
     Combined,
     Filtered,
@@ -32,12 +34,16 @@ from .views import (
 )
 
 __all__ = [
+    "Arg",
     "BaseToolset",
     "Combined",
     "Filtered",
     "HistoryReader",
     "Namespace",
+    "Pinned",
     "Prefixed",
+    "Reshape",
+    "Reshaped",
     "Searchable",
     "StepContext",
     "ToolMap",
@@ -47,7 +53,10 @@ __all__ = [
     "filtered",
     "label_of",
     "namespaces_of",
+    "pinned",
     "prefixed",
+    "reshaped",
     "searchable",
     "searched_names",
+    "versions_of",
 ]
