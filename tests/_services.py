@@ -55,14 +55,19 @@ class PostgresServer:
         if folder is None:
             _missing("PostgreSQL is not installed (Debian: apt-get install postgresql)")
         assert folder is not None
-        pytest.importorskip("psycopg", reason="psycopg is not installed (toolreg[durable])")
+        try:
+            import psycopg  # noqa: F401 - DBOS's PostgreSQL driver
+        except ImportError:
+            _missing("psycopg is not installed (pip install 'toolreg[durable]')")
         self.bin = folder
-        self.root = Path(tempfile.mkdtemp(prefix="toolreg-pg-"))
+        root = os.geteuid() == 0
+        # as root: in /tmp, which the postgres user can reach (TMPDIR may be root's own)
+        self.root = Path(tempfile.mkdtemp(prefix="toolreg-pg-", dir="/tmp" if root else None))
         self.data = self.root / "data"
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
         self.as_user: list[str] = []
-        if os.geteuid() == 0:
+        if root:
             runuser = shutil.which("runuser")
             if runuser is None:
                 _missing("running as root, and runuser is missing to run PostgreSQL as postgres")

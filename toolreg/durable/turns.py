@@ -95,6 +95,7 @@ __all__ = ["DurableTurn", "DurableTurns"]
 _NAME = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 _ID = re.compile(r"[A-Za-z0-9_.:@-]{1,200}")
 _MARK = "toolreg-durable-turn"
+_MAX_OFFERED = 1000  # the most tools of a request whose fingerprints a model step records
 _MAX_STEP_NAME = 120  # a step's name holds a tool's name: it is cut (its digest is whole)
 
 
@@ -283,7 +284,7 @@ class DurableTurns:
         turn = _TurnInputs.read(inputs, self.name)
         chat = self._conversation(turn, Conversation)
         live = self._live.get(turn.turn_id)
-        durable = DurableTurn(self.engine, turn.turn_id)
+        durable = DurableTurn(self.engine, turn.turn_id, chat.registry)
         chat._durable = durable  # the drivers' seams: see toolreg.conversation.drivers
         try:
             output_type = self._output_type(turn)
@@ -315,7 +316,7 @@ class DurableTurns:
         turn = _TurnInputs.read(inputs, self.name)
         chat = self._conversation(turn, AsyncConversation)
         live = self._live.get(turn.turn_id)
-        durable = DurableTurn(self.engine, turn.turn_id)
+        durable = DurableTurn(self.engine, turn.turn_id, chat.registry)
         chat._durable = durable  # the drivers' seams: see toolreg.conversation.drivers
         try:
             output_type = self._output_type(turn)
@@ -641,9 +642,10 @@ class DurableTurn:
     store (`store` / `astore`) as a step of the engine. `turn_id` is the turn's id in its
     calls' idempotency keys."""
 
-    def __init__(self, engine: DurableEngine, turn_id: str) -> None:
+    def __init__(self, engine: DurableEngine, turn_id: str, registry: Any = None) -> None:
         self.engine = engine
         self.turn_id = turn_id
+        self.registry = registry  # its tools' fingerprints go in each model step's record
         # the state store's claims are made with a token of the turn's own: a replayed
         # claim of the same turn is the same claimant
         self.token = hashlib.sha256(f"toolreg-durable:{turn_id}".encode()).hexdigest()[:32]
@@ -659,6 +661,36 @@ class DurableTurn:
         plain = step if step.early is None else dataclasses.replace(step, early=None)
         return name, inputs, digest(inputs), plain
 
+    def _offered(self, request: Mapping[str, Any]) -> dict[str, str]:
+        """The fingerprints of the registry's tools a request offers the model, by name."""
+        found: dict[str, str] = {}
+        entries = request.get("tools")
+        if self.registry is None or not isinstance(entries, list):
+            return found
+        for entry in entries[:_MAX_OFFERED]:
+            if not isinstance(entry, dict):
+                continue
+            inner = entry.get("function")
+            name = inner.get("name") if isinstance(inner, dict) else entry.get("name")
+            if not isinstance(name, str):
+                continue
+            tool = self.registry.get(name)
+            if tool is not None:
+                found[name] = tool_fingerprint(tool)
+        return found
+
+    def _checked_model(self, payload: Json, expected: str, step: ModelStep, name: str) -> Any:
+        """A model step's record, checked; a tool offered in it whose definition changed
+        since is named (`DurableReplayError`)."""
+        if isinstance(payload, dict) and payload.get("inputs") != expected:
+            recorded = payload.get("tools")
+            if isinstance(recorded, dict):
+                now = self._offered(step.request)
+                for tool, fingerprint in recorded.items():
+                    if tool in now and now[tool] != fingerprint:
+                        raise _changed(self.turn_id, tool, name, f"step {name!r}")
+        return check_payload(payload, expected, where(self.turn_id, name))
+
     def model(
         self,
         step: ModelStep,
@@ -670,6 +702,7 @@ class DurableTurn:
         driver's model call, with no early starts), recorded; or the recorded answer, its
         text deltas given again as events and to `on_text`."""
         name, inputs, expected, plain = self._model_step(step)
+        offered = self._offered(step.request)
         live: list[Any] = []
         deltas: list[str] = []
 
@@ -684,7 +717,9 @@ class DurableTurn:
                         put(event)
             except StopIteration as done:
                 live.append(done.value)
-                return _payload(expected, answer=answer_json(done.value), deltas=deltas)
+                return _payload(
+                    expected, answer=answer_json(done.value), deltas=deltas, tools=offered
+                )
             except ToolregError as exc:
                 live.append(exc)
                 return _payload(expected, raised=error_json(exc))
@@ -696,7 +731,7 @@ class DurableTurn:
             )
         else:
             payload = taken.run(inputs, functools.partial(perform, None))
-        checked = check_payload(payload, expected, where(self.turn_id, name))
+        checked = self._checked_model(payload, expected, step, name)
         if live:
             if isinstance(live[0], BaseException):
                 raise live[0]
@@ -724,6 +759,7 @@ class DurableTurn:
         """`model` for the async driver: `make(step)` yields events, then `answered(answer)`
         (the driver's own wrapper of the answer: a class with an `answer`); so does this."""
         name, inputs, expected, plain = self._model_step(step)
+        offered = self._offered(step.request)
         live: list[Any] = []
         deltas: list[str] = []
 
@@ -744,7 +780,7 @@ class DurableTurn:
             except ToolregError as exc:
                 live.append(exc)
                 return _payload(expected, raised=error_json(exc))
-            return _payload(expected, answer=answer_json(live[-1]), deltas=deltas)
+            return _payload(expected, answer=answer_json(live[-1]), deltas=deltas, tools=offered)
 
         taken = self.engine.step(name)
         if listening:
@@ -758,7 +794,7 @@ class DurableTurn:
             payload = task.result()
         else:
             payload = await taken.arun(inputs, functools.partial(perform, None))
-        checked = check_payload(payload, expected, where(self.turn_id, name))
+        checked = self._checked_model(payload, expected, step, name)
         if live:
             if isinstance(live[0], BaseException):
                 raise live[0]
@@ -871,14 +907,7 @@ class DurableTurn:
         if isinstance(payload, dict) and payload.get("v") == VERSION:
             recorded = payload.get("tool")
             if recorded != fingerprint:
-                raise DurableReplayError(
-                    f"durable turn {self.turn_id!r}: the tool {call.name!r} has changed its "
-                    f"definition (description, parameters or flags) since its call "
-                    f"{call.call_id!r} was recorded; the turn cannot go on with another tool "
-                    "than the one that ran: finish it with the code that started it, or cancel it",
-                    turn_id=self.turn_id,
-                    step=name,
-                )
+                raise _changed(self.turn_id, call.name, name, f"its call {call.call_id!r}")
         checked = check_payload(payload, expected, here)
         if live:
             if isinstance(live[0], BaseException):
@@ -968,6 +997,17 @@ class DurableTurn:
         if not isinstance(version, int) or isinstance(version, bool):
             raise here.bad("its save has no version")
         return version
+
+
+def _changed(turn_id: str, tool: object, step: str, what: str) -> DurableReplayError:
+    return DurableReplayError(
+        f"durable turn {turn_id!r}: the tool {tool!r} has changed its definition "
+        f"(description, parameters or flags) since {what} was recorded; the turn cannot go "
+        "on with another tool than the one the record holds: finish it with the code that "
+        "started it, or cancel it",
+        turn_id=turn_id,
+        step=step,
+    )
 
 
 def _payload(inputs: str, **fields: Any) -> dict[str, Any]:
