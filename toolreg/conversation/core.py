@@ -116,7 +116,7 @@ _OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ConversationOptions))
 
 class ConversationCore:
     _awaits_hooks = False  # AsyncConversation awaits an async hook; Conversation cannot
-    # durable seam: while a durable turn runs, its `toolreg.durable.DurableTurn` (the
+    # durable seam: while a durable turn runs, its `toolreg.durable.turns.DurableTurn` (the
     # drivers perform model requests, tool calls and store calls through it); else None
     _durable: Any = None
 

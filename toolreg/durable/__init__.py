@@ -8,13 +8,12 @@
 """
 
 from .base import DurableEngine, DurableReplayError, DurableStep, TurnBody
-from .turns import DurableTurn, DurableTurns
+from .turns import DurableTurns
 
 __all__ = [
     "DurableEngine",
     "DurableReplayError",
     "DurableStep",
-    "DurableTurn",
     "DurableTurns",
     "TurnBody",
 ]

@@ -38,7 +38,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from ..errors import UsageError
-from .base import DurableEngine, Json, TurnBody
+from .base import DurableEngine, DurableStep, Json, TurnBody
 from .payloads import error_of, is_toolreg_error, where
 
 __all__ = ["DBOSEngine"]
@@ -217,7 +217,7 @@ class DBOSEngine:
         except PortableWorkflowError as exc:
             raise _error(exc, turn_id) from exc
 
-    def step(self, name: str) -> _Step:
+    def step(self, name: str) -> DurableStep:
         from dbos import DBOS
 
         return _Step(name, DBOS.reserve_step())

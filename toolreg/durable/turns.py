@@ -122,7 +122,7 @@ class DurableTurns:
         self,
         engine: DurableEngine,
         name: str,
-        factory: Callable[[str], ConversationCore],
+        factory: Callable[[str], Conversation | AsyncConversation],
         *,
         output_types: Iterable[Any] = (),
     ) -> None:
@@ -640,7 +640,8 @@ class DurableTurn:
     """One durable turn as a conversation's drivers see it: they ask it to perform each
     model request (`model` / `amodel`), tool call (`tool` / `atool`) and use of the state
     store (`store` / `astore`) as a step of the engine. `turn_id` is the turn's id in its
-    calls' idempotency keys."""
+    calls' idempotency keys; `registry` the conversation's tools (a model step records the
+    fingerprints of those it offers, to name one that changed since)."""
 
     def __init__(self, engine: DurableEngine, turn_id: str, registry: Any = None) -> None:
         self.engine = engine

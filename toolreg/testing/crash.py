@@ -107,7 +107,7 @@ class CrashPoint:
 
 
 NO_CRASH = CrashPoint("none")
-"""The turn runs once, to its end."""
+"""No crash: the scenario runs once, in one child process, to its end (a baseline)."""
 
 
 def _nth(nth: int, what: str) -> int:
@@ -153,7 +153,10 @@ def by_round(turns: Sequence[Turn]) -> Callable[[dict[str, Any]], Turn]:
     request whose history holds k assistant answers (the last one past the end), so that a
     request made again (after a crash) gets the same answer. Chat Completions and
     Anthropic Messages histories (`role: assistant`), and the Responses API's (an output
-    item run: `function_call` or an assistant `message`)."""
+    item run: `function_call` or an assistant `message`).
+
+    Raises:
+        UsageError: `turns` is empty, or holds something that is not a `Turn`."""
     script = list(turns)
     if not script or not all(isinstance(t, Turn) for t in script):
         raise UsageError("by_round(turns): a non-empty list of Turns (text, tool_calls, ...)")
@@ -185,7 +188,16 @@ def _answers_in(body: Mapping[str, Any]) -> int:
 
 
 class CrashRun:
-    """What a scenario gets in the child process (see the module)."""
+    """What a scenario gets in the child process (see the module); the kit makes it.
+
+    Args:
+        point: where this process is killed (`NO_CRASH` once restarted).
+        settings: the test's `settings=` (JSON), as `run.settings`.
+        model_url: the scripted model's OpenAI base URL, as `run.model_url`.
+        restarted: whether a crash came before (this is the process that finishes).
+        crashed_file: a file that exists once the first process is dead
+            (`wait_for_crash`).
+    """
 
     def __init__(
         self,
