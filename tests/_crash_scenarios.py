@@ -37,6 +37,11 @@ def registry() -> ToolRegistry:
         """Tell the customer about an order."""
         return f"notified about {order}"
 
+    @tools.register_tool(destructive=True)
+    def refund(order: str, ctx: ToolContext) -> str:
+        """Refund an order (a person approves it first)."""
+        return f"refunded {order} (key {ctx.idempotency_key})"
+
     return tools
 
 
@@ -76,6 +81,7 @@ def _conversation(run: CrashRun, asynchronous: bool) -> Any:
             parallel=bool(run.settings.get("parallel", False)),
             stream=bool(run.settings.get("stream", False)),
             on_event=on_event,
+            confirm="defer",  # `refund` waits for a person's decision in the store
         )
 
     return make
@@ -96,6 +102,8 @@ def durable(run: CrashRun) -> Any:
     turns = DurableTurns(engine, "refunds", _conversation(run, asynchronous))
     engine.launch()
     cid, tid = settings["cid"], settings["tid"]
+    if settings.get("approval"):  # a refund asked for, approved, and resumed
+        return _approved(turns, cid, tid, run.restarted, asynchronous)
     if run.restarted:
         run.wait_for_crash()
         if beside:  # the other process died: its turns run here
@@ -115,6 +123,24 @@ def durable(run: CrashRun) -> Any:
         events = list(turns.stream(cid, "Refund order A1", turn_id=tid))
         return events[-1].reply
     return turns.send(cid, "Refund order A1", turn_id=tid)
+
+
+def _approved(turns: Any, cid: str, tid: str, restarted: bool, asynchronous: bool) -> Any:
+    """The turn that asks for `refund` pauses; the durable resume `tid` runs it. After a
+    crash, the recovered resume's reply."""
+    if restarted:
+        return turns.result(tid, timeout=30)
+    if asynchronous:
+
+        async def both() -> Any:
+            paused = await turns.asend(cid, "Refund order A1", turn_id=f"{tid}-ask")
+            assert [p.call_id for p in paused.pending] == ["r1"], paused
+            return await turns.aresume(cid, {"r1": True}, turn_id=tid)
+
+        return both()
+    paused = turns.send(cid, "Refund order A1", turn_id=f"{tid}-ask")
+    assert [p.call_id for p in paused.pending] == ["r1"], paused
+    return turns.resume(cid, {"r1": True}, turn_id=tid)
 
 
 def plain(run: CrashRun) -> Any:

@@ -6,7 +6,9 @@ A durable turn: every model call and tool call that completed is replayed, never
 again; the call that was running when the process died runs once more, with the same
 idempotency key; the reply and the events are those of a turn that never crashed. Also: a
 process running beside the one that dies (another DBOS executor on the same database)
-finishes its turn; calls that run at once take their steps in the answer's order.
+finishes its turn; calls that run at once take their steps in the answer's order; an
+approved call killed while it runs in a durable resume runs again, once, in the recovered
+resume.
 
 A plain stored conversation (what happens today without a durable engine): the turn is
 lost with its process; the application's retry is a new turn, which runs every tool again,
@@ -60,6 +62,7 @@ PARALLEL = [
     ),
     text("Refunded."),
 ]
+APPROVAL = [tool_calls(call("refund", {"order": "A1"}, id="r1")), text("Refunded.")]
 DRIVERS = ("sync", "async")
 
 # point -> (runs of each tool over both processes, model requests) for a durable turn
@@ -179,6 +182,9 @@ def test_a_durable_turn_survives_every_crash_point_running_nothing_twice(
         # two calls of one answer at once: they take their steps in the answer's order
         add(f"parallel/{driver}", after_tool_returns("notify"), PARALLEL, driver=driver,
             parallel=True)  # fmt: skip
+        # an approved call, killed while it runs in the durable resume: the resume recovered
+        add(f"approval/{driver}", while_tool_runs("refund"), APPROVAL, driver=driver,
+            approval=True)  # fmt: skip
     reports = all_at_once(runs)
 
     failures: dict[str, str] = {}
@@ -219,6 +225,12 @@ def test_a_durable_turn_survives_every_crash_point_running_nothing_twice(
               and all(len(set(k)) == 1 for k in parallel.keys.values())
               and contents == ["charged 5 for A1", "notified about A1"]
               and parallel.model_requests == 2, "the answer's calls, each at its step")  # fmt: skip
+        approval = reports[f"approval/{driver}"]
+        check(failures, f"approval/{driver}", approval, approval.crashed
+              and approval.error is None and approval.runs == {"refund": 2}
+              and len(set(approval.keys["refund"])) == 1 and approval.model_requests == 2
+              and (approval.reply or {}).get("text") == "Refunded.",
+              "the approved call again in the recovered resume, with its key")  # fmt: skip
     assert not failures, "\n".join(f"{name}: {why}" for name, why in failures.items())
 
 
