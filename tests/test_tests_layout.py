@@ -13,7 +13,17 @@ NOT_PACKAGES = {
     "typing": "what mypy says of typed uses",
 }
 # Tests of toolreg's top-level modules and of the package as a whole stay at the top.
-TOP = {"package", "wheel", "benchmarks", "errors", "suite", "tests", "types", "telemetry"}
+TOP = {
+    "package",
+    "wheel",
+    "benchmarks",
+    "errors",
+    "suite",
+    "tests",
+    "types",
+    "telemetry",
+    "services",
+}
 
 
 def test_every_test_folder_is_a_subpackage_of_toolreg_or_says_what_it_holds() -> None:

@@ -35,6 +35,8 @@ EXAMPLES = DOCS / "examples"
 PAGES = sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts)
 # examples that start MCP servers (HTTP or stdio subprocesses): a few seconds each
 SLOW = {
+    "durable.py",  # DBOS's start-up and migrations
+    "test_durable_crashes.py",  # child processes killed and started again
     "mcp_auth.py",
     "mcp_mount_stdio.py",
     "mcp_oauth.py",

@@ -358,7 +358,11 @@ def test_a_task_from_a_server_that_does_not_offer_tasks_is_refused() -> None:
 def fastmcp_place(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Mount, Path]]:
     pytest.importorskip("fastmcp_tasks")
     place = tmp_path_factory.mktemp("fastmcp")
-    server = [sys.executable, str(Path(__file__).parents[1] / "_fastmcp_tasks_server.py"), str(place)]
+    server = [
+        sys.executable,
+        str(Path(__file__).parents[1] / "_fastmcp_tasks_server.py"),
+        str(place),
+    ]
     with Mount(server, trust_annotations=True, timeout=20, connect_timeout=60) as remote:
         yield remote, place
 
