@@ -53,10 +53,12 @@ class Tool:
     """A tool: what the model is told (name, description, parameters) and what runs.
 
     `parameters` is the JSON Schema of the arguments object; treat it as read-only.
-    Flags are read by dispatch (`timeout`, `destructive`, `requires_confirmation`,
-    `max_result_chars`, `max_result_bytes`, `result_filter`, `coerce`), by exports (`read_only`,
-    `destructive` as MCP annotations; `strict`) and by an MCP server (`scopes`: the OAuth
-    scopes a client's token must hold for the tool to be listed or called).
+    `options` is the `ToolOptions` it was registered with; each option is also an attribute
+    of its own (`tool.timeout`), read from that record. Options are read by dispatch
+    (`timeout`, `destructive`, `requires_confirmation`, `max_result_chars`,
+    `max_result_bytes`, `result_filter`, `coerce`), by exports (`read_only`, `destructive` as
+    MCP annotations; `strict`) and by an MCP server (`scopes`: the OAuth scopes a client's
+    token must hold for the tool to be listed or called).
     """
 
     name: str
@@ -132,7 +134,7 @@ class Tool:
         **options: Any,
     ) -> Tool:
         """Build a tool from a typed function; raises `ToolDefinitionError` subclasses."""
-        _check_option_names(qualified_name(fn), options)
+        ToolOptions.check_names(options, owner=qualified_name(fn))
         sig = describe_callable(fn)
         doc = parse_docstring(sig.doc) if sig.doc else EMPTY_DOC
         builder = SchemaBuilder(sig.qualname)
@@ -196,7 +198,7 @@ class Tool:
         cannot be rewritten is a `ToolDefinitionError` naming the keyword.
         """
         owner = qualified_name(function)
-        _check_option_names(owner, options)
+        ToolOptions.check_names(options, owner=owner)
         _check_description(description, owner)
         if untrusted:
             _check_untrusted(parameters, owner, name)
@@ -293,17 +295,6 @@ def _default_name(fn: Callable[..., Any]) -> str:
             fix="pass name='...' to register_tool, or use a def",
         )
     return name
-
-
-def _check_option_names(owner: str, options: Mapping[str, Any]) -> None:
-    """Every key of `options` is a tool option (a field of `ToolOptions`)."""
-    unknown = options.keys() - OPTIONS
-    if unknown:
-        raise ToolDefinitionError(
-            f"unknown option {', '.join(map(repr, sorted(unknown)))}",
-            function=owner,
-            fix=f"use only name, description, {', '.join(sorted(OPTIONS))}",
-        )
 
 
 def _check_context_parameter(name: object, schema: JsonSchema, owner: str) -> None:
@@ -439,7 +430,9 @@ def _checked_schema(parameters: Mapping[str, Any], owner: str, name: str) -> Jso
 # -- the call plan ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+# eq=False: a plan is never compared (a tool is its own identity); a generated comparison
+# and hash would cost `import toolreg` a quarter of a millisecond
+@dataclass(frozen=True, slots=True, eq=False)
 class CallPlan:
     """How dispatch turns a model's arguments into this tool's call (see `dispatch.binding`).
 
@@ -456,7 +449,7 @@ class CallPlan:
     fills: tuple[tuple[str, Callable[[], Any]], ...]  # defaults the function does not declare
     binds: bool  # context, absent, fills or positional: the call needs more than the arguments
     needs_context: tuple[str, ...]  # injected parameters that cannot do without `context=`
-    nulls: NullDropper = field(repr=False, compare=False)
+    nulls: NullDropper = field(repr=False)
     closed_keys: frozenset[str] | None = None  # the only keys allowed (explicit schemas)
     record: tuple[str, Converter] | None = None  # flatten=True: parameter, builds it from all
     reads_context: bool = False  # a parameter gets a `ToolContext` (its key, its signal)

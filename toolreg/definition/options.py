@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -58,7 +59,9 @@ MAX_EXAMPLES = 10
 MAX_EXAMPLE_CHARS = 2000  # of one example, as JSON
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+# eq=False: the comparison below is written by hand, as dataclass would write it; made by
+# dataclass, it and its hash would cost `import toolreg` a quarter of a millisecond
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
 class ToolOptions:
     """Every option of a tool (see the module); checked, and held in one form, when made."""
 
@@ -199,6 +202,26 @@ class ToolOptions:
         if type(self.scopes) is not frozenset or self.scopes:
             put(self, "scopes", frozenset(_scopes(self.scopes)))
 
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return bool(_values(self) == _values(other))
+
+    def __hash__(self) -> int:
+        return hash(_values(self))
+
+    @staticmethod
+    def check_names(given: Mapping[str, Any], *, owner: str) -> None:
+        """Every key of `given` is a tool option, else a `ToolDefinitionError` naming `owner`
+        and every option there is."""
+        unknown = given.keys() - OPTIONS
+        if unknown:
+            raise ToolDefinitionError(
+                f"unknown option {', '.join(map(repr, sorted(unknown)))}",
+                function=owner,
+                fix=f"use only name, description, {', '.join(sorted(OPTIONS))}",
+            )
+
     @classmethod
     def of(
         cls,
@@ -244,6 +267,7 @@ class ToolOptions:
 
 
 OPTIONS = frozenset(f.name for f in dataclasses.fields(ToolOptions))
+_values = operator.attrgetter(*(f.name for f in dataclasses.fields(ToolOptions)))
 """Options `register_tool` / `register_schema` accept besides `name` and `description`:
 the fields of `ToolOptions`."""
 
