@@ -239,10 +239,11 @@ def _resolve(path: str) -> Any:
 
 
 def test_every_row_of_the_options_tables_says_what_it_does() -> None:
-    # the tables of docs/reference/options.md: the tool options from toolreg.Tool's
-    # fields, the conversation options from toolreg.ConversationOptions
+    # the tables of docs/reference/options.md: the tool options from toolreg.ToolOptions,
+    # the conversation options from toolreg.ConversationOptions
     tables = _tables()
     assert ("toolreg.ConversationOptions", None) in tables
+    assert ("toolreg.ToolOptions", None) in tables
     for target, only in tables:
         record = _resolve(target)
         assert dataclasses.is_dataclass(record), target
