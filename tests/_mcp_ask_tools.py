@@ -1,5 +1,5 @@
 """Tools that ask the person behind the MCP client (`ctx.ask` / `ctx.aask`), served by
-`toolreg serve` in tests/test_mcp_serve_ask.py."""
+`toolreg serve` in tests/mcp/test_mcp_serve_ask.py."""
 
 from __future__ import annotations
 

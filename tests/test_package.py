@@ -272,6 +272,7 @@ LAYERS: list[set[str]] = [
     {"toolsets"},
     {"registry"},
     {"conversation", "stores", "telemetry", "compat", "mcp", "sources", "adapters"},
+    {"durable"},
     {"testing"},
     {"cli", "__main__"},
     {"__init__"},  # the package: re-exports only

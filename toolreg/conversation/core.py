@@ -117,6 +117,9 @@ _OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ConversationOptions))
 
 class ConversationCore:
     _awaits_hooks = False  # AsyncConversation awaits an async hook; Conversation cannot
+    # durable seam: while a durable turn runs, its `toolreg.durable.turns.DurableTurn` (the
+    # drivers perform model requests, tool calls and store calls through it); else None
+    _durable: Any = None
 
     def __init__(
         self,
@@ -335,6 +338,8 @@ class ConversationCore:
         turn = TurnState(
             messages, retries_left=settings.output_retries, conversation_id=self._conversation_id
         )
+        if self._durable is not None:  # durable seam: the keys' turn id is the durable turn's
+            turn.turn_id = self._durable.turn_id
         self.turn_results = []
         if keep and self._previous is not None:
             turn.previous_id, turn.known = self._previous

@@ -313,7 +313,21 @@ class Conversation(ConversationCore):
                     elif isinstance(step, ModelStep):
                         runs.discard()  # started for an earlier answer, and no round took them
                         with model_call(step.request, self.client, provider) as call:
-                            model = self._model(step, runs, turn, call.parent, notes)
+                            if self._durable is None:
+                                model = self._model(step, runs, turn, call.parent, notes)
+                            else:  # durable seam: the answer is a recorded step
+                                model = self._durable.model(
+                                    step,
+                                    functools.partial(
+                                        self._model,
+                                        runs=runs,
+                                        turn=turn,
+                                        parent=call.parent,
+                                        notes=notes,
+                                    ),
+                                    notes is not None,
+                                    self.on_text if self.options.stream else None,
+                                )
                             watch = self._watching(call)
                             answer = yield from self._relay(model, listening, watch)
                             call.response = answer
@@ -323,7 +337,10 @@ class Conversation(ConversationCore):
                             ran = self._tools(step, runs, turn, notes)
                             answer = yield from self._relay(ran, listening)
                     elif isinstance(step, StoreStep):
-                        answer = _store_call(step)
+                        if self._durable is not None:  # durable seam: a recorded step
+                            answer = self._durable.store(step, _store_call)
+                        else:
+                            answer = _store_call(step)
                 except GeneratorExit:
                     raise
                 except BaseException as exc:  # the flow decides (a resume keeps what ran)
@@ -441,6 +458,8 @@ class Conversation(ConversationCore):
         its progress goes. Its tool's questions are answered from `answers`."""
         dispatch = self.registry.dispatcher.dispatch_tool
         run = asking_run(functools.partial(dispatch, call.name, call.arguments, **options), answers)
+        if self._durable is not None:  # durable seam: the call is a recorded step
+            run = self._durable.tool(call, run, _tool_of(self.registry, call))
         if notes is None:
             return run
         sink = _progress_sink(notes.put)
@@ -732,10 +751,26 @@ class AsyncConversation(ConversationCore):
                     elif isinstance(step, ModelStep):
                         await runs.discard()  # started for an earlier answer, no round took them
                         with model_call(step.request, self.client, provider) as call:
-                            if notes is None and not self.options.stream:  # one await
+                            durable = self._durable
+                            if notes is None and not self.options.stream and durable is None:
                                 answer = call.response = await self._plain_answer(step)
                             else:
-                                model = self._model(step, runs, turn, call.parent, notes)
+                                if durable is None:
+                                    model = self._model(step, runs, turn, call.parent, notes)
+                                else:  # durable seam: the answer is a recorded step
+                                    model = durable.amodel(
+                                        step,
+                                        functools.partial(
+                                            self._model,
+                                            runs=runs,
+                                            turn=turn,
+                                            parent=call.parent,
+                                            notes=notes,
+                                        ),
+                                        notes is not None,
+                                        self.on_text if self.options.stream else None,
+                                        _Answered,
+                                    )
                                 watch = self._watching(call)
                                 async with aclosing(model) as said:
                                     async for note in said:
@@ -760,7 +795,10 @@ class AsyncConversation(ConversationCore):
                                         if listening:
                                             yield event
                     elif isinstance(step, StoreStep):
-                        answer = await _astore_call(step)
+                        if self._durable is not None:  # durable seam: a recorded step
+                            answer = await self._durable.astore(step, _astore_call)
+                        else:
+                            answer = await _astore_call(step)
                 except GeneratorExit:
                     raise
                 except BaseException as exc:  # the flow decides (a resume keeps what ran)
@@ -885,6 +923,8 @@ class AsyncConversation(ConversationCore):
         run = asking_arun(
             functools.partial(dispatch, call.name, call.arguments, **options), answers
         )
+        if self._durable is not None:  # durable seam: the call is a recorded step
+            run = self._durable.atool(call, run, _tool_of(self.registry, call))
         if notes is None:
             return run
         import asyncio
@@ -1003,6 +1043,11 @@ class AsyncConversation(ConversationCore):
             for task in tasks:
                 task.cancel()  # a reader that stopped: nothing left running
         yield _Ran([_task_result(task) for task in tasks])
+
+
+def _tool_of(registry: Any, call: ToolCall) -> Any:
+    """The registry's tool a call names, if any (a durable step records its fingerprint)."""
+    return registry.get(call.name) if isinstance(call.name, str) else None
 
 
 def _cancelling(task: asyncio.Task[Any] | None) -> int:
