@@ -40,12 +40,14 @@ __all__ = [
     "answer_for",
     "asked_in",
     "asked_json",
+    "asked_record",
     "asking_arun",
     "asking_run",
     "pending_ask",
     "read_asked",
     "replayed",
     "settle_asks",
+    "with_asked",
 ]
 
 WAITING = frozenset({"approval_required", "input_required"})
@@ -253,3 +255,34 @@ def asking_arun(
             ask_channel.reset(token)
 
     return asking
+
+
+def asked_record(result: ToolResult) -> dict[str, Any] | None:
+    """The question that stopped a call's run, as JSON (a durable step records it with the
+    result, whose exceptions are not recorded); None when none did."""
+    asked = asked_in(result)
+    if asked is None:
+        return None
+    return {
+        "question": asked.question.message,
+        "schema": copy_json(asked.question.schema),
+        "answers": [a.json() for a in asked.asked],
+    }
+
+
+def with_asked(result: ToolResult, record: object) -> ToolResult:
+    """`result` (read back from a record) stopped by the question `record` holds, as the
+    live run was: the turn pauses for it again. A malformed record: `ValueError`."""
+    if not isinstance(record, dict) or set(record) != {"question", "schema", "answers"}:
+        raise ValueError("its question is not {question, schema, answers}")
+    entry = {**record, "call_id": result.call_id or ""}
+    try:
+        pending = read_asked(entry, PendingCall(result.call_id or "", result.tool_name, {}))
+    except ConversationStateError as exc:
+        raise ValueError(str(exc)) from None
+    assert pending.question is not None  # read_asked read one
+    question = form_question(pending.question, pending.schema)
+    stopped = InputRequired(result.tool_name, question, replayed(pending))
+    if result.error is not None:
+        result.error.__cause__ = stopped
+    return result

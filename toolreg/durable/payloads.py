@@ -27,6 +27,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ..conversation.asking import asked_json, asked_record, read_asked, with_asked
 from ..conversation.providers.base import Answer
 from ..conversation.reply import STOP_REASONS, PendingCall, Reply, Usage
 from ..errors import (
@@ -150,6 +151,9 @@ def result_json(result: ToolResult) -> Json:
         out["error"] = {"kind": error.kind, "message": error.message}
         if isinstance(error, ToolTimeoutError):
             out["error"]["timeout"] = error.timeout
+    asked = asked_record(result)  # a tool's question (ctx.ask) stopped the run: kept
+    if asked is not None:
+        out["asked"] = asked
     return out
 
 
@@ -192,7 +196,7 @@ def result_of(data: Json, where: _Where) -> ToolResult:
         raise where.bad("its result failed without an error")
     elapsed = data.get("elapsed")
     arguments = data.get("arguments")
-    return ToolResult(
+    result = ToolResult(
         tool_name=name,
         call_id=_str_or_none(data.get("call_id")),
         ok=ok,
@@ -205,6 +209,12 @@ def result_of(data: Json, where: _Where) -> ToolResult:
         outcome=outcome,
         idempotency_key=_str_or_none(data.get("idempotency_key")),
     )
+    if "asked" in data:  # the run stopped at a tool's question: the turn pauses again
+        try:
+            return with_asked(result, data["asked"])
+        except ValueError as exc:
+            raise where.bad(f"its result's question is malformed ({exc})") from None
+    return result
 
 
 # -- the state store ----------------------------------------------------------------------
@@ -311,6 +321,7 @@ def reply_json(reply: Reply) -> Json:
                 "arguments": p.arguments,
                 "digest": p.digest,
                 "idempotency_key": p.idempotency_key,
+                **asked_json(p),
             }
             for p in reply.pending
         ],
@@ -334,18 +345,20 @@ def reply_of(data: Json, output: Any, where: _Where) -> Reply:
     for p in data.get("pending") or []:
         if not isinstance(p, dict) or not isinstance(p.get("arguments"), dict):
             raise where.bad("a pending call of its reply is not an object")
-        pending.append(
-            PendingCall(
-                str(p.get("call_id")),
-                str(p.get("tool_name")),
-                p["arguments"],
-                digest=str(p.get("digest") or ""),
-                idempotency_key=_str_or_none(p.get("idempotency_key")),
-            )
+        call = PendingCall(
+            str(p.get("call_id")),
+            str(p.get("tool_name")),
+            p["arguments"],
+            digest=str(p.get("digest") or ""),
+            idempotency_key=_str_or_none(p.get("idempotency_key")),
         )
+        try:
+            pending.append(read_asked(p, call))  # a tool's question, when it asked one
+        except ConversationStateError as exc:
+            raise where.bad(str(exc)) from None
     text = data["text"]
     value = None
-    if output is not None and reason not in ("approval_required",):
+    if output is not None and reason not in ("approval_required", "input_required"):
         value, problems = output.parse(text)
         if problems:
             value = None
