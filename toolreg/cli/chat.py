@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from ..conversation import Conversation, PendingCall
-from ..errors import ConversationError
+from ..errors import ConversationError, UsageError
 from ..jsonvalues import safe_text
 from ..registry import ToolRegistry
 from .arguments import shown_arguments
@@ -49,6 +49,50 @@ def ask_approval(pending: PendingCall) -> Any:
     return answer
 
 
+def ask_answer(pending: PendingCall) -> Any:
+    """Ask at the terminal a tool's question (`ctx.ask`): its form's fields one by one
+    (an empty line leaves an optional field out; "n" or nothing at the first prompt
+    declines), as the answer `resume` takes."""
+    schema = pending.schema or {}
+    print(safe_text(f"  ?? {pending.tool_name} asks: {pending.question}"))
+    try:
+        if input("  ?? answer? [y/N] ").strip().lower() not in ("y", "yes"):
+            return False
+        answer: dict[str, Any] = {}
+        required = set(schema.get("required", ()))
+        for name, field in schema.get("properties", {}).items():
+            kind = field.get("type", "string") if isinstance(field, dict) else "string"
+            mark = "" if name in required else ", optional"
+            raw = input(f"  ?? {name} ({kind}{mark}): ").strip()
+            if raw or name in required:
+                answer[name] = _typed(raw, kind)
+    except EOFError:
+        print("(end of input: declined)")
+        return False
+    return answer
+
+
+def _typed(raw: str, kind: object) -> Any:
+    """A terminal line as the field's JSON type (left as text when it is not one: the
+    answer is checked against the form, which names the field)."""
+    try:
+        if kind == "integer":
+            return int(raw)
+        if kind == "number":
+            return float(raw)
+    except ValueError:
+        return raw
+    if kind == "boolean":
+        return raw.lower() in ("y", "yes", "true", "1")
+    if kind == "array":
+        return [item.strip() for item in raw.split(",") if item.strip()]
+    return raw
+
+
+def _decisions(pending: list[PendingCall]) -> dict[str, Any]:
+    return {p.call_id: ask_answer(p) if p.question else ask_approval(p) for p in pending}
+
+
 def chat_loop(
     registry: ToolRegistry,
     model: str,
@@ -60,7 +104,8 @@ def chat_loop(
 ) -> int:
     """Read user lines from stdin until an empty line or end of input; print each tool call,
     each observation and each answer. A call that needs confirmation pauses the turn
-    (`confirm="defer"`): the terminal is asked, and the turn resumes with the answer."""
+    (`confirm="defer"`), and so does a tool's question (`ctx.ask`): the terminal is asked,
+    and the turn resumes with the answer."""
     import openai
 
     client = openai.OpenAI(base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY", "none"))
@@ -84,8 +129,11 @@ def chat_loop(
             break
         try:
             reply = conversation.send(line)
-            while reply.stop_reason == "approval_required":
-                reply = conversation.resume({p.call_id: ask_approval(p) for p in reply.pending})
+            while reply.stop_reason in ("approval_required", "input_required"):
+                try:
+                    reply = conversation.resume(_decisions(reply.pending))
+                except UsageError as exc:  # an answer that does not fit: asked again
+                    print(safe_text(f"  !! {exc}"))
         except ConversationError as exc:
             return endpoint_failed(str(client.base_url), exc)
         print(safe_text(f"assistant> {reply.text}"))
