@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,15 @@ from toolreg import ToolRegistry
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("explore", print_blob=True)
 settings.load_profile("ci" if os.environ.get("CI") == "true" else "explore")
+
+
+@pytest.fixture(autouse=True)
+def _recursion_limit() -> Any:
+    """Each test starts at the recursion limit the run started with: a test that runs mypy
+    or Sphinx in-process raises it for good, and the deep-nesting tests read it."""
+    limit = sys.getrecursionlimit()
+    yield
+    sys.setrecursionlimit(limit)
 
 
 @pytest.fixture
