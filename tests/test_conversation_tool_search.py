@@ -160,7 +160,7 @@ def test_the_option_is_saved_and_restored_with_the_state() -> None:
             "messages": 1,
         }
         again = Conversation.from_state(state, server.client(), registry=registry)
-        assert again.tool_search == option
+        assert again.options.tool_search == option
         again.send("email Ann")
     assert sorted(sent(server, 1)) == ["help_desk", "send_email"]
 

@@ -66,7 +66,6 @@ from .loop import (
 )
 from .offer import (
     SEARCH_TOOL,
-    DeferredSearch,
     answer_search,
     check_always,
     check_deferred_search,
@@ -80,7 +79,7 @@ from .offer import (
     select,
     sent_names,
 )
-from .options import ConversationOptions
+from .options import ConversationOptions, DeferredSearch
 from .output import OutputSpec
 from .policies import CallPolicy, OnCallLimit
 from .providers import dialect_for, dialect_names, provider_for
@@ -112,6 +111,12 @@ T = TypeVar("T")
 
 
 _OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ConversationOptions))
+# an option read on the conversation -> its field: every field, and the names the
+# conversation once had for two of them (`streaming`, `tool_filter`)
+_READ_FROM_OPTIONS = {name: name for name in _OPTION_NAMES} | {
+    "streaming": "stream",
+    "tool_filter": "tools",
+}
 
 
 class ConversationCore:
@@ -189,9 +194,9 @@ class ConversationCore:
         self.client = client
         self.model = model
         self.registry = registry if registry is not None else default_registry
-        self.tool_filter = None if tools is None else _tool_filter(self.registry, tools)
-        self.tool_search = ToolSearch.of(tool_search)
-        check_always(self.registry, self.tool_search)
+        self._tool_filter = None if tools is None else _tool_filter(self.registry, tools)
+        self._tool_search = ToolSearch.of(tool_search)
+        check_always(self.registry, self._tool_search)
         self._step_offer: frozenset[str] | None = None  # what the toolset offered last
         self._exported: tuple[Any, list[dict[str, Any]]] | None = None  # a toolset's export
         self.discovered: list[str] = []
@@ -209,19 +214,10 @@ class ConversationCore:
         self._settings = LoopSettings(
             model=model,
             provider=provider,
+            options=options,
             tools=self._tool_definitions,
-            tool_choice=tool_choice,
-            max_rounds=max_rounds,
-            final_call=final_call,
             request_options=request_options,
-            output_retries=output_retries,
-            max_history_messages=max_history_messages,
-            max_history_chars=max_history_chars,
-            hooks=hooks or Hooks(),
             approval=self._approval if confirm == "defer" else None,
-            server_state=state == "server",
-            force_tools=force_tools,
-            max_repeats=max_repeats,
             answer=self._answer,
             policy=CallPolicy(
                 tool_retries,
@@ -260,63 +256,25 @@ class ConversationCore:
         else:
             self._conversation_id = new_id()
 
-    # -- the options, read from the record (export_state saves the same) ----------------------
+    def __getattr__(self, name: str) -> Any:
+        """An option is read from the record, `chat.options.<field>` (there is one spelling
+        of each): reading it on the conversation is an `AttributeError` that says so."""
+        field = _READ_FROM_OPTIONS.get(name)
+        kind = type(self).__name__
+        if field is None:
+            raise AttributeError(f"{kind!r} object has no attribute {name!r}", name=name, obj=self)
+        raise AttributeError(
+            f"{kind}.{name} is an option: read it from the options record, chat.options.{field}",
+            name=name,
+            obj=self,
+        )
+
     @property
     def conversation_id(self) -> str:
         """The conversation's id in its calls' idempotency keys (`toolreg.idempotency`): its
         `conversation_id=` with a state store, else one made when it was built (kept by
         `export_state` and `from_state`)."""
         return self._conversation_id
-
-    @property
-    def name(self) -> str:
-        """The conversation's name in traces (`name=`)."""
-        return self.options.name
-
-    @property
-    def streaming(self) -> bool:
-        """Whether model answers are streamed (`stream=True`)."""
-        return self.options.stream
-
-    @property
-    def parallel(self) -> bool:
-        return self.options.parallel
-
-    @property
-    def strict(self) -> bool:
-        return self.options.strict
-
-    @property
-    def output_strict(self) -> bool:
-        return self.options.output_strict
-
-    @property
-    def advertise_required(self) -> bool:
-        return self.options.advertise_required
-
-    @property
-    def assistant_content(self) -> Literal["empty", "null", "omit"]:
-        return self.options.assistant_content
-
-    @property
-    def confirm(self) -> ConfirmCallback | Literal["defer"] | None:
-        return self.options.confirm
-
-    @property
-    def deferred_search(self) -> DeferredSearch:
-        return self.options.deferred_search
-
-    @property
-    def eager_tools(self) -> bool | None:
-        return self.options.eager_tools
-
-    @property
-    def on_text(self) -> Callable[[str], Any] | None:
-        return self.options.on_text
-
-    @property
-    def on_event(self) -> Callable[[StreamEvent], Any] | None:
-        return self.options.on_event
 
     # -- turns -----------------------------------------------------------------------------
 
@@ -329,7 +287,9 @@ class ConversationCore:
             )
         settings = self._settings_for(output_type)
         turn = TurnState(
-            messages, retries_left=settings.output_retries, conversation_id=self._conversation_id
+            messages,
+            retries_left=settings.options.output_retries,
+            conversation_id=self._conversation_id,
         )
         self.turn_results = []
         if keep and self._previous is not None:
@@ -360,7 +320,7 @@ class ConversationCore:
                     f"the conversation state {state.get('id')} was resumed already"
                 )
         self._check_schemas(paused)
-        settings = paused.settings_for(output_type, self._settings, self.output_strict)
+        settings = paused.settings_for(output_type, self._settings, self.options.output_strict)
         found = verdicts(paused.turn.paused, decisions, self._edited)
         for state in paused.states:
             state["status"] = "resumed"
@@ -463,7 +423,7 @@ class ConversationCore:
         return (yield from _finished(reply))
 
     def _turn_flow(self, loop: Generator[Step, Any, Reply]) -> Flow:
-        with turn(self.name, self.model, self._settings.provider.name) as observed:
+        with turn(self.options.name, self.model, self._settings.provider.name) as observed:
             self._observed = observed  # the driver passes it the turn's events, and ends it
             with self._naming_endpoint():
                 return (yield from loop)
@@ -603,7 +563,7 @@ class ConversationCore:
             options={
                 "model": self.model,
                 **self.options.saved(),
-                "tools": self.tool_filter,
+                "tools": self._tool_filter,
                 "request_options": settings.request_options,
             },
             messages=self.messages,
@@ -691,7 +651,7 @@ class ConversationCore:
             paused.states.append(state)
             self._check_schemas(paused)
             if loaded.turn.paused is not None:
-                mode, fmt = self.deferred_search, self._settings.fmt.name
+                mode, fmt = self.options.deferred_search, self._settings.fmt.name
                 loader = found_loader(mode, fmt, self._found_definitions)
                 deferred = {t.name for t in self._allowed() if t.defer_loading}
                 reload_found(loaded.turn.paused.results, loader, deferred)
@@ -737,9 +697,9 @@ class ConversationCore:
         """The tools `tools=` allows, deferred or not (of `held`: the toolset's tools now)."""
         if held is None:
             held = self.registry.tools()
-        if self.tool_filter is None:
+        if self._tool_filter is None:
             return held
-        wanted = set(self.tool_filter)
+        wanted = set(self._tool_filter)
         return [t for t in held if t.name in wanted or t.tags & wanted]
 
     def _tool_definitions(self, history: list[Message], round_: int = 0) -> list[dict[str, Any]]:
@@ -755,8 +715,8 @@ class ConversationCore:
         mode = options.deferred_search
         names = self._offered(allowed)
         fmt, strict = self._settings.fmt.name, options.strict or None
-        if self.tool_search is not None:
-            chosen = set(select(self.registry, self.tool_search, names, history, reader))
+        if self._tool_search is not None:
+            chosen = set(select(self.registry, self._tool_search, names, history, reader))
             chosen |= found
             names = [name for name in names if name in chosen]
         names = sent_names(mode, fmt, names, allowed)
@@ -766,7 +726,7 @@ class ConversationCore:
         if fmt == "responses":  # the API's namespaces: a prefixed toolset with a description
             spaces = namespaces_of(self.registry)
             if spaces:
-                offered = namespaced(offered, spaces, self._settings.tool_choice)
+                offered = namespaced(offered, spaces, options.tool_choice)
         if offers_search(mode, fmt, allowed, found):
             if search_call(mode, fmt) == SEARCH_TOOL and self.registry.get(SEARCH_TOOL) is not None:
                 raise UsageError(
@@ -832,7 +792,7 @@ class ConversationCore:
         """The conversation's own answer to a `search_tools` call (while some allowed tool
         is deferred), and to a call of a deferred tool not found yet; None for every other
         call (dispatch runs it)."""
-        mode = self.deferred_search
+        mode = self.options.deferred_search
         searching = search_call(mode, self._settings.fmt.name)
         if call.name == searching and self.registry.get(call.name) is None:
             allowed = self._allowed()
@@ -873,7 +833,7 @@ class ConversationCore:
     def _settings_for(self, output_type: Any) -> LoopSettings:
         if output_type is None:
             return self._settings
-        spec = OutputSpec.for_type(output_type, strict=self.output_strict)
+        spec = OutputSpec.for_type(output_type, strict=self.options.output_strict)
         return dataclasses.replace(self._settings, output=spec)
 
     @contextlib.contextmanager

@@ -382,7 +382,7 @@ class Conversation(ConversationCore):
                 if notes is not None and answer.text:
                     yield TextDelta(answer.text)
                 return answer
-            on_text = self.on_text
+            on_text = self.options.on_text
             deltas: list[str] = []
             assembler = provider.assembler(
                 deltas.append if on_text is not None or notes is not None else None, step.ids
@@ -800,7 +800,7 @@ class AsyncConversation(ConversationCore):
         with endpoint_errors():
             create = provider.create(self.client)
             response = await create(**safe_json(step.request), **self._stream_kwargs())
-            on_text = self.on_text
+            on_text = self.options.on_text
             deltas: list[str] = []
             assembler = provider.assembler(
                 deltas.append if on_text is not None or notes is not None else None, step.ids

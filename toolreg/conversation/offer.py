@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from ..dispatch import Dispatcher, DispatchSettings
 from ..errors import InvalidArgumentsError, ToolCallError, UnknownToolError, UsageError
@@ -35,13 +35,12 @@ from ..result import ToolCall, ToolResult
 from ..search.selection import ToolSearch, query_text
 from ..tool import Tool
 from ..toolsets import HistoryReader, Namespace, Toolset
+from .options import DEFERRED_SEARCH, DeferredSearch
+from .providers.base import References
 
 __all__ = [
-    "DEFERRED_SEARCH",
     "SEARCH_TOOL",
-    "DeferredSearch",
     "Found",
-    "References",
     "answer_search",
     "check_always",
     "check_deferred_search",
@@ -58,11 +57,6 @@ __all__ = [
     "sent_names",
 ]
 
-DeferredSearch = Literal["function", "client", "hosted"]
-DEFERRED_SEARCH: tuple[DeferredSearch, ...] = ("function", "client", "hosted")
-"""How the model searches deferred tools: toolreg's `search_tools` function (any endpoint),
-the API's own search (the Responses API, Anthropic's Messages API) answered by toolreg's
-index ("client") or by the server ("hosted")."""
 
 _NATIVE = ("responses", "anthropic")  # the dialects whose API has its own tool search
 
@@ -72,6 +66,9 @@ _MAX_ARGUMENTS = 8192  # characters of a search call's arguments
 _MAX_SHOWN = 160  # characters of a found tool's description in the answer
 
 Message = dict[str, Any]
+Loader = Callable[[list[str]], Any]
+"""What loads the tools a search found, as its result's `value` carries them: their
+definitions (the Responses API's `tool_search_output`), or `References` (Anthropic)."""
 
 
 def check_always(registry: Toolset, option: ToolSearch | None) -> None:
@@ -103,13 +100,8 @@ def check_deferred_search(mode: Any, dialect: str) -> None:
         )
 
 
-class References(list[dict[str, Any]]):
-    """What a client-executed search loads on Anthropic's Messages API: the
-    `tool_reference` blocks of the tools found (the provider writes them in the result)."""
-
-
 def _references(names: list[str]) -> References:
-    return References({"type": "tool_reference", "tool_name": name} for name in names)
+    return References(names)
 
 
 class Found(tuple[str, ...]):
@@ -124,7 +116,7 @@ def found_names(result: ToolResult) -> list[str] | None:
     if result.tool_name not in (SEARCH_TOOL, TOOL_SEARCH_CALL):
         return None
     if isinstance(value, References):
-        return [block["tool_name"] for block in value]
+        return list(value)
     if isinstance(value, list) and all(isinstance(d, dict) for d in value):
         names = [d.get("name") for d in value]
         return [n for n in names if isinstance(n, str)] if len(names) == len(value) else None
@@ -133,7 +125,7 @@ def found_names(result: ToolResult) -> list[str] | None:
 
 def reload_found(
     results: Mapping[int, ToolResult],
-    loader: Callable[[list[str]], list[dict[str, Any]]] | None,
+    loader: Loader | None,
     deferred: set[str],
 ) -> None:
     """A restored paused round's search results load what they found again (`loader`, see
@@ -147,7 +139,7 @@ def reload_found(
 
 def found_loader(
     mode: DeferredSearch, fmt: str, definitions: Callable[[list[str]], list[dict[str, Any]]]
-) -> Callable[[list[str]], list[dict[str, Any]]] | None:
+) -> Loader | None:
     """What a search's result carries beside its text (`answer_search`'s `definitions`):
     with the API's own client-executed search, what loads the tools found (the Responses
     API: their `definitions`; Anthropic: `References`); else nothing."""
@@ -299,7 +291,7 @@ def answer_search(
     call: ToolCall,
     among: list[str],
     discovered: list[str],
-    definitions: Callable[[list[str]], list[dict[str, Any]]] | None = None,
+    definitions: Loader | None = None,
 ) -> ToolResult:
     """The answer to a model's search call (`search_tools`, or the Responses API's
     client-executed tool search): the tools found (now in `discovered`, once each), or a

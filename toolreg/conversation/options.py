@@ -26,17 +26,25 @@ from ..errors import UsageError
 from ..search.selection import ToolSearch
 from .events import StreamEvent
 from .guardrails import Guardrail
-from .offer import DeferredSearch
 from .policies import OnCallLimit
 from .reply import Hooks
 
 __all__ = [
     "COLLABORATORS",
+    "DEFERRED_SEARCH",
     "ConversationOptions",
+    "DeferredSearch",
     "check_saved",
     "narrowing",
     "saved_checks",
 ]
+
+
+DeferredSearch = Literal["function", "client", "hosted"]
+DEFERRED_SEARCH: tuple[DeferredSearch, ...] = ("function", "client", "hosted")
+"""How the model searches deferred tools (`deferred_search=`): toolreg's `search_tools`
+function (any endpoint), the API's own search (the Responses API, Anthropic's Messages API)
+answered by toolreg's index ("client") or by the server ("hosted")."""
 
 
 def _text(value: Any) -> bool:

@@ -39,6 +39,7 @@ __all__ = [
     "Message",
     "ObjectEnd",
     "Provider",
+    "References",
     "Request",
     "calls_since_user",
     "complete_object",
@@ -88,6 +89,12 @@ def calls_since_user(
             continue
         names.extend(c.name for c in calls if isinstance(c.name, str))
     return names
+
+
+class References(tuple[str, ...]):
+    """The tools a client-executed tool search loads by reference, by name (a search
+    result's `value` on Anthropic's Messages API: the provider writes it back as a
+    `tool_result` of `tool_reference` blocks)."""
 
 
 @dataclass(frozen=True, slots=True)
