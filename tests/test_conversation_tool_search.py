@@ -171,7 +171,7 @@ def test_a_version_2_state_from_before_the_option_still_loads() -> None:
     assert state["version"] == 3
     del state["options"]["tool_search"], state["discovered"]
     state["version"] = 2
-    assert Conversation.from_state(state, None, registry=registry).tool_search is None
+    assert Conversation.from_state(state, None, registry=registry).options.tool_search is None
     state["version"], state["discovered"] = 3, []  # a version 3 state must have the option
     with pytest.raises(ConversationStateError, match="options"):
         Conversation.from_state(state, None, registry=registry)

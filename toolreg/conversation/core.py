@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 from typing_extensions import Self
 
 from ..dispatch import ConfirmCallback
+from ..dispatch.calling import acall_store, call_store, describe
 from ..errors import (
     ConversationError,
     ConversationStateError,
@@ -102,7 +103,7 @@ from .tracing import ModelCall, Observed, turn
 if TYPE_CHECKING:
     pass
 
-__all__ = ["ConversationCore", "Flow", "StoreStep", "describe"]
+__all__ = ["ConversationCore", "Flow", "StoreStep"]
 
 Message = dict[str, Any]
 
@@ -957,10 +958,6 @@ def _check_sync_hooks(hooks: Hooks | None, on_text: Any, on_event: Any) -> None:
             )
 
 
-def describe(hook: Any) -> str:
-    return str(getattr(hook, "__qualname__", None) or type(hook).__name__)
-
-
 def _guardrails_given(guards: Guardrails, registry: Toolset) -> list[tuple[str, Any]]:
     """Every guardrail a sync conversation would call, labelled as it was given."""
     given = [("input_guardrails", g) for g in guards.input]
@@ -1061,6 +1058,14 @@ class StoreStep:
     store: Any
     kind: Literal["load", "save", "claim"]
     args: tuple[Any, ...]
+
+    def run(self) -> Any:
+        """On the sync driver (`dispatch.calling.call_store`)."""
+        return call_store(self.store, self.kind, self.args)
+
+    async def arun(self) -> Any:
+        """On the async driver (`dispatch.calling.acall_store`)."""
+        return await acall_store(self.store, self.kind, self.args)
 
 
 Flow: TypeAlias = Generator[Step | StoreStep | StreamEvent, Any, Reply]

@@ -24,6 +24,7 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from ..dispatch.calling import arun_hook, run_hook
 from ..errors import (
     ConversationError,
     RepeatedCallError,
@@ -122,11 +123,18 @@ class ToolsStep:
 @dataclass(frozen=True, slots=True)
 class HookStep:
     """Call `hook` (the `Hooks` field `name`) with `event`; answer with what it returned
-    (awaited first by the async driver when it is awaitable)."""
+    (awaited first by the async driver when it is awaitable): `run()` on the sync driver,
+    `await arun()` on the async one (both through `dispatch.calling`)."""
 
     name: HookName
     hook: Callable[[Any], Any]
     event: Any
+
+    def run(self) -> Any:
+        return run_hook(f"hooks.{self.name}", self.hook, self.event)
+
+    async def arun(self) -> Any:
+        return await arun_hook(self.hook, self.event)
 
 
 Step: TypeAlias = ModelStep | ToolsStep | HookStep | GuardStep
