@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from toolreg import ToolDefinitionError, ToolRegistry  # noqa: E402
-from toolreg.search import index as search_index  # noqa: E402
-from toolreg.search import text as search_text  # noqa: E402
+from toolreg.toolsets.search import index as search_index  # noqa: E402
+from toolreg.toolsets.search import text as search_text  # noqa: E402
 
 CORPUS = ROOT / "benchmarks" / "data" / "search_corpus.json"
 K = 5

@@ -47,7 +47,7 @@ toolreg_api_modules = [
     "toolreg.formats.chatglm3",
     "toolreg.formats.functions",
     "toolreg.stores",
-    "toolreg.search",
+    "toolreg.toolsets.search",
     "toolreg.toolsets",
     "toolreg.mcp",
     "toolreg.sources",

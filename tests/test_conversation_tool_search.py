@@ -8,9 +8,9 @@ from typing import Annotated, Any
 import pytest
 
 from toolreg import Conversation, ConversationStateError, ToolRegistry, UsageError
-from toolreg.search import ToolSearch
 from toolreg.testing import ScriptedServer, text, tool_call
 from toolreg.testing.inspection import tool_names
+from toolreg.toolsets.search import ToolSearch
 
 MODEL = "scripted-model"
 

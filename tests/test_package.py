@@ -268,8 +268,7 @@ LAYERS: list[set[str]] = [
     {"tool", "observe"},
     {"dispatch"},
     {"formats"},
-    {"search"},
-    {"toolsets"},
+    {"toolsets", "search"},  # toolreg.search: the shim of toolreg.toolsets.search
     {"registry"},
     {"conversation", "stores", "telemetry", "compat", "mcp", "sources", "adapters"},
     {"testing"},

@@ -45,8 +45,8 @@ from ..definition.injection import instructions_to_model, schema_descriptions
 from ..definition.names import NAME_RULES
 from ..definition.strict import strict_problem
 from ..registry import ToolRegistry
-from ..search import SearchIndex
 from ..tool import Tool
+from ..toolsets.search import SearchIndex
 from ..validation.untrusted import UntrustedSchemaError, check_patterns_for_re
 
 __all__ = ["Finding", "lint_registry"]

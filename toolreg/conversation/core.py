@@ -44,9 +44,9 @@ from ..idempotency import new_id
 from ..observe import OBSERVER, ModelCallTrace
 from ..registry import ToolRegistry, default_registry
 from ..result import ToolCall, ToolResult
-from ..search.selection import ToolSearch
 from ..tool import Tool
 from ..toolsets import StepContext, Toolset, namespaces_of
+from ..toolsets.search import ToolSearch
 from .endpoints import endpoint_url
 from .events import (
     ApprovalRequired,

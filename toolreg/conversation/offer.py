@@ -1,6 +1,6 @@
 """What each model call of a conversation is offered, when the catalog is searched.
 
-With `tool_search=` (see `toolreg.search.ToolSearch`), every model call is offered the
+With `tool_search=` (see `toolreg.toolsets.search.ToolSearch`), every model call is offered the
 tools that best match the recent user messages, the `always` ones, and those called since
 the last user message; a call to any other allowed tool still runs (it was offered before).
 
@@ -32,9 +32,9 @@ from ..formats import anthropic as anthropic_format
 from ..formats import export_tools
 from ..formats.responses import TOOL_SEARCH_CALL, namespace_tool, tool_search_tool
 from ..result import ToolCall, ToolResult
-from ..search.selection import ToolSearch, query_text
 from ..tool import Tool
 from ..toolsets import HistoryReader, Namespace, Toolset
+from ..toolsets.search.selection import ToolSearch, query_text
 from .options import DEFERRED_SEARCH, DeferredSearch
 from .providers.base import References
 

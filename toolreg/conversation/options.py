@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from ..dispatch import ConfirmCallback
 from ..errors import UsageError
-from ..search.selection import ToolSearch
+from ..toolsets.search import ToolSearch
 from .events import StreamEvent
 from .guardrails import Guardrail
 from .policies import OnCallLimit

@@ -75,9 +75,9 @@ from ..formats import Format
 from ..idempotency import new_id, received_key
 from ..jsonvalues import copy_json, strict_decoder
 from ..result import OUTCOMES, ToolCall, ToolResult
-from ..search.selection import ToolSearch
 from ..tool import Tool
 from ..toolsets import Toolset
+from ..toolsets.search import ToolSearch
 from .loop import PausedRound, TurnState, Verdict
 from .offer import MAX_FOUND, Found, found_names
 from .options import COLLABORATORS, ConversationOptions, check_saved, narrowing, saved_checks

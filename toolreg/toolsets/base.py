@@ -30,7 +30,7 @@ from ..errors import UsageError, with_article
 from ..tool import Tool
 
 if TYPE_CHECKING:  # the index loads on the first search (its patterns take ~6 ms to compile)
-    from ..search import SearchIndex
+    from .search import SearchIndex
 
 __all__ = [
     "BaseToolset",
@@ -266,7 +266,7 @@ class BaseToolset:
         step: StepContext | None = None,
     ) -> list[Tool]:
         """The `limit` tools of `tools()` that best match `query`, best first (the same
-        index and scoring as `ToolRegistry.search_tools`, see `toolreg.search`); `among`
+        index and scoring as `ToolRegistry.search_tools`, see `toolreg.toolsets.search`); `among`
         keeps only those names, `step` only the tools `offer(step)` gives."""
         check_search(query, limit)
         accept = searched_names(self, among, step)
@@ -278,7 +278,7 @@ class BaseToolset:
         """The index, told only about the tools added, changed or gone since it last was."""
         index = self._index
         if index is None:
-            from ..search import SearchIndex  # lazily: `import toolreg` stays light
+            from .search import SearchIndex  # lazily: `import toolreg` stays light
 
             index = self._index = SearchIndex()
         revision = self.revision

@@ -37,10 +37,10 @@ from .base import (
     searched_names,
 )
 
-if TYPE_CHECKING:  # toolreg.search loads on first use (its patterns take ~6 ms to compile)
+if TYPE_CHECKING:  # toolreg.toolsets.search loads on first use (its patterns take ~6 ms to compile)
     from openai.types.responses import NamespaceToolParam
 
-    from ..search.selection import ToolSearch
+    from .search.selection import ToolSearch
 
 __all__ = [
     "Combined",
@@ -395,7 +395,7 @@ class Searchable(_View):
         always = set(self.option.always)
         keep = {t.name for t in offered if t.name in always or t.tags & always}
         if step.history:
-            from ..search.selection import query_text  # lazily, as above
+            from .search.selection import query_text  # lazily, as above
 
             reader = step.read()
             keep.update(reader.calls_in(step.history))
@@ -413,7 +413,7 @@ def searchable(
     """`toolset`, offering each model call only the `limit` tools that best match the last
     `messages` user messages, plus the `always` ones (names or tags) and those called since
     the last user message: `Conversation(tool_search=...)` as a toolset of its own."""
-    from ..search.selection import ToolSearch  # lazily, as above
+    from .search.selection import ToolSearch  # lazily, as above
 
     toolset = _checked_part(toolset, "searchable()")
     option = ToolSearch(limit=limit, always=tuple(always), messages=messages)
