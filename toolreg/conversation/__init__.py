@@ -29,9 +29,9 @@ from .events import (
     TurnFinished,
 )
 from .guardrails import GuardrailInput, GuardrailOutput
-from .history import trim_history
 from .options import ConversationOptions
 from .providers import history_reader
+from .providers.history import trim_history
 from .reply import (
     REPLY_FIELDS,
     STOP_REASONS,

@@ -38,12 +38,12 @@ from ..idempotency import canonical_arguments, key_from, key_prefix, new_id
 from ..jsonvalues import safe_json
 from ..result import Outcome, ToolCall, ToolResult
 from .guardrails import Guardrails, GuardStep
-from .history import call_ids, trim_to_limits
 from .options import ConversationOptions
 from .output import OutputSpec
 from .policies import CallPolicy
 from .providers import Answer, Provider, Request
 from .providers.base import CallIds
+from .providers.history import trim_to_limits
 from .reply import (
     ModelCallEvent,
     ModelResponseEvent,
@@ -242,7 +242,7 @@ def run_loop(s: LoopSettings, state: TurnState) -> Generator[Step, Any, Reply]:
         yield from _hook(s, "before_model_call", ModelCallEvent(state.calls_made + 1, request))
         state.early.clear()
         early = None if s.eager is None or state.final else functools.partial(_early, s, state)
-        ids = CallIds(s.provider.id_rule, functools.partial(_taken, state))
+        ids = CallIds(s.provider.id_rule, functools.partial(_taken, s, state))
         answer: Answer = yield ModelStep(request, early, ids)
         state.calls_made += 1
         state.usage = state.usage.add(answer.usage)
@@ -408,10 +408,10 @@ def _took(s: LoopSettings, state: TurnState, answer: Answer, drop_calls: bool) -
         state.known = len(state.history) if whole else 0
 
 
-def _taken(state: TurnState) -> set[str]:
+def _taken(s: LoopSettings, state: TurnState) -> set[str]:
     """The ids of the calls in the turn's history (read once: `CallIds` adds its own)."""
     if state.ids is None:
-        state.ids = call_ids(state.history)
+        state.ids = s.provider.call_ids(state.history)
     return state.ids
 
 

@@ -35,7 +35,7 @@ from typing import Any, Final
 
 import mcp_types as types
 
-from ..conversation.state import canonical
+from ..conversation.signing import canonical
 from ..errors import PinFileError
 from ..tool import Tool
 

@@ -1,7 +1,8 @@
 """Toolsets: what supplies the tools a model is offered and a call runs.
 
 `ToolRegistry` is a toolset; so is a `Mount` of an MCP server; `filtered`, `prefixed`,
-`combined` and `searchable` compose them. `Conversation(registry=...)`, a toolset's
+`combined`, `searchable` and `deferred` compose them (`search/`: the search index they
+share). `Conversation(registry=...)`, a toolset's
 `dispatcher` and `toolreg serve` / `asgi_app` take any of them. See `base` for the
 protocol.
 """
@@ -9,6 +10,7 @@ protocol.
 from __future__ import annotations
 
 from .base import (
+    SEARCH_TOOL,
     BaseToolset,
     HistoryReader,
     Namespace,
@@ -20,6 +22,7 @@ from .base import (
     namespaces_of,
     searched_names,
 )
+from .deferred import Deferred, deferred
 from .views import (
     Combined,
     Filtered,
@@ -32,8 +35,10 @@ from .views import (
 )
 
 __all__ = [
+    "SEARCH_TOOL",
     "BaseToolset",
     "Combined",
+    "Deferred",
     "Filtered",
     "HistoryReader",
     "Namespace",
@@ -44,6 +49,7 @@ __all__ = [
     "Toolset",
     "check_search",
     "combined",
+    "deferred",
     "filtered",
     "label_of",
     "namespaces_of",

@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # the index loads on the first search (its patterns take ~6 m
     from .search import SearchIndex
 
 __all__ = [
+    "SEARCH_TOOL",
     "BaseToolset",
     "HistoryReader",
     "Namespace",
@@ -44,6 +45,11 @@ __all__ = [
     "namespaces_of",
     "searched_names",
 ]
+
+
+SEARCH_TOOL = "search_tools"
+"""The name of the tool that finds deferred tools (`deferred`'s): a view that narrows what is
+offered (`searchable`) keeps it, as it keeps the deferred tools it loads."""
 
 
 @runtime_checkable

@@ -21,7 +21,6 @@ from ...errors import ConversationError, UsageError
 from ...formats import Dialect, Format
 from ...formats.base import is_json_object
 from ...result import ToolCall, ToolResult
-from ..history import CALL_KEYS, units
 from .base import (
     Answer,
     Answers,
@@ -35,6 +34,7 @@ from .base import (
     complete_object,
     parts_text,
 )
+from .history import CALL_KEYS, answer_tail, answered_prefix, call_ids, units
 
 __all__ = ["Normalized", "OpenAIChat", "StreamAssembler", "normalize_completion", "plain"]
 
@@ -362,6 +362,16 @@ class OpenAIChat:
         if entry.get("role") != "user":
             return None
         return parts_text(entry.get("content"), ("text",))
+
+    def call_ids(self, history: Sequence[Message]) -> set[str]:
+        return call_ids(history)
+
+    def answered_prefix(self, history: Sequence[Message]) -> int:
+        return answered_prefix(history)
+
+    def last_calls(self, history: Sequence[Message]) -> list[ToolCall] | None:
+        tail = answer_tail(history)
+        return None if tail is None else [c for e in tail for c in self.fmt.parse_calls(e)]
 
 
 def echo(
