@@ -1,14 +1,17 @@
 """The tools the official MCP conformance suite's server scenarios call
 (`@modelcontextprotocol/conformance`), written as any toolreg user would: typed functions
 in a registry, served by `toolreg serve` (see tests/test_mcp_conformance.py). Only what a
-tools-only server can do: text results, errors, progress and log lines, a given schema."""
+tools-only server can do: text and rich results (an image, a sound, an embedded file, a
+mix), errors, progress and log lines, a given schema."""
 
 from __future__ import annotations
 
 import asyncio
+import struct
+import zlib
 from typing import Any
 
-from toolreg import ToolContext, ToolError, ToolRegistry
+from toolreg import Audio, File, Image, ToolContext, ToolError, ToolRegistry
 
 registry = ToolRegistry()
 
@@ -67,3 +70,53 @@ registry.register_schema(
     _echo,
     description="Tool with JSON Schema 2020-12 features (scenario json-schema-2020-12).",
 )
+
+
+def png() -> bytes:
+    """A 1x1 red PNG, made here (signature, IHDR, IDAT, IEND)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # 1x1, 8 bits, RGB
+    pixels = zlib.compress(b"\x00\xff\x00\x00")  # one row: no filter, red
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )
+
+
+def wav() -> bytes:
+    """A tenth of a second of silence: 8 kHz, 8-bit mono WAV."""
+    samples = b"\x80" * 800
+    fmt = struct.pack("<HHIIHH", 1, 1, 8000, 8000, 1, 8)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt
+    body += b"data" + struct.pack("<I", len(samples)) + samples
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+@registry.register_tool
+def test_image_content() -> Image:
+    """Answer a 1x1 red PNG (scenario tools-call-image)."""
+    return Image(png())
+
+
+@registry.register_tool
+def test_audio_content() -> Audio:
+    """Answer a short WAV sound (scenario tools-call-audio)."""
+    return Audio(wav())
+
+
+@registry.register_tool
+def test_embedded_resource() -> File:
+    """Answer a text file as an embedded resource (scenario tools-call-embedded-resource)."""
+    return File("This is an embedded resource content.", uri="test://embedded-resource")
+
+
+@registry.register_tool
+def test_multiple_content_types() -> list[str | Image | File]:
+    """Answer text, an image and a JSON file (scenario tools-call-mixed-content)."""
+    data = File(
+        '{"test":"data","value":123}', "application/json", uri="test://mixed-content-resource"
+    )
+    return ["Multiple content types test:", Image(png()), data]

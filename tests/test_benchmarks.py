@@ -113,6 +113,33 @@ def test_search_benchmark_counts_tokens_offline_or_says_why_not() -> None:
 
 
 @pytest.mark.slow
+def test_the_tasks_benchmark_runs_in_process_and_shared() -> None:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server)")
+    pytest.importorskip("docket", reason="pydocket is not installed (toolreg[tasks])")
+    done = subprocess.run(
+        [sys.executable, "benchmarks/tasks.py", "--quick", "--engines", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert [row["store"] for row in report["toolreg"]] == [
+        "in-process",
+        "shared (Redis), one server",
+        "shared (Redis), created on one, read on another",
+    ]
+    for row in report["toolreg"]:
+        assert row["create_complete"]["p50_ms"] > 0
+        assert row["get"]["p50_ms"] > 0
+    assert report["engines"][0]["engine"] == "pydocket (Redis)"
+    assert report["skipped"] == {"DBOS queue": "no --postgres URL"}
+
+
+@pytest.mark.slow
 def test_openapi_benchmark_runs() -> None:
     done = subprocess.run(
         [sys.executable, "benchmarks/openapi.py", "--quick", "--json"],

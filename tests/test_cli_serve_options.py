@@ -52,6 +52,29 @@ ORDERS = str(ROOT / "samples" / "orders.py")
             "--rate-limit-redis http://cache:6379: a Redis URL starts with redis://, "
             "rediss:// or unix://, e.g. --rate-limit-redis redis://127.0.0.1:6379/0",
         ),
+        (  # the password is not repeated
+            ["--tasks", "http://ops:hunter2@cache:6379"],
+            "--tasks http://cache:6379: a Redis URL starts with redis://, rediss:// or "
+            "unix://, e.g. --tasks redis://127.0.0.1:6379/0",
+        ),
+        (
+            ["--tasks-queue", "billing"],
+            "--tasks-queue applies to tasks kept in Redis: add --tasks URL, e.g. "
+            "--tasks redis://127.0.0.1:6379/0",
+        ),
+        (
+            ["--tasks-reclaim", "5"],
+            "--tasks-reclaim applies to tasks kept in Redis: add --tasks URL, e.g. "
+            "--tasks redis://127.0.0.1:6379/0",
+        ),
+        (
+            ["--tasks", "redis://127.0.0.1:6379/0", "--tasks-queue", "a b"],
+            "--tasks-queue 'a b': 1 to 64 letters, digits, '_', '.' or '-'",
+        ),
+        (
+            ["--tasks", "redis://127.0.0.1:6379/0", "--tasks-reclaim", "0"],
+            "--tasks-reclaim 0: a number of seconds > 0, e.g. 30",
+        ),
     ],
 )
 def test_http_option_errors_name_the_option_as_typed(

@@ -371,6 +371,7 @@ def test_result_is_a_slotted_record_with_fields_in_order() -> None:
         "arguments",
         "outcome",
         "idempotency_key",
+        "parts",
     ]
     assert (result.tool_name, result.call_id, result.ok, result.content) == (
         "give",

@@ -29,6 +29,10 @@ APPLICABLE = {
     "tools-list",
     "tools-call-simple-text",
     "tools-call-error",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
     "tools-call-with-logging",
     "tools-call-with-progress",
     "json-schema-2020-12",
@@ -50,11 +54,6 @@ NOT_APPLICABLE = {
     "prompts-get-with-args": "no prompts",
     "prompts-get-embedded-resource": "no prompts",
     "prompts-get-with-image": "no prompts",
-    # a toolreg tool's result is text (JSON for other values), by design
-    "tools-call-image": "results are text",
-    "tools-call-audio": "results are text",
-    "tools-call-embedded-resource": "results are text",
-    "tools-call-mixed-content": "results are text",
     # a toolreg tool cannot ask the client's model or user: its only elicitation is the
     # confirmation of a call that needs one (tests/test_mcp_serve.py)
     "tools-call-sampling": "no sampling",

@@ -120,7 +120,7 @@ class Rpc:
             "jsonrpc": "2.0",
             "id": next(self.ids),
             "method": method,
-            "params": {**params, "_meta": meta},
+            "params": {**params, "_meta": {**meta, **params.get("_meta", {})}},
         }
         answer = self.http.post(self.url, json=body, headers=headers)
         self.status = answer.status_code  # errors come as 4xx with the JSON-RPC error

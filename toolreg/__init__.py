@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib as _importlib
 import typing as _typing
 
+from .content import Audio, File, Image
 from .errors import (
     CallLimitError,
     ConversationError,
@@ -46,7 +47,18 @@ from .params import Injected, Param, ToolContext
 from .registry import ToolRegistry, default_registry
 from .result import ToolCall, ToolResult
 from .tool import Tool
-from .toolsets import StepContext, Toolset, combined, filtered, prefixed, searchable
+from .toolsets import (
+    Arg,
+    Reshape,
+    StepContext,
+    Toolset,
+    combined,
+    filtered,
+    pinned,
+    prefixed,
+    reshaped,
+    searchable,
+)
 
 if _typing.TYPE_CHECKING:
     from .conversation import (
@@ -133,18 +145,22 @@ adispatch_many = default_registry.adispatch_many
 
 __all__ = [
     "ApprovalRequired",
+    "Arg",
     "AsyncConversation",
+    "Audio",
     "CallLimitError",
     "Conversation",
     "ConversationError",
     "ConversationOptions",
     "ConversationStateError",
     "DuplicateToolError",
+    "File",
     "GuardrailInput",
     "GuardrailOutput",
     "GuardrailRejectedError",
     "GuardrailTripped",
     "Hooks",
+    "Image",
     "Injected",
     "InvalidArgumentsError",
     "InvalidJSONError",
@@ -156,6 +172,7 @@ __all__ = [
     "PinFileError",
     "RepeatedCallError",
     "Reply",
+    "Reshape",
     "RetryRequestedError",
     "StateConflictError",
     "StateStoreError",
@@ -202,9 +219,11 @@ __all__ = [
     "get_tools",
     "idempotency_key",
     "instrument",
+    "pinned",
     "prefixed",
     "register_schema",
     "register_tool",
+    "reshaped",
     "run_conversation",
     "searchable",
     "trim_history",

@@ -181,19 +181,29 @@ class UnsupportedTypeError(ToolDefinitionError):
 
 
 class DuplicateToolError(ToolDefinitionError):
-    """A registry already holds a tool of that name."""
+    """A registry already holds a tool of that name (and, for a tool with a `version`, of
+    that version: `version` says which)."""
 
-    def __init__(self, name: str, *, function: str | None = None, existing: str | None = None):
+    def __init__(
+        self,
+        name: str,
+        *,
+        function: str | None = None,
+        existing: str | None = None,
+        version: str | None = None,
+    ):
         self.name = name
         self.existing = existing
-        problem = f"a tool named '{name}' is already registered"
+        self.version = version
+        if version is None:
+            problem = f"a tool named '{name}' is already registered"
+            fix = "choose another name=..., unregister the old tool, or pass replace=True"
+        else:
+            problem = f"version '{version}' of the tool '{name}' is already registered"
+            fix = "give the new definition a later version=..., or pass replace=True"
         if existing:
             problem += f" (by {existing})"
-        super().__init__(
-            problem,
-            function=function,
-            fix="choose another name=..., unregister the old tool, or pass replace=True",
-        )
+        super().__init__(problem, function=function, fix=fix)
 
 
 class ToolCallError(ToolregError):
@@ -220,7 +230,9 @@ class UnknownToolError(ToolCallError):
 class InvalidArgumentsError(ToolCallError):
     """The arguments could not be decoded or did not match the schema.
 
-    `problems` holds `(path, message)` pairs, the path in JSON Pointer-like dotted form.
+    `problems` holds `(path, message)` pairs, the path in JSON Pointer-like dotted form;
+    `found`, the validator's own records of them (`toolreg.validation.Problem`: the path as
+    a tuple, the key a problem is about), when dispatch checked the arguments.
     """
 
     kind = "invalid_arguments"
@@ -231,8 +243,10 @@ class InvalidArgumentsError(ToolCallError):
         *,
         tool_name: str | None = None,
         problems: Sequence[tuple[str, str]] = (),
+        found: Sequence[Any] = (),
     ) -> None:
         self.problems = tuple(problems)
+        self.found = tuple(found)
         super().__init__(message, tool_name=tool_name)
 
 

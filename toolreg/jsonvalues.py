@@ -16,6 +16,7 @@ __all__ = [
     "MAX_INT_DIGITS",
     "NOT_JSONABLE",
     "NumberRefused",
+    "canonical",
     "copy_json",
     "safe_json",
     "safe_text",
@@ -64,6 +65,14 @@ NOT_JSONABLE: Any = _NotJsonable()
 
 _LEAVES = (str, int, float, bool, type(None))
 _EXACT_LEAVES = frozenset(_LEAVES)
+
+
+def canonical(value: Any) -> bytes:
+    """The one encoding JSON values are signed, digested and fingerprinted in (a saved
+    conversation state, a pin or lock file's definitions): sorted keys, no whitespace,
+    `ensure_ascii=False`, UTF-8 (a lone surrogate kept as its own bytes, never an error)."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return text.encode("utf-8", "surrogatepass")
 
 
 def copy_json(value: Any) -> Any:

@@ -19,6 +19,7 @@ else:
     from typing_extensions import Unpack
 
 from . import formats
+from .content import MAX_RESULT_BYTES
 from .dispatch import (
     Dispatcher,
     DispatchSettings,
@@ -30,6 +31,8 @@ from .errors import DuplicateToolError, ToolDefinitionError, ToolNotFoundError, 
 from .formats import export_tools
 from .tool import ResultFilter, Tool
 from .toolsets.base import searched_names
+from .toolsets.versions import mixed_versions as _mixed_versions
+from .toolsets.versions import same_version, same_version_text, version_order
 
 if TYPE_CHECKING:  # the index loads on the first search (its patterns take ~6 ms to compile)
     from .toolsets import StepContext
@@ -81,6 +84,9 @@ class ToolRegistry:
         max_concurrency: how many calls `dispatch_many` runs at once.
         max_result_chars: the default cut for results (a tool's own `max_result_chars=`
             wins); None: no cut.
+        max_result_bytes: the most bytes of images, audio and files one result may hold,
+            10 MiB by default (a tool's own `max_result_bytes=` wins); a part past them is
+            left out with a marker; None: no bound.
         ranker: reorders tool-search candidates with the application's own ranking (e.g.
             embeddings): a function `(query, candidates) -> tools`, best first.
 
@@ -100,6 +106,7 @@ class ToolRegistry:
         max_depth: int = 64,
         max_concurrency: int = 8,
         max_result_chars: int | None = None,
+        max_result_bytes: int | None = MAX_RESULT_BYTES,
         ranker: Ranker | None = None,
     ) -> None:
         if ranker is not None and not callable(ranker):
@@ -107,7 +114,8 @@ class ToolRegistry:
                 f"ranker={ranker!r} is not callable; pass a function (query, candidates) -> "
                 "tools, best first"
             )
-        self._tools: dict[str, Tool] = {}
+        self._tools: dict[str, Tool] = {}  # by name: each name's tool (its latest version)
+        self._versions: dict[str, list[Tool]] = {}  # a versioned name's tools, latest first
         self._lock = threading.RLock()
         self._exports: dict[tuple[Any, ...], tuple[formats.Format[Any, Any], list[Any]]] = {}
         self._index: SearchIndex | None = None  # built by the first search
@@ -123,6 +131,7 @@ class ToolRegistry:
                 max_depth=max_depth,
                 max_concurrency=max_concurrency,
                 max_result_chars=max_result_chars,
+                max_result_bytes=max_result_bytes,
             ),
         )
 
@@ -149,6 +158,7 @@ class ToolRegistry:
         timeout: float | None = None,
         return_direct: bool = False,
         max_result_chars: int | None = None,
+        max_result_bytes: int | None = None,
         tags: Iterable[str] = (),
         result_filter: ResultFilter | None = None,
         coerce: bool | None = None,
@@ -160,12 +170,14 @@ class ToolRegistry:
         scopes: Iterable[str] = (),
         retries: int | None = None,
         task: Literal["optional", "required"] | None = None,
+        on_worker_lost: Literal["rerun", "fail"] | None = None,
         input_guardrails: Callable[[Any], Any] | Iterable[Callable[[Any], Any]] = (),
         output_guardrails: Callable[[Any], Any] | Iterable[Callable[[Any], Any]] = (),
         eager: bool | None = None,
         allowed_callers: Iterable[Literal["direct", "programmatic"]] = (),
         output_schema: Mapping[str, Any] | bool | None = None,
         lock: str | Callable[[dict[str, Any]], Hashable | None] | None = None,
+        version: str | int | None = None,
         replace: bool = False,
     ) -> Callable[[F], F]: ...
 
@@ -253,24 +265,30 @@ class ToolRegistry:
     def _insert(self, tool: Tool, replace: bool, again: int) -> Tool:
         """Add `tool`. `again` (register_tool: the stack level of its caller, else 0): the
         function that holds the name defined again, from the same place (a notebook cell run
-        again, a reloaded module), replaces it with a warning instead of an error."""
+        again, a reloaded module), replaces it with a warning instead of an error.
+
+        A tool with a `version` goes beside the other versions of its name (each version
+        once); the name's tool is then its latest version. A name's tools either all have
+        versions or it is one tool without."""
         with self._lock:
-            existing = self._tools.get(tool.name)
+            family = self._family(tool.name)
+            mixing = bool(family) and (family[0].version is None) != (tool.version is None)
+            taken = family if mixing else [t for t in family if same_version(t, tool)]
             redefined = False
-            if existing is not None and not replace:
+            if taken and not replace:
                 place = _place(tool.function)
-                if not again or place is None or place != _place(existing.function):
+                if not again or place is None or any(place != _place(t.function) for t in taken):
+                    if mixing:
+                        raise _mixed_versions(tool, family, _owner(tool))
                     raise DuplicateToolError(
                         tool.name,
                         function=_owner(tool),
-                        existing=_owner(existing),
+                        existing=_owner(taken[0]),
+                        version=tool.version,
                     )
                 redefined = True
-            self._tools[tool.name] = tool
-            self._exports = {}
-            self.revision += 1
-            if self._index is not None:
-                self._index.add(tool)
+            kept = [t for t in family if all(t is not gone for gone in taken)]
+            self._place_versions(tool.name, [*kept, tool])
         if redefined:
             warnings.warn(
                 f"register_tool: {_owner(tool)} was registered again from the same place; "
@@ -281,21 +299,77 @@ class ToolRegistry:
             )
         return tool
 
-    def unregister(self, name: str) -> Tool:
-        """Remove and return the tool `name` (`ToolNotFoundError`, a KeyError, if none)."""
+    def _family(self, name: str) -> list[Tool]:
+        """The tools registered under `name`: its versions, latest first, or its one tool."""
+        versions = self._versions.get(name)
+        if versions is not None:
+            return list(versions)
+        tool = self._tools.get(name)
+        return [] if tool is None else [tool]
+
+    def _place_versions(self, name: str, family: list[Tool]) -> None:
+        """Make `family` what `name` holds (none: nothing); its latest version becomes the
+        name's tool. Under the lock."""
+        before = self._tools.get(name)
+        if not family:
+            del self._tools[name]
+            self._versions.pop(name, None)
+        else:
+            family.sort(key=version_order, reverse=True)
+            self._tools[name] = family[0]
+            if family[0].version is None:
+                self._versions.pop(name, None)
+            else:
+                self._versions[name] = family
+        self._exports = {}
+        self.revision += 1
+        index = self._index
+        if index is not None and before is not self._tools.get(name):
+            if family:
+                index.add(family[0])
+            else:
+                index.remove(name)
+
+    def unregister(self, name: str, *, version: str | None = None) -> Tool:
+        """Remove and return the tool `name` (`ToolNotFoundError`, a KeyError, if none):
+        every version of it, returning the latest; with `version=`, that version only (the
+        latest of the others is then the name's tool)."""
         with self._lock:
-            tool = self._tools.pop(name, None)
-            if tool is None:
+            family = self._family(name)
+            if not family:
                 raise self._not_found([name])
-            self._exports = {}
-            self.revision += 1
-            if self._index is not None:
-                self._index.remove(name)
-        return tool
+            if version is None:
+                gone = family
+            else:
+                gone = [t for t in family if same_version_text(t, version)]
+                if not gone:
+                    shown = ", ".join(str(t.version) for t in family if t.version) or "none"
+                    raise ToolNotFoundError(
+                        f"the tool {name!r} has no version {version!r} (its versions: {shown})",
+                        names=[name],
+                    )
+            self._place_versions(name, [t for t in family if all(t is not g for g in gone)])
+        return gone[0]
 
     # -- lookup ---------------------------------------------------------------------------
-    def get(self, name: str) -> Tool | None:
-        return self._tools.get(name)
+    def get(self, name: str, *, version: str | None = None) -> Tool | None:
+        """The tool `name` (its latest version), or None; with `version=`, that version of
+        it (`"1"` finds `"1.0"` too: the same version), or None."""
+        if version is None:
+            return self._tools.get(name)
+        with self._lock:
+            family = self._family(name)
+        return next((t for t in family if same_version_text(t, version)), None)
+
+    def versions(self, name: str | None = None) -> list[Tool]:
+        """The versions of the tool `name`, latest first (a tool without versions: itself;
+        an unknown name: none). Without a name: every version of every tool, the tools in
+        registration order, each one's versions latest first (what `toolreg lint --lock`
+        checks)."""
+        with self._lock:
+            if name is not None:
+                return self._family(name)
+            return [t for n in self._tools for t in self._family(n)]
 
     def __getitem__(self, name: str) -> Tool:
         tool = self._tools.get(name)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
+from .content import Part
 from .errors import ToolCallError
 
 __all__ = ["OUTCOMES", "Outcome", "ToolCall", "ToolResult"]
@@ -45,6 +47,11 @@ class ToolResult:
     ran: a time limit, a stopped turn) or `"completed"` (see `Outcome`).
     `idempotency_key` is the key the call ran with (None: none was given).
 
+    `parts`: a rich result's parts (text, `Image`, `Audio`, `File`: see `toolreg.content`),
+    bounded; empty for a plain result and for a failure. `content` is then the text
+    fallback: the text parts with a marker for each part left out of text. Each provider
+    format sends the parts its API takes in a tool result and that text for the others.
+
     Not frozen, so that building one stays cheap on the hot path; treat it as read-only.
     """
 
@@ -60,10 +67,16 @@ class ToolResult:
     arguments: dict[str, Any] | None = None
     outcome: Outcome = "completed"
     idempotency_key: str | None = None
+    parts: tuple[Part, ...] = ()
 
     @property
     def error_kind(self) -> str | None:
         return None if self.error is None else self.error.kind
+
+    def with_note(self, note: str) -> ToolResult:
+        """A copy whose text begins with `note` (its first part too, for a rich result)."""
+        parts = (note.rstrip("\n"), *self.parts) if self.parts else ()
+        return dataclasses.replace(self, content=note + self.content, parts=parts)
 
     def __str__(self) -> str:
         """The text for the model: `content` (ChatGLM3's `dispatch_tool` returns this)."""

@@ -30,6 +30,7 @@ from .definition.signature import (
     wrapped_function,
 )
 from .definition.strict import make_strict
+from .definition.versions import VERSION_RULE, check_version
 from .errors import ToolDefinitionError
 from .jsonvalues import copy_json
 from .types import ANY_TYPES, Converter
@@ -52,7 +53,7 @@ class Tool:
 
     `parameters` is the JSON Schema of the arguments object; treat it as read-only.
     Flags are read by dispatch (`timeout`, `destructive`, `requires_confirmation`,
-    `max_result_chars`, `result_filter`, `coerce`), by exports (`read_only`,
+    `max_result_chars`, `max_result_bytes`, `result_filter`, `coerce`), by exports (`read_only`,
     `destructive` as MCP annotations; `strict`) and by an MCP server (`scopes`: the OAuth
     scopes a client's token must hold for the tool to be listed or called).
     """
@@ -82,6 +83,10 @@ class Tool:
     max_result_chars: int | None = None
     """The longest result text the model reads; a longer one is cut with a visible marker
     (else the registry's `max_result_chars`)."""
+    max_result_bytes: int | None = None
+    """The most bytes of images, audio and files one result may hold (see
+    `toolreg.content`); a part past them is left out, a marker in its place (else the
+    registry's `max_result_bytes`, 10 MiB by default)."""
     tags: frozenset[str] = frozenset()
     """Labels to select tools by: `get_tools(tags=...)`, `Conversation(tools=[tag])`, a tool
     search's `always=`."""
@@ -113,6 +118,11 @@ class Tool:
     task: Literal["optional", "required"] | None = None
     """Served over MCP, run as a task (`toolreg.mcp.tasks`) when the client supports them:
     `"optional"` runs inline for a client that does not, `"required"` refuses it."""
+    on_worker_lost: Literal["rerun", "fail"] | None = None
+    """For a task on a shared backend (`TaskOptions(backend=...)`): what happens when the
+    worker running it dies or stops: `"rerun"` runs it again in another worker, with the
+    same `ToolContext.idempotency_key`; `"fail"` ends it `failed`, saying it was interrupted
+    while running. None: `"rerun"` for a `read_only` or `idempotent` tool, else `"fail"`."""
     input_guardrails: tuple[Callable[[Any], Any], ...] = ()
     """Run by a conversation on a call's validated arguments before it runs (see
     `toolreg.conversation.guardrails`); not by `dispatch_tool` itself."""
@@ -134,6 +144,12 @@ class Tool:
     of the validated arguments giving the resource's key (`lambda args: args["account"]`;
     None: no lock for that call). A call waits at most its `timeout` for the lock (then it
     is not run); the lock is held until the tool has really stopped."""
+    version: str | None = None
+    """Which version of the tool this is (`"2"`, `"2.1"`, `"2025-01-31"`: see
+    `toolreg.definition.versions`): a registry holds several versions of one name side by
+    side; the latest is the default, `pinned(...)` or an MCP client picks another, and
+    `toolreg lint --lock` fails when a definition changed without a new version. None: the
+    tool has no versions (one definition per name)."""
     is_async: bool = False
     async_function: Callable[..., Awaitable[Any]] | None = field(default=None, repr=False)
     """An async twin of a sync `function`, awaited instead of it by async dispatch (a tool
@@ -210,6 +226,7 @@ class Tool:
         description: str = "",
         untrusted: bool = False,
         context_parameter: str | None = None,
+        raw_context_parameter: str | None = None,
         async_function: Callable[..., Awaitable[Any]] | None = None,
         **options: Any,
     ) -> Tool:
@@ -222,7 +239,8 @@ class Tool:
         backtrack badly; limited input per string and per call).
         `context_parameter="ctx"`: the callable also receives the call's `ToolContext` as
         that keyword argument (never in the schema: a name the schema's properties must not
-        use, and that the model may not send).
+        use, and that the model may not send); `raw_context_parameter="raw"`: it also
+        receives the `context=` given to dispatch, as it was given, under that name.
         `async_function=`: an async function taking the same arguments as the sync
         `function`, which async dispatch awaits instead (sync dispatch calls `function`).
         A schema of an older draft (4, 6, 7, 2019-09) is rewritten as 2020-12 says the same
@@ -240,6 +258,15 @@ class Tool:
         if context_parameter is not None:
             _check_context_parameter(context_parameter, schema, owner)
             injected = ((context_parameter, "context"),)
+        if raw_context_parameter is not None:
+            _check_context_parameter(raw_context_parameter, schema, owner)
+            if raw_context_parameter == context_parameter:
+                raise ToolDefinitionError(
+                    "context_parameter and raw_context_parameter are the same name",
+                    function=owner,
+                    fix="give each its own name",
+                )
+            injected = (*injected, (raw_context_parameter, "raw"))
         if async_function is not None and (
             not inspect.iscoroutinefunction(async_function) or inspect.iscoroutinefunction(function)
         ):
@@ -301,6 +328,8 @@ class Tool:
         fields["output_schema"] = _check_output_schema(
             owner, name, fields.get("output_schema"), fields["function"]
         )
+        if fields.get("version") is not None:
+            fields["version"] = _checked_version(owner, fields["version"])
         return cls(
             tags=frozenset(_check_tags(owner, tags)),
             scopes=frozenset(_check_scopes(owner, scopes)),
@@ -338,6 +367,7 @@ OPTIONS = frozenset(
         "timeout",
         "return_direct",
         "max_result_chars",
+        "max_result_bytes",
         "tags",
         "result_filter",
         "coerce",
@@ -349,12 +379,14 @@ OPTIONS = frozenset(
         "scopes",
         "retries",
         "task",
+        "on_worker_lost",
         "input_guardrails",
         "output_guardrails",
         "eager",
         "allowed_callers",
         "output_schema",
         "lock",
+        "version",
     }
 )
 """Options `register_tool` / `register_schema` accept besides `name` and `description`."""
@@ -521,6 +553,7 @@ def _checked_schema(parameters: Mapping[str, Any], owner: str, name: str) -> Jso
 _POSITIVE: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
     ("timeout", (int, float), "a positive number of seconds"),
     ("max_result_chars", int, "a positive whole number"),
+    ("max_result_bytes", int, "a positive whole number"),
 )
 _FLAGS = (
     "strict",
@@ -575,6 +608,7 @@ def _check_options(owner: str, fields: dict[str, Any]) -> None:
             function=owner,
             fix="pass task='optional' (a task when the MCP client supports them, else inline)",
         )
+    _check_worker_lost(owner, fields)
     _check_eager(owner, fields)
     lock = fields.get("lock")
     if lock is not None and not callable(lock) and (not isinstance(lock, str) or not lock):
@@ -591,6 +625,24 @@ def _check_options(owner: str, fields: dict[str, Any]) -> None:
             )
 
 
+def _check_worker_lost(owner: str, fields: dict[str, Any]) -> None:
+    lost = fields.get("on_worker_lost")
+    if lost is None:
+        return
+    if lost not in ("rerun", "fail"):
+        raise ToolDefinitionError(
+            f"on_worker_lost={lost!r} must be 'rerun', 'fail' or None",
+            function=owner,
+            fix="pass on_worker_lost='fail' (a task whose worker dies ends failed) or 'rerun'",
+        )
+    if fields.get("task") is None:
+        raise ToolDefinitionError(
+            "on_worker_lost= applies to a tool run as an MCP task, and this one is not",
+            function=owner,
+            fix="add task='optional' (or 'required'), or drop on_worker_lost=",
+        )
+
+
 def _check_eager(owner: str, fields: dict[str, Any]) -> None:
     eager = fields.get("eager")
     if eager is not None and not isinstance(eager, bool):
@@ -605,6 +657,17 @@ def _check_eager(owner: str, fields: dict[str, Any]) -> None:
             function=owner,
             fix="drop eager=True, or destructive=/requires_confirmation=",
         )
+
+
+def _checked_version(owner: str, given: Any) -> str:
+    version = check_version(given)
+    if version is None:
+        raise ToolDefinitionError(
+            f"version={given!r} is not a version: {VERSION_RULE}",
+            function=owner,
+            fix="pass version='2' (a later version is a higher number, or a later date)",
+        )
+    return version
 
 
 CALLERS = ("direct", "programmatic")

@@ -91,7 +91,7 @@ def legacy(client: OpenAI) -> None:
 def other_providers(result: toolreg.ToolResult) -> None:
     schema: dict[str, Any] = registry.get_tools("anthropic")[0]["input_schema"]
     assert_type(anthropic.observation(result)["tool_use_id"], str)
-    assert_type(mcp.observation(result)["content"][0]["text"], str)
+    assert_type(mcp.observation(result)["isError"], bool)
     assert_type(gemini.observation(result)["functionResponse"]["response"], dict[str, str])
     assert_type(chatglm3.observation(result)["role"], Literal["observation"])
     assert_type(registry.get_tools("mcp")[0]["annotations"]["readOnlyHint"], bool)

@@ -32,6 +32,21 @@ Checks (code, severity):
 - `older-draft` (info): the parameters schema (`register_schema`, a mount, an OpenAPI
   document) used an older JSON Schema draft's keywords, which toolreg rewrote as 2020-12
   (`Tool.schema_changes`, `toolreg.validation.drafts`): what each change was.
+
+With `--lock FILE` (a lock file, `toolreg.toolsets.lock`), every version of every tool is
+also held to the definition the file records for it:
+
+- `changed-without-version` (error): the tool's definition (what a model or a client
+  reads: description, schemas, annotations) is not the one locked for its name and
+  version; a model would get a changed tool under a name and version it knows. Register
+  the new definition as a later `version=` (keep the old one while clients pin it), or,
+  when nobody has used it yet, accept it with `--update`.
+- `not-locked` (error): a tool or version the file does not hold yet (`--update` adds it).
+- `gone-from-lock` (warning): the file holds a tool or version that is no longer there
+  (a client pinned to it now fails; `--update` drops it).
+
+`--update` writes the file from the tools as they are (and says what it changed): review
+that diff, and commit the file with the code.
 """
 
 from __future__ import annotations
@@ -44,12 +59,13 @@ from typing import Any
 from ..definition.injection import instructions_to_model, schema_descriptions
 from ..definition.names import NAME_RULES
 from ..definition.strict import strict_problem
-from ..registry import ToolRegistry
 from ..tool import Tool
+from ..toolsets import Toolset
+from ..toolsets.lock import Drift, drift
 from ..toolsets.search import SearchIndex
 from ..validation.untrusted import UntrustedSchemaError, check_patterns_for_re
 
-__all__ = ["Finding", "lint_registry"]
+__all__ = ["Finding", "lint_lock", "lint_registry"]
 
 _USAGE_WORDS = re.compile(
     r"\b(use|used|uses|using|when|whenever|call|calls|called)\b"
@@ -111,13 +127,41 @@ class Finding:
         return f"{where}: {self.severity} [{self.code}] {self.message}"
 
 
-def lint_registry(registry: ToolRegistry) -> list[Finding]:
-    """Every finding for every tool, tool by tool, then the overlaps."""
+def lint_registry(registry: Toolset) -> list[Finding]:
+    """Every finding for every tool of a registry (or any toolset), tool by tool, then the
+    overlaps."""
     tools = registry.tools()
     findings = [f for tool in tools for f in _lint_tool(tool)]
     findings.extend(_overlaps(tools))
     findings.extend(_indistinct(tools))
     return findings
+
+
+def lint_lock(
+    toolset: Toolset, pins: dict[str, dict[str, Any]], lock: str, update: str
+) -> list[Finding]:
+    """The findings of holding `toolset` (every version) to a lock file's entries (`pins`,
+    read from the file `lock`); `update` is the command that rewrites the file, for the
+    messages."""
+    return [_drift_finding(found, lock, update) for found in drift(toolset, pins)]
+
+
+def _drift_finding(found: Drift, lock: str, update: str) -> Finding:
+    if found.kind == "changed":
+        what = "; ".join(found.changes) or "its definition"
+        message = (
+            f"changed since {lock} without a new version ({what}): register the new "
+            "definition as a later version=... (keep this one while clients use it), or, if "
+            f"no model or client has used it yet, accept it: {update}"
+        )
+        return Finding(found.key, "changed-without-version", "error", message)
+    if found.kind == "new":
+        message = f"not in {lock}: add it with {update}, and commit the file"
+        return Finding(found.key, "not-locked", "error", message)
+    message = (
+        f"in {lock} but no longer among the tools (a client pinned to it fails); {update} drops it"
+    )
+    return Finding(found.key, "gone-from-lock", "warning", message)
 
 
 def _lint_tool(tool: Tool) -> list[Finding]:

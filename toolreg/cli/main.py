@@ -30,12 +30,14 @@ from ..jsonvalues import safe_text
 from ..registry import ToolRegistry
 from ..result import ToolResult
 from ..tool import Tool
+from ..toolsets import Toolset
+from ..toolsets.lock import PinFile, drift, locked
 from ..types import to_json
 from .arguments import read_arguments, shown_arguments
 from .chat import chat_loop, endpoint_failed
 from .demo import Demo, run_demo, tool_demo
 from .failures import tool_failures
-from .lint import lint_registry
+from .lint import lint_lock, lint_registry
 from .mcp_pin import add_parser as add_mcp_parser
 from .mcp_pin import cmd_mcp
 from .serve import add_parser as add_serve_parser
@@ -138,6 +140,8 @@ def _flags(tool: Tool) -> list[str]:
     flags = [f for f in ("read_only", "destructive", "return_direct") if getattr(tool, f)]
     if tool.timeout is not None:
         flags.append(f"timeout={tool.timeout:g}s")
+    if tool.version is not None:
+        flags.append(f"version={tool.version}")
     return flags
 
 
@@ -252,18 +256,52 @@ def cmd_call(registry: ToolRegistry, args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
-def cmd_lint(registry: ToolRegistry, args: argparse.Namespace) -> int:
-    findings = [
-        dataclasses.replace(f, message=readable(f.message)) for f in lint_registry(registry)
-    ]
+def cmd_lint(registry: Toolset, args: argparse.Namespace) -> int:
+    found = lint_registry(registry)
+    if args.update and args.lock is None:
+        raise UsageError("--update writes the lock file: pass --lock FILE too")
+    written: list[str] = []
+    if args.lock is not None:
+        lock = PinFile(args.lock)
+        update = f"toolreg lint {args.target} --lock {args.lock} --update"
+        pins = lock.read()
+        if args.update:
+            written = _update_lock(lock, registry, pins or {})
+        elif pins is None:
+            raise UsageError(
+                f"no lock file {args.lock}: write it with {update}, review it and commit it"
+            )
+        else:
+            found += lint_lock(registry, pins, args.lock, update)
+    findings = [dataclasses.replace(f, message=readable(f.message)) for f in found]
     if args.json:
         _print_json([f.as_dict() for f in findings])
     else:
         for finding in findings:
             _print(str(finding))
+        for line in written:
+            _print(line)
         errors = sum(f.severity == "error" for f in findings)
-        print(f"{len(registry)} tools, {errors} errors, {len(findings) - errors} other findings")
+        count = len(registry.tools())
+        print(f"{count} tools, {errors} errors, {len(findings) - errors} other findings")
     return 1 if any(f.severity == "error" for f in findings) else 0
+
+
+def _update_lock(lock: PinFile, toolset: Toolset, pins: dict[str, dict[str, Any]]) -> list[str]:
+    """Write the lock file from the tools as they are; what changed in it, a line each."""
+    changed = drift(toolset, pins)
+    lock.write(locked(toolset))
+    lines = []
+    for each in changed:
+        lines.append(f"{each.kind}: {each.key}")
+        lines.extend(f"    {line}" for line in each.changes)
+    count = len(locked(toolset))
+    entries = f"{count} definition" + ("" if count == 1 else "s")
+    if changed:
+        lines.append(f"wrote {lock.path} ({entries}; {len(changed)} new, changed or gone)")
+    else:
+        lines.append(f"{lock.path} is up to date ({entries})")
+    return lines
 
 
 def cmd_chat(registry: ToolRegistry, args: argparse.Namespace) -> int:
@@ -430,6 +468,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("lint", "find what a model would trip over")
     p.add_argument("target", metavar="TARGET", help=target_help)
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--lock",
+        metavar="FILE",
+        help="also fail when a tool's definition differs from the one FILE locks for its "
+        "name and version (a changed tool needs a new version=)",
+    )
+    p.add_argument(
+        "--update",
+        action="store_true",
+        help="write FILE (--lock) from the tools as they are, and say what changed",
+    )
 
     p = command("chat", "chat with an OpenAI-compatible endpoint using TARGET's tools")
     p.add_argument("target", metavar="TARGET", help=target_help)
@@ -528,7 +577,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     return cmd_mcp(args, errlog)
             with contextlib.ExitStack() as resources:  # an mcp: target's connection
                 errlog = None if debug else resources.enter_context(_server_errlog())
-                registry = load_target(args.target, resources, server_errlog=errlog)
+                registry = load_target(
+                    args.target,
+                    resources,
+                    server_errlog=errlog,
+                    toolset=args.command == "lint",  # a lint holds any toolset to its lock
+                )
                 return _COMMANDS[args.command](registry, args)
     except (UsageError, TargetError) as exc:
         _fail(exc, _message(exc), debug)

@@ -6,6 +6,8 @@ toolreg serve samples/weather.py --transport http --port 8000      # http://127.
 TOOLREG_MCP_TOKEN=... toolreg serve app:registry --transport http --workers 4
 toolreg serve app:registry --transport http --workers 4 \
     --rate-limit 60/min --rate-limit-redis redis://127.0.0.1:6379/0   # one bucket for all
+toolreg serve app:registry --transport http --workers 4 \
+    --tasks redis://127.0.0.1:6379/0      # MCP tasks shared by every worker and machine
 ```
 
 TARGET may name a toolset as `module:attribute` (a view such as `combined(registry,
@@ -40,6 +42,7 @@ __all__ = ["add_parser", "cmd_serve", "worker_app"]
 _WORKER_ENV = "TOOLREG_SERVE_WORKER"  # the settings a worker process reads, as JSON
 TOKEN_ENV = "TOOLREG_MCP_TOKEN"
 REDIS_ENV = "TOOLREG_RATE_LIMIT_REDIS"
+TASKS_ENV = "TOOLREG_TASKS_URL"
 
 
 class ServeError(TargetError):
@@ -88,6 +91,26 @@ def add_parser(command: Callable[[str, str], argparse.ArgumentParser], target_he
         f"machine, e.g. redis://127.0.0.1:6379/0 (default: ${REDIS_ENV} if set)",
     )
     p.add_argument(
+        "--tasks",
+        metavar="URL",
+        help="keep and run MCP tasks in Redis, shared by every worker and machine serving "
+        "the same tools, e.g. redis://127.0.0.1:6379/0 (default: in this process, or "
+        f"${TASKS_ENV} if set); needs toolreg[tasks]",
+    )
+    p.add_argument(
+        "--tasks-queue",
+        metavar="NAME",
+        help="with --tasks: the queue the processes serving these tools share (default: "
+        "toolreg); servers of other tools on the same Redis need another",
+    )
+    p.add_argument(
+        "--tasks-reclaim",
+        metavar="SECONDS",
+        type=float,
+        help="with --tasks: how long a task whose worker died waits before another worker "
+        "takes it over (default: 30)",
+    )
+    p.add_argument(
         "--allowed-host",
         action="append",
         metavar="HOST",
@@ -114,6 +137,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if args.stateful:
             raise ServeError("--stateful sessions live in one process: use one worker")
     _check_options(args)
+    _tasks(args)  # checked before anything loads
     _serve(args, _context(args.context))
     return 0
 
@@ -224,7 +248,9 @@ def _serve(args: argparse.Namespace, context: Any) -> None:
             with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's
                 registry = _load(args.target, resources)
             _check_context(registry, context)
-            server = serving.build_server(registry, context=context)  # checked before serving
+            server = serving.build_server(  # checked before serving
+                registry, context=context, tasks=_tasks(args)
+            )
             with contextlib.suppress(KeyboardInterrupt):
                 serving.serve_stdio(server)
             return
@@ -233,7 +259,8 @@ def _serve(args: argparse.Namespace, context: Any) -> None:
         registry = _load(args.target, resources)
         _check_context(registry, context)
         limits = _rate_limit(args.rate_limit, _redis_url(args), _redis_flag(args))
-        app = _app(registry, args.path, not args.stateful, token, hosts, context, limits)
+        tasks = _tasks(args)
+        app = _app(registry, args.path, not args.stateful, token, hosts, context, limits, tasks)
         if args.workers == 1:
             serving.run_http(app, host=args.host, port=args.port, path=args.path)
             return
@@ -244,6 +271,8 @@ def _serve(args: argparse.Namespace, context: Any) -> None:
             "allowed_hosts": hosts,
             "context": args.context,
             "rate_limit": args.rate_limit,
+            "tasks_queue": args.tasks_queue,
+            "tasks_reclaim": args.tasks_reclaim,
         }
         os.environ[_WORKER_ENV] = json.dumps(settings)
         if token is not None:
@@ -251,6 +280,9 @@ def _serve(args: argparse.Namespace, context: Any) -> None:
         redis_url = _redis_url(args)
         if redis_url is not None:
             os.environ[REDIS_ENV] = redis_url  # it may hold a password: the same way
+        tasks_url = _tasks_url(args)
+        if tasks_url is not None:
+            os.environ[TASKS_ENV] = tasks_url
         serving.run_http(
             f"{__name__}:worker_app",
             host=args.host,
@@ -270,6 +302,60 @@ def _context(text: str | None) -> Any:
     except ValueError as exc:
         raise ServeError(f"--context is not valid JSON ({exc})") from None
     return lambda request: deps
+
+
+def _tasks_url(args: argparse.Namespace) -> str | None:
+    """`--tasks`, else `$TOOLREG_TASKS_URL`, else None (tasks in the serving process)."""
+    if args.tasks is not None:
+        return str(args.tasks)
+    return os.environ.get(TASKS_ENV) or None
+
+
+def _tasks(args: argparse.Namespace) -> Any:
+    """The `TaskOptions` of `--tasks`, `--tasks-queue` and `--tasks-reclaim` (None: the
+    defaults, in the serving process)."""
+    url = _tasks_url(args)
+    return _task_options(url, args.tasks_queue, args.tasks_reclaim, _tasks_flag(args))
+
+
+def _tasks_flag(args: argparse.Namespace) -> str:
+    return "--tasks" if args.tasks is not None else f"${TASKS_ENV}"
+
+
+def _task_options(
+    url: str | None, queue: str | None, reclaim: float | None, flag: str = "--tasks"
+) -> Any:
+    if url is None:
+        for option, given in (("--tasks-queue", queue), ("--tasks-reclaim", reclaim)):
+            if given is not None:
+                raise ServeError(
+                    f"{option} applies to tasks kept in Redis: add --tasks URL, e.g. "
+                    "--tasks redis://127.0.0.1:6379/0"
+                )
+        return None
+    from ..mcp.tasks import TaskOptions
+    from ..stores.redis import redacted
+
+    settings: dict[str, Any] = {"backend": url}
+    if queue is not None:
+        settings["queue"] = queue
+    if reclaim is not None:
+        settings["reclaim_after"] = reclaim
+    try:
+        return TaskOptions(**settings)
+    except ToolregUsageError as exc:
+        if queue is not None and "queue=" in str(exc):
+            raise ServeError(
+                f"{_option('--tasks-queue', queue)}: 1 to 64 letters, digits, '_', '.' or '-'"
+            ) from None
+        if reclaim is not None and "reclaim_after=" in str(exc):
+            raise ServeError(
+                f"--tasks-reclaim {reclaim:g}: a number of seconds > 0, e.g. 30"
+            ) from None
+        raise ServeError(
+            f"{flag} {redacted(url)}: a Redis URL starts with redis://, rediss:// or unix://, "
+            "e.g. --tasks redis://127.0.0.1:6379/0"
+        ) from None
 
 
 def _redis_url(args: argparse.Namespace) -> str | None:
@@ -336,6 +422,7 @@ def _app(
     hosts: list[str],
     context: Any,
     rate_limit: Any = None,
+    tasks: Any = None,
 ) -> Any:
     from ..mcp import asgi_app
 
@@ -347,6 +434,7 @@ def _app(
         allowed_hosts=hosts,
         context=context,
         rate_limit=rate_limit,
+        tasks=tasks,
     )
 
 
@@ -358,4 +446,9 @@ def worker_app() -> Any:
     context = _context(settings["context"])
     stateless, hosts = settings["stateless"], settings["allowed_hosts"]
     rates = _rate_limit(settings.get("rate_limit"), os.environ.get(REDIS_ENV) or None)
-    return _app(registry, settings["path"], stateless, token, hosts, context, rates)
+    tasks = _task_options(
+        os.environ.get(TASKS_ENV) or None,
+        settings.get("tasks_queue"),
+        settings.get("tasks_reclaim"),
+    )
+    return _app(registry, settings["path"], stateless, token, hosts, context, rates, tasks)

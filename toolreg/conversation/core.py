@@ -43,7 +43,7 @@ from ..observe import OBSERVER, ModelCallTrace
 from ..registry import default_registry
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from ..toolsets import Toolset
+from ..toolsets import Toolset, pinned
 from ..toolsets.search import ToolSearch
 from .approvals import Approvals
 from .endpoints import endpoint_url
@@ -141,6 +141,7 @@ class ConversationCore:
         output_guardrails: Guardrail | Sequence[Guardrail] | None = None,
         eager_tools: bool | None = None,
         max_concurrency: int | None = None,
+        versions: Mapping[str, str] | None = None,
         **request_options: Any,
     ) -> None:
         # the options as given, checked by their record (declared once, in options.py)
@@ -158,6 +159,8 @@ class ConversationCore:
         self.options = options
         """This conversation's options (`ConversationOptions`; the dialect resolved)."""
         toolset = registry if registry is not None else default_registry
+        if versions:  # the tools at these versions: a view, as tools= and tool_search= are
+            toolset = pinned(toolset, versions)
         offer = self._offer = Offer(toolset, options, provider, context)
         self._approvals = Approvals(offer)
         guards = Guardrails(

@@ -171,7 +171,7 @@ class Guardrails:
                     )
                     error = GuardrailRejectedError(message, tool_name=result.tool_name)
                     out[i] = dataclasses.replace(
-                        result, ok=False, content=message, value=None, error=error
+                        result, ok=False, content=message, value=None, error=error, parts=()
                     )
                     break
         return out

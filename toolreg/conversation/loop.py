@@ -548,8 +548,7 @@ def _edited(result: ToolResult, arguments: dict[str, Any]) -> ToolResult:
     if not result.ok:
         return result
     shown = json.dumps(arguments, ensure_ascii=False)
-    note = f"(The user changed the arguments to {shown} before it ran.)\n"
-    return dataclasses.replace(result, content=note + result.content)
+    return result.with_note(f"(The user changed the arguments to {shown} before it ran.)\n")
 
 
 def _precheck(
@@ -606,15 +605,16 @@ def _ran_instead(result: ToolResult, first: ToolCall, call: ToolCall) -> ToolRes
     """A call that ran as it first streamed (`first`), not as the answer ends (`call`):
     the model is told with what (a failure's error says the same as its content)."""
     tool = f" as {first.name}" if first.name != call.name else ""
-    content = (
+    noted = result.with_note(
         f"(This call ran{tool} with the arguments {_shown(first)}, as they first "
-        f"streamed; it was not run again with the final ones.)\n{result.content}"
+        "streamed; it was not run again with the final ones.)\n"
     )
     error = result.error
     if error is not None:
         error = copy.copy(error)
-        error.message, error.args = content, (content,)
-    return dataclasses.replace(result, content=content, error=error)
+        error.message, error.args = noted.content, (noted.content,)
+        noted.error = error
+    return noted
 
 
 def _check(
@@ -735,7 +735,7 @@ def _known(s: LoopSettings, call: ToolCall, progress: RoundProgress, index: int)
             f"Tool '{call.name}' ran, but the turn was stopped before its result was "
             "checked: it is withheld."
         )
-        return dataclasses.replace(result, content=text, value=None)
+        return dataclasses.replace(result, content=text, value=None, parts=())
     return result
 
 

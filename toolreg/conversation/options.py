@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..definition.versions import VERSION_RULE, check_version
 from ..dispatch import ConfirmCallback
 from ..errors import UsageError
 from ..toolsets.search import ToolSearch
@@ -87,6 +88,13 @@ def _defer_or_none(value: Any) -> bool:
 
 def _object_or_none(value: Any) -> bool:
     return value is None or isinstance(value, dict)
+
+
+def _versions_or_none(value: Any) -> bool:
+    return value is None or (
+        isinstance(value, dict)
+        and all(isinstance(k, str) and check_version(v) == v for k, v in value.items())
+    )
 
 
 def _option(
@@ -253,12 +261,19 @@ class ConversationOptions:
         "(None: the registry's max_concurrency)",
         saved=_positive_or_none,
     )
+    versions: Mapping[str, str] | None = _option(
+        doc='the version of a tool this conversation uses, by name, e.g. {"search": "1"} '
+        "(pinned(registry, versions): the other tools at their latest); saved with its "
+        "state, so a resumed conversation goes on with the versions it began with",
+        saved=_versions_or_none,
+    )
 
     def __post_init__(self) -> None:
         _check_choices(self)
         _check_counts(self)
         _check_flags(self)
         _check_eager(self)
+        _check_versions(self)
         if isinstance(self.confirm, str) and self.confirm != "defer":
             raise UsageError(f'confirm must be a callable, "defer" or None, not {self.confirm!r}')
         if self.hooks is not None and not isinstance(self.hooks, Hooks):
@@ -302,6 +317,8 @@ class ConversationOptions:
                 value = None if value is None else ToolSearch.of(value).to_json()  # type: ignore[union-attr]
             elif f.name == "max_calls":
                 value = {} if value is None else dict(value)
+            elif f.name == "versions" and value is not None:
+                value = {name: check_version(v) for name, v in value.items()}
             out[f.name] = value
         return out
 
@@ -393,6 +410,19 @@ def _check_eager(o: ConversationOptions) -> None:
         raise UsageError(
             "eager_tools=True runs calls beside each other: it cannot be combined with "
             "parallel=False"
+        )
+
+
+def _check_versions(o: ConversationOptions) -> None:
+    versions = o.versions
+    if versions is None:
+        return
+    if not isinstance(versions, Mapping) or not all(
+        isinstance(k, str) and check_version(v) is not None for k, v in versions.items()
+    ):
+        raise UsageError(
+            f"versions={versions!r}: maps tool names to versions ({VERSION_RULE}), e.g. "
+            "versions={'search': '1'}"
         )
 
 

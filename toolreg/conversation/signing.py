@@ -1,6 +1,7 @@
 """Signing and fingerprints: what makes a saved conversation state and an approval bind.
 
-- `canonical(value)`: the one encoding a state is signed and digested in;
+- `canonical(value)` (`toolreg.jsonvalues`): the one encoding a state is signed and
+  digested in;
 - `signing_keys(key)`: `key=` of `export_state` / `from_state` / `state_store=`, checked;
 - `sign(key, state)` and `verify(state, keys)`: HMAC-SHA256 over the canonical state
   without its `"signature"` (any of the keys verifies: rotation, newest first);
@@ -16,10 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from typing import Any
 
 from ..errors import ConversationStateError, UsageError
+from ..jsonvalues import canonical
 from ..tool import Tool
 
 __all__ = [
@@ -38,13 +39,6 @@ SIGNATURE = "signature"
 """The key of a signed state's signature (`"hmac-sha256:<hex>"`)."""
 _SCHEME = "hmac-sha256:"
 Json = dict[str, Any]
-
-
-def canonical(value: Any) -> bytes:
-    """The one encoding a state is signed and digested in: sorted keys, no whitespace,
-    `ensure_ascii=False`, UTF-8 (a lone surrogate kept as its own bytes, never an error)."""
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return text.encode("utf-8", "surrogatepass")
 
 
 def signing_keys(key: Any) -> list[bytes] | None:

@@ -48,6 +48,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..content import parts_json, read_parts_json
 from ..errors import (
     CallLimitError,
     ConversationStateError,
@@ -123,6 +124,7 @@ _ADDED_LATER = (
     "max_tool_calls",
     "on_call_limit",
     "max_concurrency",
+    "versions",
 )
 Json = dict[str, Any]
 
@@ -266,6 +268,8 @@ def _result_json(result: ToolResult) -> Json:
     found = found_names(result)  # a search's: the names, loaded again on resume
     if found is not None:
         out["found"] = found
+    if result.parts:
+        out["parts"] = parts_json(result.parts)
     return out
 
 
@@ -492,7 +496,12 @@ def _result(data: Any) -> ToolResult:
         or not all(isinstance(n, str) for n in found)
     ):
         raise bad_state(f"a result's 'found' is not a list of at most {MAX_FOUND} tool names")
+    try:
+        parts = read_parts_json(data["parts"]) if "parts" in data else ()
+    except ValueError as exc:
+        raise bad_state(f"a result's 'parts' are {exc}") from None
     return ToolResult(
+        parts=parts if ok else (),
         tool_name=name,
         call_id=call_id if isinstance(call_id, str) else None,
         ok=ok,

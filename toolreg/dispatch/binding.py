@@ -207,8 +207,9 @@ def invalid_arguments(tool: str, problems: list[Problem]) -> InvalidArgumentsErr
         message = f"Invalid arguments for tool '{tool}': {lines[0]}."
     else:
         message = f"Invalid arguments for tool '{tool}':\n" + "\n".join(f"- {x}" for x in lines)
-    kept = [(p.location(), p.message) for p in problems[: MAX_PROBLEMS_SHOWN * 50]]
-    return InvalidArgumentsError(message, tool_name=tool, problems=kept)
+    kept = problems[: MAX_PROBLEMS_SHOWN * 50]
+    pairs = [(p.location(), p.message) for p in kept]
+    return InvalidArgumentsError(message, tool_name=tool, problems=pairs, found=kept)
 
 
 def bind(
@@ -219,15 +220,24 @@ def bind(
     errors: ErrorMode = "redact",
     key: str | None = None,
     signal: CancelSignal | None = None,
+    tool_context: ToolContext[Any] | None = None,
 ) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """The positional and keyword arguments of the call, from the prepared `args`; a
-    `ToolContext` gets the call's idempotency `key` and cancel `signal`."""
+    `ToolContext` gets the call's idempotency `key` and cancel `signal`.
+
+    `tool_context`: the `ToolContext` a `ToolContext` parameter gets as it is (a reshaped
+    tool hands its own on to the tool it reshapes: the model's call id, its key, its
+    progress)."""
     plan = tool.plan
     if not plan.binds:
         return (), args
     if plan.record is not None:
         args = _build_record(tool, args, errors, context)
-    kwargs = _inject(plan, args, context, tool, call_id, key, signal) if plan.context else args
+    kwargs = (
+        _inject(plan, args, context, tool, call_id, key, signal, tool_context)
+        if plan.context
+        else args
+    )
     if plan.absent_is_none:
         kwargs = {**dict.fromkeys(plan.absent_is_none), **kwargs}
     if plan.fills:
@@ -248,12 +258,15 @@ def _inject(
     call_id: str | None,
     key: str | None,
     signal: CancelSignal | None,
+    tool_context: ToolContext[Any] | None,
 ) -> dict[str, Any]:
     kwargs = dict(args)
     cancelled = signal if signal is not None else CancelSignal()
     for name, kind in plan.context:
         if kind == "raw":
             kwargs[name] = context
+        elif tool_context is not None:
+            kwargs[name] = tool_context
         elif isinstance(context, ToolContext):
             kwargs[name] = dataclasses.replace(
                 context,

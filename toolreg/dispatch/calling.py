@@ -12,6 +12,9 @@
 |                                |                  | exception chained)                           |
 | `result_filter=`               | `filter_result`  | the tool failed (`ToolExecutionError`)       |
 | a `default_factory`            | `fill_default`   | the tool failed (`ToolExecutionError`)       |
+| a reshaped tool's value from   | `context_value`  | the call is not made (`ToolExecutionError`,  |
+| the context (`Arg(from_context`|                  | not naming the hidden argument)              |
+| `=...)`)                       |                  |                                              |
 | a conversation hook, `on_text`,| `call_hook`;     | a bug in the application: propagated; the    |
 | `on_event`                     | the drivers':    | turn ends and the history stays as it was.   |
 |                                | `run_hook`,      | An awaitable answer: awaited by the async    |
@@ -33,6 +36,9 @@
 | (`toolreg.sources.Credentials`)| `acredential`    | tool's own exception (redacted by `errors=`) |
 | a `lock=` function (the key of | `lock_key`       | the call is not run (`ToolExecutionError`,   |
 | the resource a call uses)      |                  | the exception chained)                       |
+| a mount's OAuth callbacks      | `oauth_callback` | the authorization fails: propagated to       |
+| (`authorize=`, `assertion=` of |                  | `toolreg.mcp.oauth`, which tells the call (or|
+| `toolreg.mcp.OAuth`)           |                  | the mount) so, the exception chained         |
 
 A sync tool that must not block the caller (one with a time limit, or any sync tool under
 async dispatch) runs in a thread of its own, with a copy of the caller's `contextvars`: an
@@ -102,6 +108,7 @@ __all__ = [
     "call",
     "call_hook",
     "call_store",
+    "context_value",
     "convert",
     "credential",
     "describe",
@@ -110,6 +117,7 @@ __all__ = [
     "guard",
     "lock_key",
     "make_context",
+    "oauth_callback",
     "rank",
     "run_coroutine",
     "run_guardrail",
@@ -592,6 +600,19 @@ def fill_default(tool: Tool, parameter: str, make: Callable[[], Any]) -> Any:
         ) from exc
 
 
+def context_value(make: Callable[[Any], Any], deps: Any, tool: str) -> Any:
+    """A reshaped tool's hidden argument, made from the call's context (`deps`): the model
+    never named it, so a failure says only that the application's value could not be made."""
+    try:
+        return make(deps)
+    except Exception as exc:
+        raise ToolExecutionError(
+            f"Tool '{tool}' was not run: a value the application supplies for it could not "
+            "be made.",
+            tool_name=tool,
+        ) from exc
+
+
 def ask(confirm: Callable[[Tool, dict[str, Any]], Any], tool: Tool, args: dict[str, Any]) -> Any:
     """The `confirm=` callback's answer about this exact call (a deep copy of its arguments:
     the callback cannot change what runs)."""
@@ -623,6 +644,19 @@ async def acredential(provider: Callable[[Any], Any], request: Any) -> Any:
     runs inline: it should be quick, a lookup); its exception propagates."""
     value = provider(request)
     if awaitable(value):
+        return await value
+    return value
+
+
+async def oauth_callback(callback: Callable[[Any], Any], request: Any) -> Any:
+    """A mount's OAuth callback (`authorize=`, `assertion=`) asked about `request`, from the
+    mount's event loop: an async one awaited there; a sync one (it may wait on a person, a
+    browser, a local HTTP server) in a thread, so that the loop goes on meanwhile; an
+    awaitable it returns is awaited. Its exception propagates."""
+    if inspect.iscoroutinefunction(callback):
+        return await callback(request)
+    value = await _thread_future(functools.partial(callback, request))
+    if type(value) not in _PLAIN and inspect.isawaitable(value):
         return await value
     return value
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from time import perf_counter as _clock
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, Union, overload
 
+from ..content import MAX_RESULT_BYTES
 from ..errors import (
     InvalidArgumentsError,
     MissingContextError,
@@ -56,7 +57,7 @@ from .confirm import (
 from .decode import decode_arguments
 from .locks import ResourceLocks
 from .redaction import ERROR_MODES, ErrorMode, failure_text
-from .render import render_result
+from .render import render_parts
 
 __all__ = ["CallLike", "ConfirmCallback", "DispatchSettings", "DispatchVerb", "Dispatcher"]
 
@@ -75,7 +76,9 @@ class DispatchSettings:
     `errors`: what the model reads of an exception ("redact", "mask", "full": see
     `redaction`); `max_payload_bytes` / `max_depth`:
     limits on the arguments; `max_concurrency`: calls at once in `dispatch_many`;
-    `max_result_chars`: where results are cut (None: never; a tool's own limit wins).
+    `max_result_chars`: where results are cut (None: never; a tool's own limit wins);
+    `max_result_bytes`: how many bytes of images, audio and files one result may hold
+    (None: no bound; a tool's own limit wins).
     """
 
     coerce: bool
@@ -84,6 +87,7 @@ class DispatchSettings:
     max_depth: int
     max_concurrency: int
     max_result_chars: int | None
+    max_result_bytes: int | None = MAX_RESULT_BYTES
 
     def __post_init__(self) -> None:
         if not isinstance(self.coerce, bool):
@@ -93,9 +97,15 @@ class DispatchSettings:
                 f"ToolRegistry(errors={self.errors!r}): must be one of "
                 + ", ".join(map(repr, ERROR_MODES))
             )
-        for key in ("max_payload_bytes", "max_depth", "max_concurrency", "max_result_chars"):
+        for key in (
+            "max_payload_bytes",
+            "max_depth",
+            "max_concurrency",
+            "max_result_chars",
+            "max_result_bytes",
+        ):
             value = getattr(self, key)
-            if value is None and key == "max_result_chars":
+            if value is None and key in ("max_result_chars", "max_result_bytes"):
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise UsageError(f"ToolRegistry({key}={value!r}): must be a whole number >= 1")
@@ -453,8 +463,11 @@ class Dispatcher:
         key: str | None = None,
     ) -> ToolResult:
         """The result of a tool that returned `value`: rendered as text for the model."""
+        settings = self.settings
         try:
-            content = render_result(tool, value, self.settings.max_result_chars)
+            content, parts = render_parts(
+                tool, value, settings.max_result_chars, settings.max_result_bytes
+            )
         except ToolCallError as err:
             return _failed(tool.name, call_id, err, start, trace, "completed", key)
         # positional: the hot path; the order is ToolResult's field order
@@ -472,6 +485,7 @@ class Dispatcher:
             args,
             "completed",
             key,
+            parts,
         )
         if trace is not None:
             trace.end(result)

@@ -16,23 +16,28 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import Any, Literal, Union
 
 if sys.version_info >= (3, 11):
     from typing import NotRequired, TypedDict
 else:  # typing's TypedDict reads NotRequired from Python 3.11 on
     from typing_extensions import NotRequired, TypedDict
 
+from ..content import File, Image, Media
 from ..definition.names import NAME_RULES
 from ..errors import UsageError
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from .base import Format, entries, make_call
+from .base import Format, entries, layout, make_call, shown_parts
 
 __all__ = [
     "FORMAT",
+    "IMAGE_TYPES",
     "SEARCH_TOOLS",
+    "DocumentBlock",
+    "ImageBlock",
     "Observation",
+    "ResultBlock",
     "ToolDefinition",
     "ToolReference",
     "ToolReferences",
@@ -56,12 +61,43 @@ class ToolDefinition(TypedDict):
     defer_loading: NotRequired[bool]
 
 
+class Text(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class Base64Source(TypedDict):
+    type: Literal["base64"]
+    media_type: str
+    data: str
+
+
+class ImageBlock(TypedDict):
+    """An `image` block of a rich result (the SDK's `ImageBlockParam`, base64 source)."""
+
+    type: Literal["image"]
+    source: Base64Source
+
+
+class DocumentBlock(TypedDict):
+    """A `document` block of a rich result: a PDF (the SDK's `DocumentBlockParam`)."""
+
+    type: Literal["document"]
+    source: Base64Source
+    title: NotRequired[str]
+
+
+ResultBlock = Union[Text, ImageBlock, DocumentBlock]
+"""A block of a rich result's `tool_result` content."""
+
+
 class Observation(TypedDict):
-    """The `tool_result` content block answering one `tool_use` block."""
+    """The `tool_result` content block answering one `tool_use` block: its content is the
+    result's text, or for a rich result its blocks (text, images, PDF documents)."""
 
     type: Literal["tool_result"]
     tool_use_id: str
-    content: str
+    content: str | list[ResultBlock]
     is_error: bool
 
 
@@ -80,11 +116,6 @@ class ToolReference(TypedDict):
     tool_name: str
 
 
-class Text(TypedDict):
-    type: Literal["text"]
-    text: str
-
-
 class ToolReferences(TypedDict):
     """A `tool_result` block of `tool_reference` blocks: an application's own tool search."""
 
@@ -92,6 +123,9 @@ class ToolReferences(TypedDict):
     tool_use_id: str
     content: list[ToolReference | Text]
 
+
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+"""The image types the Messages API takes; other images are left out as text."""
 
 SEARCH_TOOLS: dict[str, ToolSearchTool] = {
     "bm25": {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"},
@@ -170,13 +204,41 @@ def observation(result: ToolResult) -> Observation:
 
     All of a round's results go back in one user message: `{"role": "user", "content":
     [observation(r) for r in results]}`.
+
+    A rich result (`result.parts`) is a list of blocks: its text as text blocks, its images
+    (`IMAGE_TYPES`) as `image` blocks, its PDF files as `document` blocks, a text file's
+    text after a line naming it, and a marker for what the API takes no block for (audio,
+    other files and image types).
     """
+    parts = shown_parts(result)
+    content: str | list[ResultBlock] = result.content
+    if parts:
+        blocks: list[str | ImageBlock | DocumentBlock] = layout(parts, _block)
+        content = [_text(b) if isinstance(b, str) else b for b in blocks]
     return {
         "type": "tool_result",
         "tool_use_id": result.call_id or "",
-        "content": result.content,
+        "content": content,
         "is_error": not result.ok,
     }
+
+
+def _text(text: str) -> Text:
+    return {"type": "text", "text": text}
+
+
+def _block(part: Media) -> ImageBlock | DocumentBlock | None:
+    source: Base64Source = {"type": "base64", "media_type": part.essence, "data": ""}
+    if isinstance(part, Image) and part.essence in IMAGE_TYPES:
+        source["data"] = part.base64()
+        return {"type": "image", "source": source}
+    if isinstance(part, File) and part.essence == "application/pdf" and not part.is_text:
+        source["data"] = part.base64()
+        document: DocumentBlock = {"type": "document", "source": source}
+        if part.name:
+            document["title"] = part.name
+        return document
+    return None
 
 
 def parse_calls(message: Any) -> list[ToolCall]:

@@ -30,6 +30,7 @@ else:
         return _TypeVar(name)
 
 
+from ..content import Media, Part, fallback_text
 from ..definition.names import NameRule
 from ..errors import ConversationError
 from ..jsonvalues import strict_decoder
@@ -49,8 +50,10 @@ __all__ = [
     "entries",
     "function_call_of",
     "is_json_object",
+    "layout",
     "make_call",
     "response_format",
+    "shown_parts",
 ]
 
 DefinitionT = TypeVar("DefinitionT", default=Any)
@@ -129,6 +132,32 @@ class Format(Generic[DefinitionT, ObservationT]):
     parse_calls: Callable[[Any], list[ToolCall]]
     observation: Callable[[ToolResult], ObservationT]
     dialect: Dialect | None = None
+
+
+def shown_parts(result: ToolResult) -> tuple[Part, ...]:
+    """The parts of a rich result a format writes (`toolreg.content`): none for a plain
+    result or a failure (a failure is its message, whatever it ran before)."""
+    return result.parts if result.ok else ()
+
+
+def layout(parts: tuple[Part, ...], native: Callable[[Media], Any]) -> list[Any]:
+    """A rich result's parts as an API writes them: `native(part)` for a part the API takes
+    in a tool result, text for the others (a text file's text after a line naming it, a
+    marker for media: `toolreg.content.fallback_text`); adjacent texts joined by a line
+    break, empty ones dropped (APIs refuse empty text blocks)."""
+    out: list[Any] = []
+    for part in parts:
+        item = part if isinstance(part, str) else native(part)
+        if item is None:
+            item = fallback_text((part,))
+        if isinstance(item, str):
+            if not item:
+                continue
+            if out and isinstance(out[-1], str):
+                out[-1] = f"{out[-1]}\n{item}"
+                continue
+        out.append(item)
+    return out
 
 
 def arguments_text(arguments: Any) -> str | dict[str, Any] | None:

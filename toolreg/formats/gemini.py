@@ -21,16 +21,19 @@ if sys.version_info >= (3, 11):
 else:  # typing's TypedDict reads NotRequired from Python 3.11 on
     from typing_extensions import NotRequired, TypedDict
 
+from ..content import File, Image, Media
 from ..definition.names import NAME_RULES
 from ..definition.strict import add_sentences
 from ..errors import ToolDefinitionError
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from .base import Format, as_data, entries, make_call
+from .base import Format, as_data, entries, layout, make_call, shown_parts
 
 __all__ = [
     "FORMAT",
+    "MEDIA_TYPES",
     "FunctionResponse",
+    "InlineData",
     "Observation",
     "ToolDefinition",
     "definition",
@@ -48,11 +51,29 @@ class ToolDefinition(TypedDict):
     parameters: NotRequired[dict[str, Any]]
 
 
+class Blob(TypedDict):
+    mimeType: str
+    data: str
+
+
+class InlineData(TypedDict):
+    """A media part of a rich result (`{"inlineData": {"mimeType", "data"}}`, base64)."""
+
+    inlineData: Blob
+
+
 class FunctionResponse(TypedDict):
-    """`{"name", "response"}`: the response is `{"result": ...}` or `{"error": ...}`."""
+    """`{"name", "response"}`: the response is `{"result": ...}` or `{"error": ...}`;
+    `parts` the images and PDF files of a rich result (Gemini 3's multimodal function
+    responses)."""
 
     name: str
     response: dict[str, str]
+    parts: NotRequired[list[InlineData]]
+
+
+MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "application/pdf"})
+"""The media a function response carries in its `parts`; others are left out as text."""
 
 
 class Observation(TypedDict):
@@ -239,9 +260,26 @@ def _union(
 def observation(result: ToolResult) -> Observation:
     """A Gemini `functionResponse` part answering one call, by the tool's name:
     `{"functionResponse": {"name", "response": {"result": ...}}}` (`"error"` instead of
-    `"result"` when the call failed), the text being `result.content`."""
+    `"result"` when the call failed), the text being `result.content`.
+
+    A rich result's images and PDF files (`MEDIA_TYPES`) go in the function response's
+    `parts` as `inlineData`; its `result` is the rest, as text (a marker for what is left
+    out: audio, other files and image types)."""
     key = "result" if result.ok else "error"
-    return {"functionResponse": {"name": result.tool_name, "response": {key: result.content}}}
+    parts = shown_parts(result)
+    if not parts:
+        return {"functionResponse": {"name": result.tool_name, "response": {key: result.content}}}
+    laid = layout(parts, _inline_part)
+    text = "\n".join(p for p in laid if isinstance(p, str))
+    media: list[InlineData] = [p for p in laid if not isinstance(p, str)]
+    return {"functionResponse": {"name": result.tool_name, "response": {key: text}, "parts": media}}
+
+
+def _inline_part(part: Media) -> InlineData | None:
+    pdf = isinstance(part, File) and not part.is_text and part.essence == "application/pdf"
+    if pdf or (isinstance(part, Image) and part.essence in MEDIA_TYPES):
+        return {"inlineData": {"mimeType": part.essence, "data": part.base64()}}
+    return None
 
 
 def parse_calls(response: Any) -> list[ToolCall]:

@@ -7,26 +7,35 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Literal
+from typing import Any, Literal, Union
 
 if sys.version_info >= (3, 11):
     from typing import NotRequired, TypedDict
 else:  # typing's TypedDict reads NotRequired from Python 3.11 on
     from typing_extensions import NotRequired, TypedDict
 
+from ..content import Audio, File, Image, Part
 from ..definition.names import NAME_RULES
+from ..definition.returns import return_object_schema
+from ..jsonvalues import copy_json
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from .base import Format, as_data, make_call
+from .base import Format, as_data, make_call, shown_parts
 
 __all__ = [
     "FORMAT",
+    "AudioContent",
+    "ContentBlock",
+    "EmbeddedResource",
+    "ImageContent",
     "Observation",
     "TextContent",
     "ToolAnnotations",
     "ToolDefinition",
+    "content_blocks",
     "definition",
     "observation",
+    "output_schema",
     "parse_calls",
 ]
 
@@ -62,10 +71,47 @@ class TextContent(TypedDict):
     text: str
 
 
-class Observation(TypedDict):
-    """A `CallToolResult`: the result as text content, `isError` for failures."""
+class ImageContent(TypedDict):
+    """An image content block: `{"type": "image", "data": <base64>, "mimeType"}`."""
 
-    content: list[TextContent]
+    type: Literal["image"]
+    data: str
+    mimeType: str
+
+
+class AudioContent(TypedDict):
+    """An audio content block: `{"type": "audio", "data": <base64>, "mimeType"}`."""
+
+    type: Literal["audio"]
+    data: str
+    mimeType: str
+
+
+class ResourceContents(TypedDict):
+    """An embedded resource: its `uri`, `mimeType`, and its `text` or (base64) `blob`."""
+
+    uri: str
+    mimeType: str
+    text: NotRequired[str]
+    blob: NotRequired[str]
+
+
+class EmbeddedResource(TypedDict):
+    """A file as an embedded `resource` content block."""
+
+    type: Literal["resource"]
+    resource: ResourceContents
+
+
+ContentBlock = Union[TextContent, ImageContent, AudioContent, EmbeddedResource]
+"""A content block of a `CallToolResult`: text, an image, a sound or an embedded file."""
+
+
+class Observation(TypedDict):
+    """A `CallToolResult`: the result as content blocks (text; for a rich result also
+    images, audio and embedded resources), `isError` for failures."""
+
+    content: list[ContentBlock]
     isError: bool
 
 
@@ -108,13 +154,55 @@ def definition(tool: Tool, parameters: dict[str, Any], strict: bool) -> ToolDefi
     return {"name": tool.name, **named, "inputSchema": parameters, "annotations": annotations}
 
 
+def output_schema(tool: Tool) -> dict[str, Any] | None:
+    """The JSON Schema of the tool's result an MCP `tools/list` entry carries as its
+    `outputSchema`: its `output_schema` when it was given one, else its return annotation's
+    when that is a JSON object (`return_object_schema`).
+
+    None for anything else (text, numbers, lists, optional objects, no annotation, a type
+    toolreg cannot describe): MCP output schemas describe objects only, and a tool without
+    one is served as text alone.
+    """
+    if tool.output_schema is not None:
+        given: dict[str, Any] = copy_json(tool.output_schema)
+        return given
+    return return_object_schema(tool.function, f"the result of {tool.name}")
+
+
 def observation(result: ToolResult) -> Observation:
-    """An MCP `CallToolResult`: text content, `isError` for failures.
+    """An MCP `CallToolResult`: its content blocks (`content_blocks`), `isError` for
+    failures.
 
     Args:
         result: the dispatched call's `ToolResult`; a failure sets `isError`.
     """
-    return {"content": [{"type": "text", "text": result.content}], "isError": not result.ok}
+    return {"content": content_blocks(result), "isError": not result.ok}
+
+
+def content_blocks(result: ToolResult) -> list[ContentBlock]:
+    """A result's MCP content: one text block (its text); for a rich result one block per
+    part: text, `image`, `audio`, and a file as an embedded `resource` (its `text`, or its
+    bytes as a base64 `blob`, under its URI: see `toolreg.content.File`)."""
+    parts = shown_parts(result)
+    if not parts:
+        return [{"type": "text", "text": result.content}]
+    return [_block(part) for part in parts]
+
+
+def _block(part: Part) -> ContentBlock:
+    if isinstance(part, str):
+        return {"type": "text", "text": part}
+    if isinstance(part, Image):
+        return {"type": "image", "data": part.base64(), "mimeType": part.essence}
+    if isinstance(part, Audio):
+        return {"type": "audio", "data": part.base64(), "mimeType": part.essence}
+    assert isinstance(part, File)
+    resource: ResourceContents = {"uri": part.location, "mimeType": part.media_type}
+    if isinstance(part.data, str):
+        resource["text"] = part.data
+    else:
+        resource["blob"] = part.base64()
+    return {"type": "resource", "resource": resource}
 
 
 def parse_calls(params: Any) -> list[ToolCall]:

@@ -25,12 +25,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from ..content import File, Image, Media
 from ..definition.names import NAME_RULES
 from ..errors import UsageError
 from ..jsonvalues import copy_json
 from ..result import ToolCall, ToolResult
 from ..tool import Tool
-from .base import Dialect, Format, entries, make_call
+from .base import Dialect, Format, entries, layout, make_call, shown_parts
 
 if TYPE_CHECKING:
     from openai.types.responses import (
@@ -39,10 +40,17 @@ if TYPE_CHECKING:
         ResponseToolSearchOutputItemParamParam,
         ToolSearchToolParam,
     )
+    from openai.types.responses.response_function_call_output_item_param import (
+        ResponseFunctionCallOutputItemParam,
+    )
     from openai.types.responses.response_input_param import FunctionCallOutput
+    from openai.types.responses.response_input_text_content_param import (
+        ResponseInputTextContentParam,
+    )
 
 __all__ = [
     "FORMAT",
+    "IMAGE_TYPES",
     "NAMESPACE_SEPARATOR",
     "TOOL_SEARCH_CALL",
     "Observation",
@@ -66,6 +74,9 @@ holds a space), so it never reaches a registered tool by mistake."""
 NAMESPACE_SEPARATOR = "_"
 """Between a namespace and a function's name in the flat name: `crm` + `find_order` is
 `crm_find_order`, the name the tool is registered (and offered elsewhere) as."""
+
+IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+"""The image types the API takes as `input_image`; other images are left out as text."""
 
 ToolDefinition: TypeAlias = "FunctionToolParam"
 """One entry of `tools=` in `client.responses.create`: the SDK's type."""
@@ -194,15 +205,40 @@ def tool_search_output(call_id: str, tools: list[Any]) -> ToolSearchOutput:
 def observation(result: ToolResult) -> Observation | ToolSearchOutput:
     """The input item answering one call: the `function_call_output` item, or for a tool
     search (`TOOL_SEARCH_CALL`) the `tool_search_output` item with the definitions in
-    `result.value` (none when the search failed)."""
+    `result.value` (none when the search failed).
+
+    A rich result's `output` (`result.parts`) is a list of content parts: its text as
+    `input_text`, its images (`IMAGE_TYPES`) as `input_image` (a data URL), its PDF files
+    as `input_file` (`file_data` a data URL, with a `filename`), a text file's text after a
+    line naming it, and a marker for what the API takes no part for (audio, other files).
+    """
     if result.tool_name == TOOL_SEARCH_CALL:
         found = result.value if result.ok and isinstance(result.value, list) else []
         return tool_search_output(result.call_id or "", found)
-    return {
-        "type": "function_call_output",
-        "call_id": result.call_id or "",
-        "output": result.content,
-    }
+    parts = shown_parts(result)
+    if not parts:
+        return {
+            "type": "function_call_output",
+            "call_id": result.call_id or "",
+            "output": result.content,
+        }
+    laid: list[str | ResponseFunctionCallOutputItemParam] = layout(parts, _output_part)
+    output: list[ResponseFunctionCallOutputItemParam] = [
+        _text(p) if isinstance(p, str) else p for p in laid
+    ]
+    return {"type": "function_call_output", "call_id": result.call_id or "", "output": output}
+
+
+def _text(text: str) -> ResponseInputTextContentParam:
+    return {"type": "input_text", "text": text}
+
+
+def _output_part(part: Media) -> ResponseFunctionCallOutputItemParam | None:
+    if isinstance(part, Image) and part.essence in IMAGE_TYPES:
+        return {"type": "input_image", "image_url": part.data_url()}
+    if isinstance(part, File) and part.essence == "application/pdf" and not part.is_text:
+        return {"type": "input_file", "file_data": part.data_url(), "filename": part.filename()}
+    return None
 
 
 def call_name(item: dict[str, Any]) -> Any:

@@ -12,7 +12,8 @@ Needs the `mcp` extra (`pip install 'toolreg[mcp]'`); `import toolreg` never loa
   MCP tasks (the tasks extension) for clients that support it;
 - `mount(registry, url_or_command, ...)` -> `Mount`, a context manager (`with` or
   `async with`) that keeps the server's tools in the registry while it is open; with
-  `pin="tools.lock"`, a tool that changed since it was pinned waits for `Mount.approve`.
+  `pin="tools.lock"`, a tool that changed since it was pinned waits for `Mount.approve`;
+  with `oauth=OAuth(...)`, a server that requires OAuth 2.1 (per user with `user=`).
 """
 
 from __future__ import annotations
@@ -24,18 +25,22 @@ from .errors import McpConnectionError
 from .http import McpApp, asgi_app
 from .limits import RateLimit
 from .mount import Mount, RemoteResult, mount
+from .oauth import AssertionRequest, AuthorizationRequest, OAuth
 from .pinning import PendingTool
 from .server import build_server
 from .serving import HttpServer, serve
 from .tasks import TaskOptions
 
 __all__ = [
+    "AssertionRequest",
+    "AuthorizationRequest",
     "HttpServer",
     "JwtVerifier",
     "McpApp",
     "McpConnectionError",
     "McpRequest",
     "Mount",
+    "OAuth",
     "PendingTool",
     "RateLimit",
     "RemoteResult",

@@ -33,7 +33,7 @@ from ..tool import Tool
 
 __all__ = ["ResultCache"]
 
-_Key = tuple[str, str, str]
+_Key = tuple[str, str | None, str, str]  # tool, version, arguments, caller
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +71,7 @@ class ResultCache:
             )
         except (TypeError, ValueError, RecursionError):
             return None
-        return tool.name, canonical, identity
+        return tool.name, tool.version, canonical, identity
 
     def get(self, key: _Key, tool: Tool, call_id: str | None) -> ToolResult | None:
         with self._lock:

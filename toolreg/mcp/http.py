@@ -55,6 +55,7 @@ from .auth import (
     token_caller,
 )
 from .cache import ResultCache
+from .catalog import requested_version
 from .context import McpRequest
 from .limits import RATE_LIMIT_CODE, Limiter, RateLimit, RateLimitUnavailable
 from .server import (
@@ -379,7 +380,8 @@ class McpApp:
     async def _call(
         self, request: FastRequest, headers: Mapping[str, str], caller: Caller
     ) -> dict[str, Any] | None:
-        tool = self.service.tool_for(request.params["name"], caller)
+        version = requested_version(request.params.get("_meta"))
+        tool = self.service.tool_for(request.params["name"], caller, version)
         if tool is None or tool.needs_confirmation or tool.task or self._declares_headers(tool):
             return None  # the SDK's path: an unknown-tool error, elicitation, tasks, headers
         if request.version not in MODERN_PROTOCOL_VERSIONS and _may_log(tool):

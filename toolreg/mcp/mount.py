@@ -54,7 +54,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -68,6 +68,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
+from ..content import Part, fallback_text
 from ..definition.injection import instructions_to_model, schema_descriptions
 from ..definition.names import NAME_RULES, check_name
 from ..dispatch import DispatchSettings
@@ -75,17 +76,19 @@ from ..errors import ToolDefinitionError, ToolError, ToolregError, UsageError, e
 from ..idempotency import META_KEY
 from ..params import ToolContext
 from ..registry import ToolRegistry, default_registry
-from ..sources.credentials import CredentialRequest, Credentials, as_credentials
+from ..sources.credentials import CredentialRequest, Credentials, as_credentials, scrub
 from ..telemetry import inject, without_baggage
 from ..tool import Tool
 from ..toolsets import BaseToolset
 from ..validation.untrusted import UntrustedSchemaError, check_patterns_for_re, check_size
+from .catalog import remote_version
 from .errors import McpConnectionError
+from .oauth import OAuth, OAuthAuth, OAuthUsers
 from .pinning import PendingTool, PinFile, Pinning
-from .results import remote_failure, remote_result, result_problem
+from .results import has_media, remote_failure, remote_parts, remote_result, result_problem
 from .server import asked_about
 from .tasks import CURRENT_CALL, RemoteTaskError, TaskCall, TasksClient, offers_tasks, shown_text
-from .users import UserSessions
+from .users import Bearer, UserSessions, refusal, scrub_failure, scrubbed
 
 __all__ = ["Mount", "RemoteResult", "mount"]
 
@@ -98,20 +101,27 @@ _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the SDK's own: a response ma
 @dataclass(frozen=True, slots=True)
 class RemoteResult:
     """A mounted tool's successful result, as `ToolResult.value`: the server's text (what
-    the model reads, `ToolResult.content`), its `structuredContent`, and its content blocks."""
+    the model reads, `ToolResult.content`), its `structuredContent`, its content blocks,
+    and, when it holds images, audio or embedded files, its parts (`ToolResult.parts`: see
+    `toolreg.content`; the text is then their text fallback)."""
 
     text: str
     structured: Any = None
     content: tuple[dict[str, Any], ...] = ()
+    parts: tuple[Part, ...] = ()
 
 
 def remote_text(result: types.CallToolResult) -> str:
-    """The text of a `CallToolResult`: its text blocks, one per line; any other block as
-    JSON; the structured content as JSON when there is no block at all."""
+    """The text of a `CallToolResult`: its text blocks, one per line; an image, a sound or
+    an embedded file as a marker (`[image left out]`: its data is no text); any other block
+    as JSON; the structured content as JSON when there is no block at all."""
     parts = []
     for block in result.content:
         if isinstance(block, types.TextContent):
             parts.append(block.text)
+        elif isinstance(block, (types.ImageContent, types.AudioContent, types.EmbeddedResource)):
+            kind = "file" if isinstance(block, types.EmbeddedResource) else block.type
+            parts.append(f"[{kind} left out]")
         else:
             dumped = block.model_dump(mode="json", by_alias=True, exclude_none=True)
             parts.append(json.dumps(dumped, ensure_ascii=False))
@@ -120,8 +130,10 @@ def remote_text(result: types.CallToolResult) -> str:
     return "\n".join(parts)
 
 
-def _text_of(value: RemoteResult) -> str:
-    return value.text
+def _text_of(value: RemoteResult) -> str | tuple[Part, ...]:
+    """What dispatch renders of a remote result: its parts when it has media (a rich
+    result), else its text."""
+    return value.parts if value.parts else value.text
 
 
 class Mount(BaseToolset):
@@ -145,6 +157,12 @@ class Mount(BaseToolset):
     `credentials` (a `toolreg.sources.Credentials`, HTTP only) calls the server as the user
     each call's `context=` names, with that user's bearer token, on a session of that user's
     own (at most `max_sessions` open; see `toolreg.mcp.users`).
+
+    `oauth` (an `OAuth`, HTTP only) authorizes with a server that requires OAuth 2.1: the
+    MCP SDK's flow, tokens kept in the `OAuth`'s store, the user's part in its `authorize`
+    callback; with `OAuth(user=...)`, per user like `credentials` (see `toolreg.mcp.oauth`).
+    Opening the mount (and a user's session) may then take `connect_timeout` plus the
+    `OAuth`'s `authorize_timeout`.
 
     `trust_annotations` says whose `readOnlyHint` / `destructiveHint` to believe: False (the
     default: every remote tool needs `confirm=`), True (this server's), or a list of remote
@@ -177,6 +195,7 @@ class Mount(BaseToolset):
         pin: str | os.PathLike[str] | None = None,
         credentials: Credentials | Callable[[CredentialRequest], Any] | None = None,
         max_sessions: int = 64,
+        oauth: OAuth | None = None,
     ) -> None:
         super().__init__()
         if not isinstance(baggage, bool):
@@ -230,6 +249,8 @@ class Mount(BaseToolset):
         self._warned: set[tuple[str, str, str]] = set()  # (tool, parameter, text) reported
         self.refused: dict[str, str] = {}
         """Remote tools not mounted, by name (control characters escaped): why."""
+        self._oauth = self._check_oauth(oauth, credentials)
+        self._own_auth: OAuthAuth | None = None  # the mount's own session's, with OAuth
         self._users = self._user_sessions(credentials, max_sessions)
 
     def __repr__(self) -> str:
@@ -407,10 +428,15 @@ class Mount(BaseToolset):
         ready: asyncio.Future[None] = loop.create_future()
         self._owner = loop.create_task(self._own(ready))
         try:
-            await asyncio.wait_for(asyncio.shield(ready), self.connect_timeout)
+            await asyncio.wait_for(asyncio.shield(ready), self._opening_timeout())
         except BaseException as raised:
             await self._abandon(ready)
             exc = _innermost(raised)
+            refused = self._authorization_failure()
+            if refused is not None and not isinstance(raised, asyncio.CancelledError):
+                raise McpConnectionError(
+                    f"cannot mount the MCP server {self._label()}: {refused}"
+                ) from None
             if isinstance(exc, ToolregError):
                 raise exc from None
             if isinstance(raised, asyncio.CancelledError):
@@ -418,10 +444,10 @@ class Mount(BaseToolset):
             if isinstance(raised, asyncio.TimeoutError):
                 raise McpConnectionError(
                     f"the MCP server {self._label()} did not answer within "
-                    f"{self.connect_timeout:g} s"
+                    f"{self._opening_timeout():g} s"
                 ) from None
             raise McpConnectionError(
-                f"cannot mount the MCP server {self._label()}: {_reason(exc)}"
+                f"cannot mount the MCP server {self._label()}: {self._scrubbed_text(_reason(exc))}"
             ) from exc
         self._state = "open"
 
@@ -658,6 +684,7 @@ class Mount(BaseToolset):
             timeout=self.timeout,
             result_filter=_text_of,
             untrusted=True,  # the server's schema: bounded in size before it is compiled
+            version=remote_version(remote.meta),
         )
 
     def _caller(
@@ -694,6 +721,8 @@ class Mount(BaseToolset):
         users = self._users
         if users is None:
             call = self._remote_call(remote, local, arguments, meta or None, progress)
+            if self._own_auth is not None:  # OAuth: its tokens out of what the model reads
+                call = _scrubbing(call, self._own_auth, local)
         else:  # as the user the call's context names, on their own session (`users`)
             call = users.call(
                 local,
@@ -777,12 +806,27 @@ class Mount(BaseToolset):
         text = remote_text(result)
         if result.is_error:  # the server's words: under the registry's errors= policy
             raise remote_failure(local, text)
-        text = remote_result(text)  # however much the server sent
         blocks = tuple(
             block.model_dump(mode="json", by_alias=True, exclude_none=True)
             for block in result.content
         )
-        return RemoteResult(text, result.structured_content, blocks)
+        rich = remote_parts(result.content)
+        if rich is None:
+            text = remote_result(text)  # however much the server sent
+            return RemoteResult(text, result.structured_content, blocks)
+        parts, refused = rich
+        if refused:
+            _log.warning(
+                "the MCP server %s answered %r with %d image, audio or file part(s) left out "
+                "(malformed, mislabelled or too large)",
+                self._label(),
+                remote,
+                refused,
+            )
+        text = remote_result(fallback_text(parts))
+        if not has_media(parts):  # every one refused: the markers are the text
+            parts = ()
+        return RemoteResult(text, result.structured_content, blocks, parts)
 
     async def _answer_of(
         self, sent: asyncio.Future[types.CallToolResult], call: TaskCall
@@ -829,21 +873,30 @@ class Mount(BaseToolset):
         provider = as_credentials(credentials, "Mount")
         if isinstance(max_sessions, bool) or not isinstance(max_sessions, int) or max_sessions < 1:
             raise UsageError(f"max_sessions={max_sessions!r}: a whole number >= 1")
-        if provider is None:
+        oauth = self._oauth
+        if provider is None and (oauth is None or oauth.user is None):
             return None
         if self._url is None:
             raise UsageError("credentials= is for an MCP server over HTTP, not a stdio command")
+        authority: Any = Bearer(provider) if provider is not None else None
+        if oauth is not None:
+            authority = OAuthUsers(oauth, self._url, self._label)
         return UserSessions(
-            provider, self._user_client, self._label, max_sessions, self.connect_timeout
+            authority, self._user_client, self._label, max_sessions, self._opening_timeout()
         )
 
-    def _http_client(self, auth: httpx2.Auth | None) -> httpx2.AsyncClient:
-        if auth is None and self._users is not None:
-            auth = self._users.catalog_auth()
+    def _http_client(self, auth: Any) -> httpx2.AsyncClient:
+        if auth is None:  # the mount's own session
+            if self._users is not None:
+                auth = self._users.catalog_auth()
+            elif self._oauth is not None and self._url is not None:
+                auth = self._oauth.auth(self._url, self._label(), None)
+            if isinstance(auth, OAuthAuth):
+                self._own_auth = auth
         return httpx2.AsyncClient(headers=self._headers, timeout=_HTTP_TIMEOUT, auth=auth)
 
     @contextlib.asynccontextmanager
-    async def _user_client(self, auth: httpx2.Auth) -> Any:
+    async def _user_client(self, auth: Any) -> Any:
         """A connected client whose requests carry `auth` (one user's session)."""
         assert self._url is not None
         async with contextlib.AsyncExitStack() as stack:
@@ -862,6 +915,104 @@ class Mount(BaseToolset):
         """`client`'s connection broke: the mount's own, or a user's session."""
         if client is self._client or self._users is None or not self._users.lost(client):
             self._client = None
+
+    # -- OAuth (oauth=, see `oauth`) ------------------------------------------------------------
+    def _check_oauth(self, oauth: object, credentials: object) -> OAuth | None:
+        if oauth is None:
+            return None
+        if not isinstance(oauth, OAuth):
+            raise UsageError(
+                f"Mount(oauth=...): an OAuth(...), not {type(oauth).__name__}; e.g. "
+                "oauth=OAuth(authorize, redirect_uri='http://127.0.0.1:8765/callback')"
+            )
+        if self._url is None:
+            raise UsageError("oauth= is for an MCP server over HTTP, not a stdio command")
+        if credentials is not None:
+            raise UsageError(
+                "Mount(credentials=..., oauth=...): one or the other (both would set the "
+                "Authorization header); per-user OAuth is OAuth(..., user=...)"
+            )
+        if self._headers is not None and any(k.lower() == "authorization" for k in self._headers):
+            raise UsageError("Mount(headers={'Authorization': ...}, oauth=...): OAuth sets it")
+        return oauth
+
+    def sign_in(self, context: Any = None) -> None:
+        """Open the session of the user of `context` now, outside any call: with
+        `OAuth(user=...)`, `authorize` is asked now if the user has no tokens, with
+        `authorize_timeout` (a call's own time limit is shorter, `timeout`); their calls
+        then find it open. Nothing to do without per-user sessions (the mount's own session
+        was authorized when it opened). From sync code (`with Mount(...)`).
+
+        Raises:
+            McpConnectionError: the session could not be opened, saying why (the user did
+                not authorize, the server refused them...).
+            UsageError: the mount is not open, or runs on the caller's loop (`async with`:
+                use `await mount.asign_in(context)`).
+        """
+        self._on_own_loop("sign_in", self._sign_in(context))
+
+    async def asign_in(self, context: Any = None) -> None:
+        """`sign_in`, from async code (either kind of mount)."""
+        await self._on_any_loop("asign_in", self._sign_in(context))
+
+    def sign_out(self, context: Any = None) -> bool:
+        """Close the session of the user of `context` and, with OAuth, delete the tokens kept
+        for them (their next call authorizes again); context None: the application's own
+        tokens (used by the next mount). True if there was a session or tokens. From sync
+        code; `asign_out` from async code."""
+        return bool(self._on_own_loop("sign_out", self._sign_out(context)))
+
+    async def asign_out(self, context: Any = None) -> bool:
+        """`sign_out`, from async code (either kind of mount)."""
+        return bool(await self._on_any_loop("asign_out", self._sign_out(context)))
+
+    async def _sign_in(self, context: Any) -> None:
+        if self._users is not None and context is not None:
+            await self._users.sign_in(context)
+
+    async def _sign_out(self, context: Any) -> bool:
+        closed = self._users is not None and context is not None and self._users.sign_out(context)
+        oauth, url = self._oauth, self._url
+        forgotten = oauth is not None and url is not None and await oauth.forget(url, context)
+        return closed or forgotten
+
+    def _on_own_loop(self, verb: str, coro: Coroutine[Any, Any, Any]) -> Any:
+        loop = self._loop
+        if self._state != "open" or loop is None or self._thread is None:
+            coro.close()
+            if self._state == "open":
+                raise UsageError(f"{verb}() is for `with Mount(...)`; here, await a{verb}()")
+            raise UsageError(f"{verb}() needs an open mount (this one is {self._state})")
+        return asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+    async def _on_any_loop(self, verb: str, coro: Coroutine[Any, Any, Any]) -> Any:
+        loop = self._loop
+        if self._state != "open" or loop is None:
+            coro.close()
+            raise UsageError(f"{verb}() needs an open mount (this one is {self._state})")
+        if self._thread is None:
+            return await coro
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, loop))
+
+    def _opening_timeout(self) -> float:
+        """How long opening a session may take: with OAuth, the user may be authorizing."""
+        oauth = self._oauth
+        return self.connect_timeout + (0.0 if oauth is None else oauth.authorize_timeout)
+
+    def _authorization_failure(self) -> str | None:
+        """Why the mount's own session could not be authorized (toolreg's words), if so."""
+        auth = self._own_auth
+        if auth is None:
+            return None
+        if auth.problem is not None:
+            return auth.problem
+        if auth.refused:
+            return "the server refused the OAuth access token (HTTP 401)"
+        return None
+
+    def _scrubbed_text(self, text: str) -> str:
+        auth = self._own_auth
+        return text if auth is None else scrub(text, auth.used.values())
 
     # -- list changes -------------------------------------------------------------------------
     async def _on_message(self, message: Any) -> None:
@@ -909,6 +1060,19 @@ async def _reaped(sent: asyncio.Future[Any], grace: float) -> None:
         sent.cancel()
     with contextlib.suppress(BaseException):
         await sent
+
+
+async def _scrubbing(call: Awaitable[RemoteResult], auth: OAuthAuth, local: str) -> RemoteResult:
+    """`call`'s result with the OAuth tokens of `auth` scrubbed from its text (and a failure
+    to authorize, a step-up declined, told as such)."""
+    try:
+        result = await call
+    except Exception as exc:
+        refusal(auth, local)
+        scrub_failure(exc, auth.used.values())
+        raise
+    cleaned: RemoteResult = scrubbed(result, auth.used.values())
+    return cleaned
 
 
 def _retrieved(sent: asyncio.Future[Any]) -> None:

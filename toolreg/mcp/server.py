@@ -54,7 +54,7 @@ from mcp_types.jsonrpc import HEADER_MISMATCH
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from ..dispatch import ConfirmCallback
+from ..dispatch import ConfirmCallback, Dispatcher
 from ..dispatch.calling import THREAD_WATCH, make_context
 from ..errors import ToolDeniedError, ToolTimeoutError, UsageError
 from ..idempotency import META_KEY, received_key
@@ -62,21 +62,30 @@ from ..params import ToolContext
 from ..result import ToolResult
 from ..telemetry import extracted, sanitize_meta
 from ..tool import Tool
-from ..toolsets import Toolset
+from ..toolsets import Toolset, pinned, versions_of
+from ..toolsets.versions import same_version_text
 from .auth import UNRESTRICTED, Caller, address_caller, token_caller
 from .cache import ResultCache
-from .catalog import Catalog, call_result
+from .catalog import Catalog, call_result, requested_version
 from .context import LogLevels, McpRequest, Note, Reporter
 from .tasks import (
     EXTENSION,
-    Task,
+    INTERRUPTED,
+    LOST_MESSAGE,
+    JobRunner,
+    TaskBackend,
+    TaskHandle,
+    TaskJob,
     TaskOptions,
     TaskParams,
     TaskStore,
     UpdateParams,
     can_elicit,
     declares_tasks,
+    keyed,
+    lost_policy,
     needs_tasks,
+    task_key,
 )
 
 __all__ = ["DEFAULT_MAX_THREADS", "ContextFactory", "ThreadSlots", "ToolService", "build_server"]
@@ -226,7 +235,16 @@ class _Slot:
 class ToolService:
     """Runs MCP tool calls against a toolset: context, dispatch and the wire result."""
 
-    __slots__ = ("cache", "catalog", "context", "restricted", "tasks", "threads", "toolset")
+    __slots__ = (
+        "_pinned",
+        "cache",
+        "catalog",
+        "context",
+        "restricted",
+        "tasks",
+        "threads",
+        "toolset",
+    )
 
     def __init__(
         self,
@@ -258,16 +276,46 @@ class ToolService:
         self.context = context
         self.restricted = restricted
         self.cache = cache
-        self.tasks = TaskStore(tasks)
+        self.tasks = task_store(tasks, self.run_job)
+        self._pinned: dict[tuple[str, str], Toolset] = {}  # a version asked for: its view
 
     def list_result(self, caller: Caller = UNRESTRICTED) -> dict[str, Any]:
         """A `ListToolsResult` (wire form): the tools `caller` may see."""
         return {"tools": self.catalog.entries(caller.permits)}
 
-    def tool_for(self, name: str, caller: Caller = UNRESTRICTED) -> Tool | None:
-        """The tool `name`, if `caller`'s scopes allow it (else None, as for no tool)."""
+    def tool_for(
+        self, name: str, caller: Caller = UNRESTRICTED, version: str | None = None
+    ) -> Tool | None:
+        """The tool `name` (with `version`: that version of it, see `requested_version`;
+        a tool without versions is every version, as FastMCP has it), if `caller`'s scopes
+        allow it (else None, as for no tool)."""
         tool = self.toolset.get(name)
+        if tool is not None and version is not None and tool.version is not None:
+            found = versions_of(self.toolset, name)
+            tool = next((t for t in found if same_version_text(t, version)), None)
         return tool if tool is not None and caller.permits(tool.scopes) else None
+
+    def dispatcher_for(self, tool: Tool) -> Dispatcher:
+        """The dispatcher that runs `tool`: the toolset's for the tool its name has there,
+        a view pinned to its version for another version of it."""
+        if tool.version is None or self.toolset.get(tool.name) is tool:
+            return self.toolset.dispatcher
+        key = (tool.name, tool.version)
+        view = self._pinned.get(key)
+        if view is None or view.get(tool.name) is not tool:
+            view = self._pinned[key] = pinned(self.toolset, {tool.name: tool.version})
+        return view.dispatcher
+
+    def unknown_version(self, name: str, version: str, caller: Caller = UNRESTRICTED) -> MCPError:
+        """The protocol error for a version of a tool that the toolset does not hold (or
+        that `caller` may not see)."""
+        held = [t.version for t in versions_of(self.toolset, name) if caller.permits(t.scopes)]
+        shown = ", ".join(v for v in held if v is not None) or "none"
+        asked = version if version.isprintable() and len(version) <= 64 else "?"
+        return MCPError(
+            code=types.INVALID_PARAMS,
+            message=f"Tool '{name}' has no version '{asked}' (its versions: {shown}).",
+        )
 
     def caller_of(self, ctx: ServerRequestContext[Any]) -> Caller:
         """Who sent an SDK request: what toolreg's HTTP gate found, the SDK's authenticated
@@ -338,7 +386,7 @@ class ToolService:
         context = _tool_context(tool, deps, reporter)
         key = None if meta is None else received_key(meta.get(META_KEY))  # the caller's
         with extracted(meta):  # the caller's trace, when it sent one and toolreg is traced
-            dispatcher = self.toolset.dispatcher
+            dispatcher = self.dispatcher_for(tool)
             if tool.is_async:  # cancelled with its caller (e.g. a client gone)
                 return await dispatcher.adispatch_tool(
                     tool.name,
@@ -386,7 +434,7 @@ class ToolService:
             tool.name, call_id, False, error.message, error=error, outcome="not_started"
         )
 
-    def start_task(
+    async def start_task(
         self,
         tool: Tool,
         arguments: dict[str, Any] | None,
@@ -400,25 +448,38 @@ class ToolService:
         A confirmation is asked through the task's `inputRequests` when the client can
         answer a form, and waits for the answer at most the tasks' `ttl`."""
         asks = tool.needs_confirmation and can_elicit(meta)
+        job = TaskJob(tool.name, arguments, about, meta, caller, asks)
+        return await self.tasks.start(owner, job)
 
-        async def run(task: Task) -> dict[str, Any]:
-            reporter = Reporter(task.note)  # progress: the task's statusMessage
-            try:
-                result = await self.call(
-                    tool,
-                    arguments,
-                    lambda: about,
-                    call_id=task.id,
-                    reporter=reporter,
-                    confirm=_asked_in(task, self.tasks.options.ttl) if asks else None,
-                    meta=meta,
-                    caller=caller,
-                )
-            finally:
-                await reporter.close()
-            return self.result(tool, result)
-
-        return self.tasks.start(owner, run, caller.identity)
+    async def run_job(self, task: TaskHandle, job: TaskJob) -> dict[str, Any]:
+        """Run a task's call (in whichever worker holds it): its `CallToolResult`. A run
+        after the first (its worker was lost) happens only for a tool that allows it
+        (`on_worker_lost`); it has the same idempotency key as the first."""
+        tool = self.tool_for(job.tool, job.caller, requested_version(job.meta))
+        if tool is None:  # a worker serving other tools, or a tool since removed
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message=f"Tool '{job.tool}' is not served by the worker that took the task.",
+            )
+        if task.attempt > 1 and lost_policy(tool) == "fail":
+            raise MCPError(code=INTERRUPTED, message=LOST_MESSAGE)
+        meta = keyed(job.meta, task_key(task.id, tool.name, job.arguments))
+        reporter = Reporter(task.note)  # progress: the task's statusMessage
+        ttl = self.tasks.options.ttl
+        try:
+            result = await self.call(
+                tool,
+                job.arguments,
+                lambda: job.request,
+                call_id=task.id,
+                reporter=reporter,
+                confirm=_asked_in(task, ttl) if job.asks else None,
+                meta=meta,
+                caller=job.caller,
+            )
+        finally:
+            await reporter.close()
+        return self.result(tool, result)
 
     def result(self, tool: Tool, result: ToolResult) -> dict[str, Any]:
         """The `CallToolResult` (wire form) of a dispatched call."""
@@ -434,6 +495,18 @@ class ToolService:
             visible.remove(name)
         answer = await self.toolset.dispatcher.adispatch_tool(name, {}, allowed=visible)
         return MCPError(code=types.INVALID_PARAMS, message=answer.content)
+
+
+def task_store(options: TaskOptions | None, runner: JobRunner) -> TaskBackend:
+    """The backend `options` name: in this process, or shared (`options.backend`)."""
+    if options is not None and not isinstance(options, TaskOptions):
+        raise UsageError("tasks= takes TaskOptions(max_running=32, ttl=600), or None")
+    options = options or TaskOptions()
+    if options.backend is None:
+        return TaskStore(options, runner)
+    from .shared_tasks import SharedTaskStore  # needs pydocket: the `tasks` extra
+
+    return SharedTaskStore(options, runner)
 
 
 def _unheld(confirm: ConfirmCallback | None, slot: _Slot) -> ConfirmCallback | None:
@@ -454,7 +527,7 @@ def _unheld(confirm: ConfirmCallback | None, slot: _Slot) -> ConfirmCallback | N
     return ask
 
 
-def _asked_in(task: Task, timeout: float) -> ConfirmCallback:
+def _asked_in(task: TaskHandle, timeout: float) -> ConfirmCallback:
     """`confirm=` for a call run as a task: the question goes in the task's
     `inputRequests`; only an explicit yes, sent with `tasks/update`, approves."""
 
@@ -545,15 +618,18 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
         ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
         caller = service.caller_of(ctx)
-        tool = service.tool_for(params.name, caller)
+        version = requested_version(_meta_of(ctx))
+        tool = service.tool_for(params.name, caller, version)
         if tool is None:
+            if version is not None and service.tool_for(params.name, caller) is not None:
+                raise service.unknown_version(params.name, version, caller)
             raise await service.unknown(params.name, caller)
         if tool.task is not None:
             meta = _meta_of(ctx)
             if declares_tasks(meta, ctx.protocol_version):
                 about = _request_of(ctx, tool.name, caller)
                 owner = _owner(ctx, caller)
-                return service.start_task(
+                return await service.start_task(
                     tool, params.arguments, about, owner=owner, meta=meta, caller=caller
                 )
             if tool.task == "required":
@@ -577,8 +653,8 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
             return confirmation.pending
         return types.CallToolResult.model_validate(service.result(tool, result))
 
-    def task_of(ctx: ServerRequestContext[Any], params: TaskParams) -> Task:
-        """The task a `tasks/*` request names, if this caller may see it."""
+    def owner_of(ctx: ServerRequestContext[Any], params: TaskParams) -> str:
+        """Who asks about the task a `tasks/*` request names (checked by the store)."""
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             raise MCPError(code=types.METHOD_NOT_FOUND, message="Method not found")
         if not declares_tasks(_meta_of(ctx), ctx.protocol_version):
@@ -589,17 +665,17 @@ def sdk_server(service: ToolService, *, name: str, instructions: str | None) -> 
             raise MCPError(
                 code=HEADER_MISMATCH, message="The Mcp-Name header is not the request's taskId."
             )
-        return service.tasks.find(_owner(ctx, service.caller_of(ctx)), params.task_id)
+        return _owner(ctx, service.caller_of(ctx))
 
     async def get_task(ctx: ServerRequestContext[Any], params: TaskParams) -> dict[str, Any]:
-        return task_of(ctx, params).wire(service.tasks.options)
+        return await service.tasks.get(owner_of(ctx, params), params.task_id)
 
     async def update_task(ctx: ServerRequestContext[Any], params: UpdateParams) -> dict[str, Any]:
-        task_of(ctx, params).answer(params.input_responses)
+        await service.tasks.update(owner_of(ctx, params), params.task_id, params.input_responses)
         return {}
 
     async def cancel_task(ctx: ServerRequestContext[Any], params: TaskParams) -> dict[str, Any]:
-        service.tasks.cancel(task_of(ctx, params))
+        await service.tasks.cancel(owner_of(ctx, params), params.task_id)
         return {}
 
     async def set_level(ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams) -> Any:

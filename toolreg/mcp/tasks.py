@@ -53,13 +53,15 @@ import asyncio
 import contextlib
 import logging
 import math
+import re
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import mcp_types as types
 from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
@@ -70,7 +72,11 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import UsageError
-from .context import Note
+from ..idempotency import META_KEY, idempotency_key, received_key
+from ..stores.redis import redacted
+from ..tool import Tool
+from .auth import Caller
+from .context import McpRequest, Note
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 """The extension's identifier."""
@@ -78,6 +84,9 @@ EXTENSION = "io.modelcontextprotocol/tasks"
 __all__ = [
     "EXTENSION",
     "Task",
+    "TaskBackend",
+    "TaskHandle",
+    "TaskJob",
     "TaskOptions",
     "TaskStore",
     "declares_tasks",
@@ -112,7 +121,18 @@ class TaskOptions:
     the tool was interrupted while running and may still be. A finished task's result is
     kept `ttl` seconds after it finished, then forgotten; at most `max_kept` tasks are
     held (the oldest finished one goes first). `poll_interval` is the wait between polls
-    the server suggests (`pollIntervalMs`). Tasks live in the serving process.
+    the server suggests (`pollIntervalMs`).
+
+    Tasks live in the serving process unless `backend=` names a shared one: a Redis URL
+    (`redis://`, `rediss://`, `unix://`; the `tasks` extra), where every worker and
+    machine serving the same `queue` keeps and runs them (see `shared_tasks`): a task
+    created through one is read, answered and cancelled through any other, runs in
+    whichever has a free slot, and outlives a restart of every one; the bounds above
+    hold across all of them (`max_kept` bounds the in-process store only: in Redis a
+    finished task expires `ttl` after it ended). A worker that dies (or stops) while its
+    task runs stops renewing its claim on it; `reclaim_after` seconds later another
+    worker takes the task over and runs it again, or ends it `failed`, as the tool's
+    `on_worker_lost=` says.
     """
 
     max_running: int = 32
@@ -121,6 +141,9 @@ class TaskOptions:
     poll_interval: float = 0.5
     max_per_caller: int | None = None
     max_lifetime: float | None = 3600.0
+    backend: str | None = field(default=None, repr=False)
+    queue: str = "toolreg"
+    reclaim_after: float = 30.0
 
     def __post_init__(self) -> None:
         for key in ("max_running", "max_kept"):
@@ -139,7 +162,8 @@ class TaskOptions:
                     f"TaskOptions(max_per_caller={self.max_per_caller}) must be at most "
                     f"max_running={self.max_running} (a caller's share of the running tasks)"
                 )
-        for key in ("ttl", "poll_interval", "max_lifetime"):
+        _check_backend(self.backend, self.queue)
+        for key in ("ttl", "poll_interval", "max_lifetime", "reclaim_after"):
             value = getattr(self, key)
             if value is None and key == "max_lifetime":
                 continue
@@ -147,6 +171,28 @@ class TaskOptions:
                 raise UsageError(f"TaskOptions({key}={value!r}): must be a number of seconds")
             if not math.isfinite(value) or value <= 0:
                 raise UsageError(f"TaskOptions({key}={value!r}): must be a positive number")
+
+
+_SCHEMES = ("redis", "rediss", "unix")
+_QUEUE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+def _check_backend(backend: object, queue: object) -> None:
+    if not isinstance(queue, str) or not _QUEUE.fullmatch(queue):
+        raise UsageError(
+            f"TaskOptions(queue={queue!r}): 1 to 64 letters, digits, '_', '.' or '-' (the "
+            "name the workers serving the same tools share), e.g. queue='billing'"
+        )
+    if backend is None:
+        return
+    scheme = backend.partition("://")[0].lower() if isinstance(backend, str) else ""
+    if scheme not in _SCHEMES or "://" not in str(backend):
+        shown = redacted(backend) if isinstance(backend, str) else repr(backend)
+        raise UsageError(
+            f"TaskOptions(backend={shown}): a shared task backend is a Redis URL, starting "
+            "with redis://, rediss:// or unix://, e.g. backend='redis://127.0.0.1:6379/0' "
+            "(None: tasks live in the serving process)"
+        )
 
 
 def _whole(key: str, value: object) -> None:
@@ -201,16 +247,214 @@ def _bytes(identity: str) -> bytes:
     return identity.encode("utf-8", "surrogatepass")
 
 
-def _now() -> str:
+def timestamp() -> str:
+    """Now, as a task's `createdAt` / `lastUpdatedAt` (ISO 8601, UTC, milliseconds)."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+INTERRUPTED = types.INTERNAL_ERROR
+"""The JSON-RPC error (-32603) of a task whose worker was lost while its tool ran, for a
+tool registered `on_worker_lost="fail"`."""
+LOST_MESSAGE = (
+    "The worker running this task stopped (it crashed or was shut down) while the tool "
+    "ran: the tool was interrupted while running and may have had effects. It was not "
+    "run again (the tool is registered on_worker_lost='fail')."
+)
+
+
+def task_key(task_id: str, tool: str, arguments: Mapping[str, Any] | None) -> str:
+    """The idempotency key of a task's call when its caller sent none:
+    `idempotency_key("mcp-task", task_id, task_id, tool, arguments)` (the task stands for
+    the turn and the call). The same for every run of the task, in any worker."""
+    return idempotency_key("mcp-task", task_id, task_id, tool, arguments)
+
+
+def keyed(meta: Mapping[str, Any] | None, key: str) -> dict[str, Any]:
+    """`meta` with `key` as the call's idempotency key (`META_KEY`), unless it carries a
+    well-formed one of the caller's (`received_key`)."""
+    out = dict(meta or {})
+    if received_key(out.get(META_KEY)) is None:
+        out[META_KEY] = key
+    return out
+
+
+def lost_policy(tool: Tool) -> Literal["rerun", "fail"]:
+    """What happens to `tool`'s task when its worker is lost (`Tool.on_worker_lost`;
+    None: a read-only or idempotent tool runs again, any other fails)."""
+    if tool.on_worker_lost is not None:
+        return tool.on_worker_lost
+    return "rerun" if tool.read_only or tool.idempotent else "fail"
+
+
+_SECRET_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+
+
+@dataclass(frozen=True, slots=True)
+class TaskJob:
+    """What one task runs: the tool call and the request it came in, as data a shared
+    backend keeps with the task (`stored`) and any worker runs again (`restored`).
+
+    Kept without secrets: no `Authorization`, `Cookie` or `Proxy-Authorization` header,
+    and the caller's access token without its raw text (`token=""`; its subject, scopes,
+    claims and client id are kept), so a `context=` factory that runs for a task on a
+    shared backend reads the request as stored.
+    """
+
+    tool: str
+    arguments: dict[str, Any] | None
+    request: McpRequest
+    meta: Mapping[str, Any] | None
+    caller: Caller
+    asks: bool = False
+
+    def stored(self) -> dict[str, Any]:
+        """The job as JSON-able data (see the class's text for what is left out)."""
+        request = self.request
+        token = self.caller.token
+        return {
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "request": {
+                "transport": request.transport,
+                "protocol_version": request.protocol_version,
+                "headers": {
+                    k: v for k, v in request.headers.items() if k.lower() not in _SECRET_HEADERS
+                },
+                "session_id": request.session_id,
+                "client": None if request.client is None else dict(request.client),
+            },
+            "meta": None if self.meta is None else dict(self.meta),
+            "caller": self.caller.identity,
+            "scopes": None if self.caller.scopes is None else sorted(self.caller.scopes),
+            "token": None if token is None else token.model_dump(mode="json", exclude={"token"}),
+            "asks": self.asks,
+        }
+
+    @classmethod
+    def restored(cls, data: Mapping[str, Any]) -> TaskJob:
+        """A job from `stored` data (a `KeyError`, `TypeError` or `ValueError` when the
+        data is not one)."""
+        from mcp.server.auth.provider import AccessToken
+
+        request = data["request"]
+        token = None
+        if data.get("token") is not None:
+            token = AccessToken.model_validate({**data["token"], "token": ""})
+        scopes = data.get("scopes")
+        caller = Caller(str(data["caller"]), None if scopes is None else frozenset(scopes), token)
+        arguments = data.get("arguments")
+        return cls(
+            tool=str(data["tool"]),
+            arguments=None if arguments is None else dict(arguments),
+            request=McpRequest(
+                transport=request["transport"],
+                tool=str(data["tool"]),
+                protocol_version=request["protocol_version"],
+                headers=dict(request.get("headers") or {}),
+                session_id=request.get("session_id"),
+                client=request.get("client"),
+                token=token,
+            ),
+            meta=data.get("meta"),
+            caller=caller,
+            asks=bool(data.get("asks")),
+        )
+
+
+class TaskHandle(Protocol):
+    """What a running task's call sees of its task: `id`, `attempt` (1, or more when a
+    shared backend runs it again after its worker was lost), `note` (progress: the task's
+    status message) and `ask` (a question to the client through `inputRequests`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def attempt(self) -> int: ...
+
+    async def note(self, note: Note) -> None: ...
+
+    async def ask(self, request: dict[str, Any], timeout: float) -> Any: ...
+
+
+JobRunner = Callable[[TaskHandle, TaskJob], Awaitable[dict[str, Any]]]
+"""Runs a task's job: the `CallToolResult` (wire form), or raises `MCPError` (the task
+ends `failed` with that error)."""
+
+
+class TaskBackend(Protocol):
+    """Where a server's tasks live and run: `TaskStore` (this process) or
+    `shared_tasks.SharedTaskStore` (Redis, shared by every worker). Each method checks the
+    task's owner: another caller's task is as unknown as a made-up id (-32602)."""
+
+    options: TaskOptions
+
+    async def start(self, owner: str, job: TaskJob) -> dict[str, Any]:
+        """Create a task of `owner` (counted in its caller's share) that runs `job`; its
+        `CreateTaskResult`. -32000 over `max_running` or `max_per_caller`."""
+        ...
+
+    async def get(self, owner: str, task_id: str) -> dict[str, Any]:
+        """`tasks/get`: the task as it is now."""
+        ...
+
+    async def update(self, owner: str, task_id: str, responses: Mapping[str, Any]) -> None:
+        """`tasks/update`: answers for the task's outstanding input requests."""
+        ...
+
+    async def cancel(self, owner: str, task_id: str) -> None:
+        """`tasks/cancel`: ask the task to stop."""
+        ...
+
+    def serving(self) -> AbstractAsyncContextManager[None]:
+        """The server's lifetime (tasks run only while it lasts)."""
+        ...
+
+
+def not_found() -> MCPError:
+    """-32602 for a task id that is unknown, expired, or another caller's."""
+    return MCPError(code=types.INVALID_PARAMS, message=_NOT_FOUND)
+
+
+def busy(options: TaskOptions, per_caller: bool) -> MCPError:
+    """-32000: `max_running` (or the caller's `max_per_caller`) tasks are running."""
+    if per_caller:
+        return MCPError(
+            code=BUSY,
+            message=f"Too many tasks of this caller running ({options.max_per_caller}); "
+            "try again later.",
+        )
+    return MCPError(
+        code=BUSY, message=f"Too many tasks running ({options.max_running}); try again later."
+    )
+
+
+def lifetime_message(lifetime: float) -> str:
+    """The message of a task stopped at `max_lifetime`."""
+    return (
+        f"The task ran past its lifetime ({lifetime:g} s) and was stopped: the tool "
+        "was interrupted while running, may have had effects and may still be running."
+    )
+
+
+def progress_text(note: Note) -> str:
+    """A progress line as a task's status message: `"1/5: warming up"`."""
+    shown = f"{note.progress:g}" if note.total is None else f"{note.progress:g}/{note.total:g}"
+    return shown if not note.message else f"{shown}: {note.message}"
+
+
+def owned(owner: str, claimed: str) -> bool:
+    """Whether `claimed` (a task's recorded owner) is `owner`, in constant time."""
+    return secrets.compare_digest(_bytes(owner), _bytes(claimed))
+
+
 class Task:
-    """One task: who owns it, where it is, and what it ended with."""
+    """One task of the in-process store: who owns it, where it is, what it ended with."""
 
     __slots__ = (
         "_asked",
         "_questions",
+        "attempt",
         "caller",
         "created",
         "error",
@@ -229,9 +473,10 @@ class Task:
         self.id = secrets.token_urlsafe(32)
         self.owner = owner
         self.caller = owner if caller is None else caller  # whose share it counts in
+        self.attempt = 1
         self.status: Status = "working"
         self.message: str | None = None
-        self.created = self.updated = _now()
+        self.created = self.updated = timestamp()
         self.started = time.monotonic()
         self.finished: float | None = None
         self.result: dict[str, Any] | None = None
@@ -241,14 +486,13 @@ class Task:
         self._asked = 0
 
     def _touch(self) -> None:
-        self.updated = _now()
+        self.updated = timestamp()
 
     async def note(self, note: Note) -> None:
         """A `ToolContext.report_progress` line becomes the task's status message."""
         if note.kind != "progress" or self.status in TERMINAL:
             return  # log lines have nowhere to go in a task
-        shown = f"{note.progress:g}" if note.total is None else f"{note.progress:g}/{note.total:g}"
-        self.message = shown if not note.message else f"{shown}: {note.message}"
+        self.message = progress_text(note)
         self._touch()
 
     async def ask(self, request: dict[str, Any], timeout: float) -> Any:
@@ -317,41 +561,27 @@ class Task:
         return data
 
 
-Run = Callable[[Task], Awaitable[dict[str, Any]]]
-"""Runs a task's tool call: the `CallToolResult` (wire form), or raises `MCPError`."""
-
-
 class TaskStore:
-    """The tasks of one server: created by `start`, looked up by id and owner, forgotten
-    `ttl` after they end. Every method runs on the server's event loop."""
+    """The tasks of one server, in its process: created by `start`, looked up by id and
+    owner, forgotten `ttl` after they end. Every method runs on the server's event loop."""
 
-    def __init__(self, options: TaskOptions | None = None) -> None:
-        if options is not None and not isinstance(options, TaskOptions):
-            raise UsageError("tasks= takes TaskOptions(max_running=32, ttl=600), or None")
-        self.options = options or TaskOptions()
+    def __init__(self, options: TaskOptions, runner: JobRunner) -> None:
+        self.options = options
+        self._runner = runner
         self._tasks: dict[str, Task] = {}
         self._serving = 0
         self._stopping = False
         self.running = 0
         self._running_of: dict[str, int] = {}  # running tasks by caller
 
-    def start(self, owner: str, run: Run, caller: str | None = None) -> dict[str, Any]:
-        """Create a task of `owner` (counted in `caller`'s share; default: the owner) that
-        runs `run` in the background; its `CreateTaskResult`."""
+    async def start(self, owner: str, job: TaskJob) -> dict[str, Any]:
         self._forget_expired()
         options = self.options
         if self.running >= options.max_running:
-            raise MCPError(
-                code=BUSY,
-                message=f"Too many tasks running ({options.max_running}); try again later.",
-            )
-        share = owner if caller is None else caller
+            raise busy(options, per_caller=False)
+        share = job.caller.identity
         if self._running_of.get(share, 0) >= (options.max_per_caller or options.max_running):
-            raise MCPError(
-                code=BUSY,
-                message=f"Too many tasks of this caller running ({options.max_per_caller}); "
-                "try again later.",
-            )
+            raise busy(options, per_caller=True)
         if len(self._tasks) >= self.options.max_kept:
             oldest = min(
                 (t for t in self._tasks.values() if t.finished is not None),
@@ -362,22 +592,19 @@ class TaskStore:
         self._tasks[task.id] = task
         self.running += 1
         self._running_of[share] = self._running_of.get(share, 0) + 1
-        task.job = asyncio.ensure_future(self._run(task, run))
+        task.job = asyncio.ensure_future(self._run(task, job))
         return task.wire(self.options, "task")
 
-    async def _run(self, task: Task, run: Run) -> None:
+    async def _run(self, task: Task, job: TaskJob) -> None:
         lifetime = self.options.max_lifetime
         try:
-            result = await asyncio.wait_for(run(task), lifetime)
+            result = await asyncio.wait_for(self._runner(task, job), lifetime)
         except asyncio.CancelledError:
             why = ": the server is stopping" if self._stopping else " by the client"
             task.end("cancelled", message=f"Cancelled{why}.")
-        except asyncio.TimeoutError:  # wait_for's own: `run` turns a tool's time limit into
-            # a result, so only the lifetime ends up here
-            message = (
-                f"The task ran past its lifetime ({lifetime:g} s) and was stopped: the tool "
-                "was interrupted while running, may have had effects and may still be running."
-            )
+        except asyncio.TimeoutError:  # wait_for's own: the runner turns a tool's time
+            # limit into a result, so only the lifetime ends up here
+            message = lifetime_message(lifetime or 0.0)
             task.end("failed", error={"code": EXPIRED, "message": message}, message=message)
         except MCPError as exc:
             error = exc.error.model_dump(mode="json", exclude_none=True)
@@ -400,13 +627,20 @@ class TaskStore:
         another caller's: the same answer)."""
         self._forget_expired()
         task = self._tasks.get(task_id) if len(task_id) <= _MAX_ID else None
-        if task is None or not secrets.compare_digest(_bytes(task.owner), _bytes(owner)):
-            raise MCPError(code=types.INVALID_PARAMS, message=_NOT_FOUND)
+        if task is None or not owned(owner, task.owner):
+            raise not_found()
         return task
 
-    def cancel(self, task: Task) -> None:
+    async def get(self, owner: str, task_id: str) -> dict[str, Any]:
+        return self.find(owner, task_id).wire(self.options)
+
+    async def update(self, owner: str, task_id: str, responses: Mapping[str, Any]) -> None:
+        self.find(owner, task_id).answer(responses)
+
+    async def cancel(self, owner: str, task_id: str) -> None:
         """Ask the task to stop: an async tool is cancelled; a sync tool's thread runs on
         and its result is discarded. A finished task stays as it ended."""
+        task = self.find(owner, task_id)
         if task.job is not None and not task.job.done():
             task.job.cancel()
 

@@ -14,6 +14,10 @@ least recently used idle one goes). A session in use is never closed under its c
 The mount's own session (the one that lists the tools and hears of their changes) is
 opened with the credential for no user (`context=None`: a service account's, or none).
 A user whose provider answers None gets an observation saying so, and no session.
+
+How a session authenticates is an `Authority`: `Bearer` (a `Credentials` provider's tokens,
+above) or OAuth (`Mount(url, oauth=OAuth(..., user=...))`, `toolreg.mcp.oauth`: each
+user's tokens from the authorization flow, kept in a store).
 """
 
 from __future__ import annotations
@@ -25,14 +29,15 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable, Generator, Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import httpx2
 
 from ..errors import ToolError, ToolFailed
 from ..sources.credentials import CredentialRequest, Credentials, Secret, scrub
+from .errors import McpConnectionError
 
-__all__ = ["IDLE_SECONDS", "CredentialAuth", "UserSessions"]
+__all__ = ["IDLE_SECONDS", "Authority", "Bearer", "CredentialAuth", "SessionAuth", "UserSessions"]
 
 _log = logging.getLogger("toolreg.mcp")
 
@@ -42,6 +47,62 @@ SCHEME = "mcp"
 """`CredentialRequest.scheme` of a mount's bearer token."""
 
 
+class SessionAuth(Protocol):
+    """The httpx authentication of one session, and what it learnt: `refused` (the server
+    answered 401 to the freshest credential there was), `problem` (why this user cannot be
+    authenticated, in words a model may read; None: no such problem), `used` (every secret
+    sent or received, to scrub from what comes back)."""
+
+    refused: bool
+    problem: str | None
+
+    @property
+    def used(self) -> dict[str, Secret]: ...
+
+    def async_auth_flow(
+        self, request: httpx2.Request
+    ) -> AsyncGenerator[httpx2.Request, httpx2.Response]: ...
+
+
+class Authority(Protocol):
+    """How the sessions of one mount's users are authenticated."""
+
+    def user_of(self, context: Any) -> Hashable:
+        """Who `context` is (the key of their session)."""
+        ...
+
+    async def admit(self, context: Any, local: str, server: str) -> None:
+        """Raise `ToolFailed` when the user of `context` cannot call the tool `local` of
+        `server` at all (no credential); before any session is opened."""
+        ...
+
+    def auth(self, context: Any) -> SessionAuth:
+        """The authentication of a new session of the user of `context` (None: the mount's
+        own session)."""
+        ...
+
+
+class Bearer:
+    """`Authority` of `Mount(credentials=...)`: each user's bearer token from `credentials`."""
+
+    def __init__(self, credentials: Credentials) -> None:
+        self.credentials = credentials
+
+    def user_of(self, context: Any) -> Hashable:
+        return self.credentials.user_of(context)
+
+    async def admit(self, context: Any, local: str, server: str) -> None:
+        secret = await self.credentials.aget(CredentialRequest(context, SCHEME, "bearer", local))
+        if secret is None:
+            raise ToolFailed(
+                f"Tool '{local}' needs a credential for the MCP server {server} that the "
+                "current user does not have: ask the user to sign in or connect the account first."
+            )
+
+    def auth(self, context: Any) -> CredentialAuth:
+        return CredentialAuth(self.credentials, context)
+
+
 class CredentialAuth(httpx2.Auth):
     """httpx authentication with the bearer token of the user `context` (see the module)."""
 
@@ -49,6 +110,7 @@ class CredentialAuth(httpx2.Auth):
         self.credentials = credentials
         self.context = context
         self.refused = False  # the server answered 401 to the freshest token there was
+        self.problem: str | None = None  # (a bearer token has no other problem)
         self.used: dict[str, Secret] = {}  # every token sent, to scrub from what comes back
 
     def _header(self, request: httpx2.Request, secret: Secret | None) -> None:
@@ -81,7 +143,7 @@ class CredentialAuth(httpx2.Auth):
 @dataclass(eq=False)
 class _Session:
     key: Hashable
-    auth: CredentialAuth
+    auth: SessionAuth
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     client: Any = None
     owner: asyncio.Task[None] | None = None
@@ -89,7 +151,7 @@ class _Session:
     last_used: float = field(default_factory=time.monotonic)
 
 
-Opener = Callable[[CredentialAuth], contextlib.AbstractAsyncContextManager[Any]]
+Opener = Callable[[SessionAuth], contextlib.AbstractAsyncContextManager[Any]]
 """Opens a connected SDK `Client` whose HTTP requests carry `auth` (the mount knows how)."""
 
 
@@ -98,13 +160,13 @@ class UserSessions:
 
     def __init__(
         self,
-        credentials: Credentials,
+        authority: Authority,
         open_client: Opener,
         label: Callable[[], str],
         max_sessions: int,
         connect_timeout: float,
     ) -> None:
-        self.credentials = credentials
+        self.authority = authority
         self.max_sessions = max_sessions
         self._open_client = open_client
         self._label = label
@@ -112,9 +174,9 @@ class UserSessions:
         self._sessions: OrderedDict[Hashable, _Session] = OrderedDict()
         self._opening: dict[Hashable, asyncio.Future[_Session]] = {}
 
-    def catalog_auth(self) -> CredentialAuth:
+    def catalog_auth(self) -> SessionAuth:
         """The authentication of the mount's own session (no user: `context=None`)."""
-        return CredentialAuth(self.credentials, None)
+        return self.authority.auth(None)
 
     @property
     def open_users(self) -> list[Hashable]:
@@ -129,30 +191,37 @@ class UserSessions:
     ) -> Any:
         """`run(client)` on the session of the user `deps` (opened if need be): the result
         with every token of that user scrubbed from its text, and failures told as such."""
-        key = self.credentials.user_of(deps)
-        secret = await self.credentials.aget(CredentialRequest(deps, SCHEME, "bearer", local))
-        if secret is None:
-            raise ToolFailed(
-                f"Tool '{local}' needs a credential for the MCP server {self._label()} that the "
-                "current user does not have: ask the user to sign in or connect the account first."
-            )
+        key = self.authority.user_of(deps)
+        await self.authority.admit(deps, local, self._label())
         self._close_idle()
         session = await self._session(key, deps, local)
         session.busy += 1
         try:
             result = await run(session.client)
         except Exception as exc:
-            if session.auth.refused:  # even after a fresh token: the server's 401 says it all
-                raise ToolFailed(
-                    f"Tool '{local}' failed: the MCP server refused this user's credential "
-                    "(HTTP 401)."
-                ) from None
-            _scrub_failure(exc, session.auth.used.values())
+            refusal(session.auth, local)  # even after a fresh token: the server's 401 says it
+            scrub_failure(exc, session.auth.used.values())
             raise
         finally:
             session.busy -= 1
             session.last_used = time.monotonic()
         return scrubbed(result, session.auth.used.values())
+
+    async def sign_in(self, deps: Any) -> None:
+        """Open the session of the user `deps` now, outside any call (with OAuth, they
+        authorize now if need be); `McpConnectionError` says why it could not be opened."""
+        key = self.authority.user_of(deps)
+        self._close_idle()
+        await self._session(key, deps, None)
+
+    def sign_out(self, deps: Any) -> bool:
+        """Close the session of the user `deps` (when idle: else after its calls); True if
+        there was one."""
+        session = self._sessions.get(self.authority.user_of(deps))
+        if session is None:
+            return False
+        self._close(session)
+        return True
 
     def lost(self, client: Any) -> bool:
         """Forget the session whose `client` broke (the next call opens another); False when
@@ -164,7 +233,7 @@ class UserSessions:
                 return True
         return False
 
-    async def _session(self, key: Hashable, deps: Any, local: str) -> _Session:
+    async def _session(self, key: Hashable, deps: Any, local: str | None) -> _Session:
         session = self._sessions.get(key)
         if session is not None and session.client is not None:
             self._sessions.move_to_end(key)
@@ -185,9 +254,11 @@ class UserSessions:
         finally:
             del self._opening[key]
 
-    async def _open(self, key: Hashable, deps: Any, local: str) -> _Session:
+    async def _open(self, key: Hashable, deps: Any, local: str | None) -> _Session:
+        """The user's session, open; what the call of `local` reads when it cannot be (or,
+        for `sign_in`, `local=None`, an `McpConnectionError`)."""
         self._make_room()
-        session = _Session(key, CredentialAuth(self.credentials, deps))
+        session = _Session(key, self.authority.auth(deps))
         ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         session.owner = asyncio.ensure_future(self._own(session, ready))
         try:
@@ -197,12 +268,19 @@ class UserSessions:
             session.owner.cancel()
             with contextlib.suppress(BaseException):
                 await session.owner
-            if session.auth.refused:
-                raise ToolFailed(
-                    f"Tool '{local}' failed: the MCP server refused this user's credential "
-                    "(HTTP 401)."
-                ) from None
+            if isinstance(exc, asyncio.CancelledError):
+                raise  # the call gave up (its time limit): it says so itself
             reason = type(exc).__name__
+            if local is None:
+                why = session.auth.problem or (
+                    "the server refused this user's credential (HTTP 401)"
+                    if session.auth.refused
+                    else f"could not open a session ({reason})"
+                )
+                raise McpConnectionError(
+                    f"cannot sign in to the MCP server {self._label()}: {why}"
+                ) from None
+            refusal(session.auth, local)
             raise ToolError(
                 f"Tool '{local}' failed: could not open a session on the MCP server for this "
                 f"user ({reason})."
@@ -260,7 +338,18 @@ class UserSessions:
                 task.cancel()
 
 
-def _scrub_failure(exc: Exception, secrets: Any) -> None:
+def refusal(auth: SessionAuth, local: str) -> None:
+    """Raise what the call of `local` tells the model when `auth` was refused (HTTP 401) or
+    could not authenticate the user (`problem`); nothing when neither."""
+    if auth.problem is not None:
+        raise ToolFailed(f"Tool '{local}' failed: {auth.problem}") from None
+    if auth.refused:
+        raise ToolFailed(
+            f"Tool '{local}' failed: the MCP server refused this user's credential (HTTP 401)."
+        ) from None
+
+
+def scrub_failure(exc: Exception, secrets: Any) -> None:
     """A call's failure with the user's tokens scrubbed from what the model reads of it (a
     `ToolError`'s message, a `RemoteFailure`'s server text)."""
     found = list(secrets)

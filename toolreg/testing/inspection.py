@@ -7,9 +7,12 @@ legacy ``functions`` and ``role: "function"`` results) and the Responses API (``
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from typing import Any
 
+from ..content import sniff
 from ..errors import with_article
 
 Json = dict[str, Any]
@@ -189,6 +192,107 @@ def references_problems(body: Json) -> list[str]:
                 and ref.get("tool_name") not in deferred
             ]
     return problems
+
+
+_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+_BLOCKS = ("text", "image", "document", "search_result", "tool_reference")
+
+
+def _media_data_problem(media_type: Any, data: Any) -> str | None:
+    """Why base64 `data` said to be `media_type` is refused, or None."""
+    if not isinstance(data, str) or not data:
+        return "has no data"
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return "is not valid base64"
+    found = sniff(raw)
+    if found is not None and found != media_type:
+        return f"does not match the provided media type ({media_type}; the data is {found})"
+    return None
+
+
+def media_problems(path: str, entries: list[Json]) -> list[str]:
+    """What the APIs refuse of media in tool results, by endpoint: chat completions takes
+    text only in a `tool` message; the Messages API takes `text`, `image` (base64 JPEG,
+    PNG, GIF or WebP, data matching its type), `document` (a base64 PDF) and a few other
+    blocks in a `tool_result`, no empty text; the Responses API takes `input_text`,
+    `input_image` (a URL or data URL) and `input_file` (with data, an id or a URL) in a
+    `function_call_output`."""
+    problems: list[str] = []
+    for n, entry in enumerate(entries):
+        if path.endswith("/chat/completions") and entry.get("role") == "tool":
+            content = entry.get("content")
+            if isinstance(content, list) and any(
+                not isinstance(p, dict) or p.get("type") != "text" for p in content
+            ):
+                problems.append(
+                    f"messages.[{n}].content: a tool message's content parts must be text "
+                    "(images and files are only allowed in user messages)"
+                )
+        elif path.endswith("/messages"):
+            content = entry.get("content")
+            for block in content if isinstance(content, list) else ():
+                inner = block.get("content") if isinstance(block, dict) else None
+                if block.get("type") != "tool_result" or not isinstance(inner, list):
+                    continue
+                for item in inner:
+                    problems += _block_problems(n, item)
+        elif entry.get("type") == "function_call_output" and isinstance(entry.get("output"), list):
+            for item in entry["output"]:
+                problems += _output_problems(n, item)
+    return problems
+
+
+def _block_problems(n: int, block: Any) -> list[str]:
+    where = f"messages.{n}.content.tool_result"
+    kind = block.get("type") if isinstance(block, dict) else None
+    if kind not in _BLOCKS:
+        return [f"{where}: {str(kind)[:30]!r} is not a valid tool_result content block"]
+    if kind == "text" and not block.get("text"):
+        return [f"{where}: text content blocks must be non-empty"]
+    if kind not in ("image", "document"):
+        return []
+    source = block.get("source")
+    if not isinstance(source, dict) or source.get("type") != "base64":
+        return [f"{where}: {kind} source must be base64 here"]
+    media_type = source.get("media_type")
+    allowed = _IMAGE_TYPES if kind == "image" else ("application/pdf",)
+    if media_type not in allowed:
+        return [f"{where}: {kind} media_type {str(media_type)[:40]!r} is not one of {allowed}"]
+    problem = _media_data_problem(media_type, source.get("data"))
+    return [] if problem is None else [f"{where}: the {kind} {problem}"]
+
+
+def _output_problems(n: int, item: Any) -> list[str]:
+    where = f"input[{n}].output"
+    kind = item.get("type") if isinstance(item, dict) else None
+    if kind == "input_text":
+        return [] if isinstance(item.get("text"), str) else [f"{where}: input_text has no text"]
+    if kind == "input_image":
+        url = item.get("image_url")
+        if item.get("file_id") or (isinstance(url, str) and url.startswith("http")):
+            return []
+        if not isinstance(url, str) or not url.startswith("data:"):
+            return [f"{where}: input_image needs an image_url or a file_id"]
+        head, _, data = url.partition(",")
+        media_type = head[5:].removesuffix(";base64")
+        if media_type not in _IMAGE_TYPES:
+            return [f"{where}: input_image of type {media_type[:40]!r} is not supported"]
+        problem = _media_data_problem(media_type, data)
+        return [] if problem is None else [f"{where}: the image {problem}"]
+    if kind == "input_file":
+        if item.get("file_id") or item.get("file_url"):
+            return []
+        data = item.get("file_data")
+        if not isinstance(data, str) or not data.startswith("data:"):
+            return [f"{where}: input_file needs file_data (a data URL), a file_id or a file_url"]
+        if not item.get("filename"):
+            return [f"{where}: input_file with file_data needs a filename"]
+        head, _, raw = data.partition(",")
+        problem = _media_data_problem(head[5:].removesuffix(";base64"), raw)
+        return [] if problem is None else [f"{where}: the file {problem}"]
+    return [f"{where}: {str(kind)[:30]!r} is not input_text, input_image or input_file"]
 
 
 def _echoed_arguments(entry: Json) -> list[Any]:

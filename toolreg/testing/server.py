@@ -26,6 +26,10 @@ answered, is answered twice, or an answer has no call (see `history_problems`); 
 ``/v1/messages``, like Anthropic, one whose ``tool_use`` blocks are not all answered by the
 ``tool_result`` blocks of the very next user message (see `messages_problems`), or
 whose ``tool_reference`` blocks name no deferred tool sent (see `references_problems`).
+Media in tool results are held to what each API takes (see `media_problems`): text only in
+a chat ``tool`` message; base64 images of the four image types, their data matching their
+type, and PDF documents in a ``tool_result``; ``input_text``, ``input_image`` and
+``input_file`` in a ``function_call_output``.
 ``server.anthropic_client()`` is an ``anthropic.Anthropic`` bound to it. The
 Responses API keeps every response not sent with ``"store": false``: a request with
 ``previous_response_id`` continues from it (an unknown id is refused) and
@@ -48,7 +52,13 @@ from urllib.parse import urlsplit
 from ..errors import UsageError
 from ..jsonvalues import safe_json
 from . import wire
-from .inspection import check_request, history_problems, messages_problems, references_problems
+from .inspection import (
+    check_request,
+    history_problems,
+    media_problems,
+    messages_problems,
+    references_problems,
+)
 from .turns import Turn, TurnLike
 
 if TYPE_CHECKING:
@@ -355,6 +365,7 @@ class ScriptedServer:
             history = [m for m in found if isinstance(m, dict)] if isinstance(found, list) else []
             if path == _MESSAGES:
                 problems = messages_problems(history) + references_problems(body)
+                problems += media_problems(path, history)
                 return history, ("; ".join(problems) if problems else None)
         else:
             history = wire.input_items(body.get("input"))
@@ -363,7 +374,7 @@ class ScriptedServer:
                 if previous not in self._stored:
                     return history, f"previous response {previous!r} not found (was it stored?)"
                 history = [*self._stored[previous], *history]
-        problems = history_problems(history)
+        problems = history_problems(history) + media_problems(path, history)
         return history, ("; ".join(problems) if problems else None)
 
     def _encode(self, turn: Turn, path: str, body: Json, number: int, history: list[Json]) -> Reply:

@@ -1,10 +1,9 @@
 """Toolsets: what supplies the tools a model is offered and a call runs.
 
 `ToolRegistry` is a toolset; so is a `Mount` of an MCP server; `filtered`, `prefixed`,
-`combined`, `searchable` and `deferred` compose them (`search/`: the search index they
-share). `Conversation(registry=...)`, a toolset's
-`dispatcher` and `toolreg serve` / `asgi_app` take any of them. See `base` for the
-protocol.
+`combined`, `searchable`, `deferred`, `pinned` and `reshaped` compose them (`search/`:
+the search index they share). `Conversation(registry=...)`, a toolset's `dispatcher` and
+`toolreg serve` / `asgi_app` take any of them. See `base` for the protocol.
 """
 
 from __future__ import annotations
@@ -23,6 +22,8 @@ from .base import (
     searched_names,
 )
 from .deferred import Deferred, deferred
+from .reshape import Arg, Reshape, Reshaped, reshaped
+from .versions import Pinned, pinned, versions_of
 from .views import (
     Combined,
     Filtered,
@@ -36,13 +37,17 @@ from .views import (
 
 __all__ = [
     "SEARCH_TOOL",
+    "Arg",
     "BaseToolset",
     "Combined",
     "Deferred",
     "Filtered",
     "HistoryReader",
     "Namespace",
+    "Pinned",
     "Prefixed",
+    "Reshape",
+    "Reshaped",
     "Searchable",
     "StepContext",
     "ToolMap",
@@ -53,7 +58,10 @@ __all__ = [
     "filtered",
     "label_of",
     "namespaces_of",
+    "pinned",
     "prefixed",
+    "reshaped",
     "searchable",
     "searched_names",
+    "versions_of",
 ]

@@ -243,6 +243,13 @@ class BaseToolset:
         subclass says otherwise; see `prefixed(..., description=...)`)."""
         return []
 
+    def versions(self, name: str) -> list[Tool]:
+        """The versions this toolset holds of the tool `name`, latest first (see
+        `toolreg.toolsets.versions`): the one `get(name)` gives, unless a subclass holds
+        more."""
+        tool = self.get(name)
+        return [] if tool is None else [tool]
+
     @property
     def dispatcher(self) -> Dispatcher:
         dispatcher = self._dispatcher

@@ -36,6 +36,7 @@ from .base import (
     label_of,
     namespaces_of,
 )
+from .versions import versions_of
 
 if TYPE_CHECKING:  # toolreg.toolsets.search loads on first use (its patterns take ~6 ms to compile)
     from openai.types.responses import NamespaceToolParam
@@ -96,6 +97,9 @@ class _View(BaseToolset):
     def get(self, name: str) -> Tool | None:
         return self.inner.get(name)
 
+    def versions(self, name: str) -> list[Tool]:
+        return versions_of(self.inner, name)
+
     def search_tools(
         self,
         query: str,
@@ -144,6 +148,9 @@ class Filtered(_View):
     def get(self, name: str) -> Tool | None:
         tool = self.inner.get(name)
         return tool if tool is not None and self.keep(tool) else None
+
+    def versions(self, name: str) -> list[Tool]:
+        return [t for t in versions_of(self.inner, name) if self.keep(t)]
 
     def _among(self, among: Iterable[str] | None) -> list[str]:
         held = [tool.name for tool in self.tools()]
@@ -213,6 +220,7 @@ class Prefixed(_View):
         self.description = description
         self.label = f"prefixed({label_of(inner)}, {prefix!r})"
         self._renamed: dict[str, tuple[Tool, Tool | None]] = {}  # inner name -> (it, renamed)
+        self._other_versions: dict[tuple[str, str], tuple[Tool, Tool | None]] = {}
 
     def local(self, name: str) -> str:
         """The exported name of the inner tool `name`."""
@@ -276,6 +284,35 @@ class Prefixed(_View):
             return None
         tool = self.inner.get(name[len(head) :])
         return None if tool is None else self._rename(tool)
+
+    def versions(self, name: str) -> list[Tool]:
+        """The inner tool's versions, each named `prefix_name`."""
+        head = self.prefix + "_"
+        if not name.startswith(head):
+            return []
+        inner = name[len(head) :]
+        default = self.inner.get(inner)
+        out = []
+        for tool in versions_of(self.inner, inner):
+            renamed = self._rename(tool) if tool is default else self._rename_version(tool)
+            if renamed is not None:
+                out.append(renamed)
+        return out
+
+    def _rename_version(self, tool: Tool) -> Tool | None:
+        """`_rename` for a version other than the latest (kept apart: each is one object
+        for as long as the inner one is)."""
+        key = (tool.name, str(tool.version))
+        known = self._other_versions.get(key)
+        if known is not None and known[0] is tool:
+            return known[1]
+        renamed = None
+        if _name_problem(tool.name, self.local(tool.name)) is None:
+            renamed = replace(tool, name=self.local(tool.name))
+        if len(self._other_versions) > 4 * len(self.inner.tools()) + 64:
+            self._other_versions = {}
+        self._other_versions[key] = (tool, renamed)
+        return renamed
 
 
 def _name_problem(name: str, new: str) -> str | None:
@@ -369,6 +406,13 @@ class Combined(BaseToolset):
             if tool is not None:
                 return tool
         return None
+
+    def versions(self, name: str) -> list[Tool]:
+        """The versions of the part whose tool `name` is the one this toolset holds."""
+        for part in self.parts:
+            if part.get(name) is not None:
+                return versions_of(part, name)
+        return []
 
 
 def combined(*toolsets: Toolset) -> Combined:

@@ -256,7 +256,7 @@ def entry_problem(message: Any) -> str | None:
         return f"a message has the role {role[:40]!r}"
     for key in ("content", "name", "call_id", "tool_call_id", "arguments", "output"):
         value = message.get(key)
-        kinds: Any = (str, list) if key == "content" else str
+        kinds: Any = (str, list) if key in ("content", "output") else str
         if key == "arguments" and kind == "tool_search_call":
             kinds = (str, dict)  # the Responses API's tool search sends an object
         if value is not None and not isinstance(value, kinds):
