@@ -3,8 +3,13 @@ moved behind the provider (`toolreg.conversation.providers.history`). Removed in
 
 import warnings
 
-from .providers.history import trim_history, trim_to_limits  # noqa: F401
+from .providers.history import trim_history, trim_to_limits
 
-__all__ = ["trim_history"]
+__all__ = ["trim_history", "trim_to_limits"]
 
-warnings.warn("toolreg.conversation.history is removed in 0.3", DeprecationWarning, 2)
+warnings.warn(
+    "toolreg.conversation.history moved to toolreg.conversation.providers.history; "
+    "trim_history is toolreg.trim_history (removed in 0.3)",
+    DeprecationWarning,
+    2,
+)

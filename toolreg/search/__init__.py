@@ -1,4 +1,4 @@
-"""Deprecated: moved to `toolreg.toolsets.search`; this module is removed in 0.3."""
+"""Deprecated: moved to `toolreg.toolsets.search`. Removed in 0.3."""
 
 import warnings
 
