@@ -29,12 +29,9 @@ a text marker saying so.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections.abc import Callable
 from typing import Any, ClassVar, Union
-from urllib.parse import quote
 
 from .errors import UsageError
 
@@ -190,7 +187,9 @@ class Media:
         """The data, base64-encoded (a text file's UTF-8 bytes)."""
         data = self.data
         raw = data if isinstance(data, bytes) else data.encode("utf-8", "replace")
-        return base64.b64encode(raw).decode("ascii")
+        from base64 import b64encode  # not by `import toolreg`
+
+        return b64encode(raw).decode("ascii")
 
     def data_url(self) -> str:
         """`data:<media type>;base64,<data>`."""
@@ -341,6 +340,8 @@ class File(Media):
         """Its URI: the one given, else `file:///<name>` (`file:///file` without a name)."""
         if self.uri is not None:
             return self.uri
+        from urllib.parse import quote  # not by `import toolreg`
+
         return "file:///" + quote(self.name or "file", safe="")
 
     @property
@@ -464,9 +465,12 @@ def _decoded(data: Any, limit: int) -> bytes | str:
         return "it has no data"
     if len(data) > (limit + 2) // 3 * 4 + 4:
         return f"its data is over the {_size(limit)} allowed"
+    from base64 import b64decode  # not by `import toolreg`
+    from binascii import Error as NotBase64
+
     try:
-        return base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError):
+        return b64decode(data, validate=True)
+    except (NotBase64, ValueError):
         return "its data is not base64"
 
 

@@ -60,7 +60,6 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -83,7 +82,13 @@ from .views import _View
 
 __all__ = ["Arg", "Reshape", "Reshaped", "reshaped"]
 
-_log = logging.getLogger("toolreg.toolsets")
+
+def _warn(message: str, *args: object) -> None:
+    """A warning on the "toolreg.toolsets" logger (`logging` is imported then, not by
+    `import toolreg`)."""
+    import logging
+
+    logging.getLogger("toolreg.toolsets").warning(message, *args)
 
 
 class _Missing:
@@ -173,7 +178,7 @@ class _Mapping:
             found = [Problem((), "the arguments were refused")]
         theirs = [p for p in found if _head(p) in self.hidden]
         if theirs:
-            _log.warning(
+            _warn(
                 "the reshaped tool %r: %r refused the value the application supplied for "
                 "its hidden argument %r: %s",
                 self.tool,
@@ -591,9 +596,7 @@ class Reshaped(_View):
         try:
             return self.build(tool)
         except ToolDefinitionError as exc:
-            _log.warning(
-                "%s leaves out the tool %r, which no longer fits: %s", self.label, tool.name, exc
-            )
+            _warn("%s leaves out the tool %r, which no longer fits: %s", self.label, tool.name, exc)
             self._built[tool.name] = (tool, None)
             return None
 
