@@ -228,7 +228,7 @@ def test_aliases_and_parameters() -> None:
         (lambda: Image(b"hello"), "the bytes are none of image/png, image/jpeg"),
         (
             lambda: Image(png(), "audio/wav"),
-            "an image has an image/... media type, not 'audio/wav'",
+            "an image has a media type image/..., not 'audio/wav'",
         ),
         (lambda: Image(png(), "image/jpeg"), r"not image/jpeg \(they are image/png\)"),
         (lambda: Image(b"", "image/png"), "data is empty"),

@@ -246,7 +246,7 @@ def _checked_type(owner: str, media_type: Any, prefix: str) -> str:
     essence = _ALIASES.get(matched.group(1), matched.group(1))
     if prefix and not essence.startswith(prefix):
         what = "an image" if prefix == "image/" else "a sound"
-        raise _refused("kind", f"{owner}: {what} has an {prefix}... media type, not {essence!r}")
+        raise _refused("kind", f"{owner}: {what} has a media type {prefix}..., not {essence!r}")
     return essence + matched.group(2)
 
 

@@ -68,7 +68,13 @@ from typing import Any
 from ..dispatch import DispatchSettings
 from ..dispatch.binding import bind, invalid_arguments, prepare
 from ..dispatch.calling import context_value
-from ..errors import InvalidArgumentsError, ToolDefinitionError, ToolExecutionError, UsageError
+from ..errors import (
+    InvalidArgumentsError,
+    ToolDefinitionError,
+    ToolExecutionError,
+    UsageError,
+    with_article,
+)
 from ..jsonvalues import copy_json
 from ..params import ToolContext
 from ..tool import OPTIONS, Tool
@@ -389,7 +395,7 @@ class _Builder:
         if why is not None:
             raise self.error(
                 f"{what}={_shown(value)} is refused by the tool: {why}",
-                f"pass a {what} the tool's schema for {name!r} accepts",
+                f"pass {with_article(what)} the tool's schema for {name!r} accepts",
                 name,
             )
 
