@@ -57,13 +57,16 @@ class Deferred(_View):
         super().__init__(inner)
         self.hide = hide
         self.search = search
-        self.label = f"deferred({label_of(inner)})"
         self._found: dict[str, None] = {}  # in order, each once
         self._step: frozenset[str] | None = None  # what `inner` offered the last step (None: all)
         self._tool: Tool | None = None
         self._lock = threading.Lock()
         self.offered_search: Tool | None = None
         """The search tool, when the last `offer` included it."""
+
+    @property  # named when a message needs it: a conversation builds a view per conversation
+    def label(self) -> str:  # type: ignore[override]
+        return f"deferred({label_of(self.inner)})"
 
     @property
     def found(self) -> list[str]:
