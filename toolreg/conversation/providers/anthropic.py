@@ -40,7 +40,7 @@ from .base import (
     complete_object,
     parts_text,
 )
-from .history import answer_tail, answered_prefix, call_ids, units
+from .history import HistoryReading, units
 from .openai_chat import plain
 
 __all__ = ["MAX_TOKENS", "AnthropicMessages", "MessageStreamAssembler", "decode_message"]
@@ -60,7 +60,7 @@ _SYSTEM_ROLES = ("system", "developer")
 _MAX_MESSAGE = 300
 
 
-class AnthropicMessages:
+class AnthropicMessages(HistoryReading):
     """The provider of the Messages API (see the module docstring)."""
 
     name = "anthropic"
@@ -160,16 +160,6 @@ class AnthropicMessages:
         if entry.get("role") != "user" or _results_only(dict(entry)):
             return None
         return parts_text(entry.get("content"), ("text",))
-
-    def call_ids(self, history: Sequence[Message]) -> set[str]:
-        return call_ids(history)
-
-    def answered_prefix(self, history: Sequence[Message]) -> int:
-        return answered_prefix(history)
-
-    def last_calls(self, history: Sequence[Message]) -> list[ToolCall] | None:
-        tail = answer_tail(history)
-        return None if tail is None else [c for e in tail for c in self.fmt.parse_calls(e)]
 
 
 def _results_only(message: Message) -> bool:

@@ -15,11 +15,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ...formats import Format
+    from ...result import ToolCall
 
 __all__ = [
     "CALL_ITEMS",
     "CALL_KEYS",
+    "HistoryReading",
     "answer_tail",
     "answered_prefix",
     "call_ids",
@@ -271,3 +276,20 @@ def entry_problem(message: Any) -> str | None:
         if function is not None and not isinstance(function, dict):
             return "a message has a function call that is not an object"
     return None
+
+
+class HistoryReading:
+    """What every provider reads of its history the same way (its `fmt` parses the calls):
+    the call ids in it, the prefix whose calls are all answered, the last answer's calls."""
+
+    fmt: Format
+
+    def call_ids(self, history: Sequence[Message]) -> set[str]:
+        return call_ids(history)
+
+    def answered_prefix(self, history: Sequence[Message]) -> int:
+        return answered_prefix(history)
+
+    def last_calls(self, history: Sequence[Message]) -> list[ToolCall] | None:
+        tail = answer_tail(history)
+        return None if tail is None else [c for e in tail for c in self.fmt.parse_calls(e)]

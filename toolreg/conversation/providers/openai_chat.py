@@ -34,7 +34,7 @@ from .base import (
     complete_object,
     parts_text,
 )
-from .history import CALL_KEYS, answer_tail, answered_prefix, call_ids, units
+from .history import CALL_KEYS, HistoryReading, units
 
 __all__ = ["Normalized", "OpenAIChat", "StreamAssembler", "normalize_completion", "plain"]
 
@@ -296,7 +296,7 @@ class StreamAssembler:
         return _normalized(message, self.finish_reason, self.usage, self.id, self.model)
 
 
-class OpenAIChat:
+class OpenAIChat(HistoryReading):
     """Chat completions (`client.chat.completions.create`) in one of its dialects: `tools`,
     the legacy `functions`, or ChatGLM3's (see `formats`)."""
 
@@ -362,16 +362,6 @@ class OpenAIChat:
         if entry.get("role") != "user":
             return None
         return parts_text(entry.get("content"), ("text",))
-
-    def call_ids(self, history: Sequence[Message]) -> set[str]:
-        return call_ids(history)
-
-    def answered_prefix(self, history: Sequence[Message]) -> int:
-        return answered_prefix(history)
-
-    def last_calls(self, history: Sequence[Message]) -> list[ToolCall] | None:
-        tail = answer_tail(history)
-        return None if tail is None else [c for e in tail for c in self.fmt.parse_calls(e)]
 
 
 def echo(

@@ -32,7 +32,7 @@ from .base import (
     complete_object,
     parts_text,
 )
-from .history import answer_tail, answered_prefix, call_ids, client_call, units
+from .history import HistoryReading, answer_tail, client_call, units
 from .openai_chat import Normalized, echo, encode, plain
 
 __all__ = ["OpenAIResponses", "ResponseStreamAssembler", "normalize_response"]
@@ -230,7 +230,7 @@ class ResponseStreamAssembler:
         return normalize_response(response, ids)
 
 
-class OpenAIResponses:
+class OpenAIResponses(HistoryReading):
     """The Responses API (`client.responses.create`): the history is input items, sent
     with `store: false`, or kept by the server (`previous_response_id`)."""
 
@@ -299,12 +299,6 @@ class OpenAIResponses:
         if entry.get("role") != "user" or entry.get("type", "message") != "message":
             return None
         return parts_text(entry.get("content"), ("input_text", "text"))
-
-    def call_ids(self, history: Sequence[Message]) -> set[str]:
-        return call_ids(history)
-
-    def answered_prefix(self, history: Sequence[Message]) -> int:
-        return answered_prefix(history)
 
     def last_calls(self, history: Sequence[Message]) -> list[ToolCall] | None:
         tail = answer_tail(history)
