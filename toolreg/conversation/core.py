@@ -49,6 +49,7 @@ from .approvals import Approvals
 from .endpoints import endpoint_url
 from .events import (
     ApprovalRequired,
+    Hooks,
     StreamEvent,
     TurnFinished,
 )
@@ -72,7 +73,7 @@ from .options import (
 from .output import OutputSpec
 from .policies import CallPolicy, OnCallLimit
 from .providers import dialect_for, dialect_names, provider_for
-from .reply import Hooks, PendingCall, Reply
+from .reply import PendingCall, Reply
 from .resume import exported, rebuilt
 from .state import Loaded
 from .stored import RESUME_TTL, Stored

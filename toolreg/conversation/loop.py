@@ -37,6 +37,7 @@ from ..formats import Format
 from ..idempotency import canonical_arguments, key_from, key_prefix, new_id
 from ..jsonvalues import safe_json
 from ..result import Outcome, ToolCall, ToolResult
+from .events import ModelCallEvent, ModelResponseEvent, ToolCallReady, ToolFinished
 from .guardrails import Guardrails, GuardStep
 from .options import ConversationOptions
 from .output import OutputSpec
@@ -45,13 +46,9 @@ from .providers import Answer, Provider, Request
 from .providers.base import CallIds
 from .providers.history import trim_to_limits
 from .reply import (
-    ModelCallEvent,
-    ModelResponseEvent,
     PendingCall,
     Reply,
     StopReason,
-    ToolCallEvent,
-    ToolResultEvent,
     Usage,
 )
 
@@ -308,7 +305,8 @@ def resume_loop(
         edited = verdicts[call.call_id or ""].arguments
         paused.results[i] = result if edited is None else _edited(result, edited)
     for i in sorted(paused.pending):
-        yield from _hook(s, "after_tool_call", ToolResultEvent(state.calls_made, paused.results[i]))
+        event = ToolFinished(paused.calls[i], paused.results[i], state.calls_made)
+        yield from _hook(s, "after_tool_call", event)
     state.paused = None
     results = [paused.results[i] for i in range(len(paused.calls))]
     reply = _after_tools(s, state, paused.calls, results)
@@ -506,7 +504,8 @@ def _round(
         checked = yield from s.guardrails.check_outputs(state.calls_made, ran)
         done = _merge(calls, answered, checked, pending)
         for i in sorted(done):
-            yield from _hook(s, "after_tool_call", ToolResultEvent(state.calls_made, done[i]))
+            event = ToolFinished(calls[i], done[i], state.calls_made)
+            yield from _hook(s, "after_tool_call", event)
     except BaseException:
         _record_stopped(s, state, calls, answered, to_run, step.progress, ran, checked)
         raise
@@ -627,7 +626,7 @@ def _check(
     over = s.policy.over_limit(call, made)  # max_calls, max_tool_calls
     if over is not None:
         return over
-    verdict = yield from _hook(s, "before_tool_call", ToolCallEvent(number, call))
+    verdict = yield from _hook(s, "before_tool_call", ToolCallReady(call, round=number))
     if verdict is False or isinstance(verdict, str):
         why = verdict or f"Tool '{call.name}' was not run: the application blocked it."
         return _synthetic(call, ToolDeniedError(why, tool_name=call.name))

@@ -27,10 +27,9 @@ from ..definition.versions import VERSION_RULE, check_version
 from ..dispatch import ConfirmCallback
 from ..errors import UsageError
 from ..toolsets.search import ToolSearch
-from .events import StreamEvent
+from .events import Hooks, StreamEvent
 from .guardrails import Guardrail
 from .policies import OnCallLimit
-from .reply import Hooks
 
 __all__ = [
     "COLLABORATORS",
