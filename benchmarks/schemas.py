@@ -89,8 +89,13 @@ def _mounting(package: Any, items: list[Any]) -> Callable[[], Any]:
     def op() -> Any:
         # what Mount does with each tools/list answer (it connects to nothing here)
         handle = mount_module.Mount("http://127.0.0.1:9/mcp")
-        listed = handle._built_tools(items)
-        handle._warn_of_instructions(listed)
+        catalog = getattr(handle, "_catalog", None)
+        if catalog is None:  # a checkout from before the mount's catalog had a room of its own
+            listed = handle._built_tools(items)
+            handle._warn_of_instructions(listed)
+            return listed
+        listed = catalog.built(items)
+        catalog.warn_of_instructions(listed)
         return listed
 
     return op

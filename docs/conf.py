@@ -48,6 +48,9 @@ toolreg_api_modules = [
     "toolreg.formats.chatglm3",
     "toolreg.formats.functions",
     "toolreg.stores",
+    "toolreg.durable",
+    "toolreg.durable.dbos",
+    "toolreg.testing.crash",
     "toolreg.toolsets.search",
     "toolreg.toolsets",
     "toolreg.toolsets.lock",
@@ -59,7 +62,7 @@ toolreg_api_modules = [
     "toolreg.adapters.langchain",
     "toolreg.adapters.base",
 ]
-# Every public name has a docstring (tests/test_docstrings.py): the build fails on one
+# Every public name has a docstring (tests/docs/test_docstrings.py): the build fails on one
 # without (a list here would name known gaps; there are none).
 toolreg_api_undocumented: list[str] = []
 toolreg_cli_parser = "toolreg.cli.main.build_parser"
@@ -86,6 +89,6 @@ nitpick_ignore_regex = [
 html_theme = "furo"
 html_title = f"toolreg {release}"
 # docs/_static/toolreg.css: code blocks fit (a wider column where the window has room) or
-# wrap, never cut off (tests/test_docs_site.py checks that every page links it)
+# wrap, never cut off (tests/docs/test_docs_site.py checks that every page links it)
 html_static_path = ["_static"]
 html_css_files = ["toolreg.css"]

@@ -1,4 +1,4 @@
-"""The client the MCP conformance suite drives (tests/test_mcp_conformance_client.py): a
+"""The client the MCP conformance suite drives (tests/mcp/test_mcp_conformance_client.py): a
 toolreg `Mount` of the suite's server, doing what the scenario asks.
 
 The suite runs `python tests/_conformance_client.py <server URL>` with the scenario's name

@@ -1,6 +1,6 @@
 """The tools the official MCP conformance suite's server scenarios call
 (`@modelcontextprotocol/conformance`), written as any toolreg user would: typed functions
-in a registry, served by `toolreg serve` (see tests/test_mcp_conformance.py). Only what a
+in a registry, served by `toolreg serve` (see tests/mcp/test_mcp_conformance.py). Only what a
 tools-only server can do: text and rich results (an image, a sound, an embedded file, a
 mix), errors, progress and log lines, a given schema."""
 

@@ -1,5 +1,5 @@
 """A FastMCP 4 server with task tools (`fastmcp[tasks]`, an in-memory Docket), run over
-stdio by tests/test_mcp_mount_tasks.py. argv[1] is a directory: the `release` file there
+stdio by tests/mcp/test_mcp_mount_tasks.py. argv[1] is a directory: the `release` file there
 lets `crunch` finish; `crunch` writes `cancelled` there when it is cancelled."""
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Tools written with `from __future__ import annotations`: every annotation is a string.
 
-Used by tests/test_schema_types.py and tests/test_definition_errors.py. Classes are defined
+Used by tests/definition/test_schema_types.py and tests/definition/test_definition_errors.py.
+Classes are defined
 *after* the functions that use them (forward references), and the TypedDicts use
 `NotRequired` / `Required`, which `__required_keys__` gets wrong under PEP 563.
 """

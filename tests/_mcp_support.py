@@ -45,9 +45,11 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 
 
 def child_env() -> dict[str, str]:
-    """This checkout first on the path of a child process (it imports toolreg from here)."""
+    """This checkout first on the path of a child process (it imports toolreg from here),
+    then tests/ (a test module served as a target imports the helper modules there)."""
+    ours = f"{ROOT}{os.pathsep}{ROOT / 'tests'}"
     path = os.environ.get("PYTHONPATH")
-    return {"PYTHONPATH": str(ROOT) if not path else f"{ROOT}{os.pathsep}{path}"}
+    return {"PYTHONPATH": ours if not path else f"{ours}{os.pathsep}{path}"}
 
 
 def serve_command(target: str = TOOLS, *options: str) -> list[str]:

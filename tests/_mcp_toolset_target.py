@@ -1,5 +1,5 @@
 """A module whose `tools` is a toolset, not a registry: `toolreg serve
-tests/_mcp_toolset_target.py:tools` serves it (tests/test_mcp_serve_toolsets.py)."""
+tests/_mcp_toolset_target.py:tools` serves it (tests/mcp/test_mcp_serve_toolsets.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A loopback OAuth 2.1 authorization server, and an MCP server that it protects, for the
-tests of OAuth mounts (tests/test_mcp_mount_oauth.py).
+tests of OAuth mounts (tests/mcp/test_mcp_mount_oauth.py).
 
 The authorization server is the MCP SDK's own (`mcp.server.auth.routes.create_auth_routes`:
 metadata, dynamic registration, the authorization endpoint with PKCE, the token endpoint

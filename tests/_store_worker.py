@@ -1,4 +1,5 @@
-"""One app server process resuming a stored pending approval (tests/test_stores_processes.py).
+"""One app server process resuming a stored pending approval
+(tests/stores/test_stores_processes.py).
 
     python tests/_store_worker.py <sqlite|PATH | redis|URL|PREFIX> BASE_URL RAN_FILE [crash]
 

@@ -1,5 +1,5 @@
 """Tools with versions, for `toolreg serve tests/_versioned_tools.py:registry` and the
-versioning tests (tests/test_mcp_serve_versions.py); `shaped`, a reshaped view of them."""
+versioning tests (tests/mcp/test_mcp_serve_versions.py); `shaped`, a reshaped view of them."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 At the end of a run, the skipped tests are listed by reason with a count (not only under
 `-rs`): some need third-party servers that `.ci/run` sets up (aimock, llama-server, a
-redis-server), and a run without them must say so."""
+redis-server, PostgreSQL), and a run without them must say so."""
 
 from __future__ import annotations
 
@@ -72,6 +72,6 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     for count, files, reason in skip_reasons(skipped):
         terminalreporter.write_line(f"{count:5d}  {files}: {reason}")
     terminalreporter.write_line(
-        "To run them, do what each reason says; .ci/run sets up aimock, llama-server and "
-        "redis-server (docs/contributing.md, 'Quality gates')."
+        "To run them, do what each reason says; .ci/run sets up aimock, llama-server, "
+        "redis-server and PostgreSQL (docs/contributing.md, 'Quality gates')."
     )

@@ -271,6 +271,7 @@ LAYERS: list[set[str]] = [
     {"toolsets", "search"},  # toolreg.search: the shim of toolreg.toolsets.search
     {"registry"},
     {"conversation", "stores", "telemetry", "compat", "mcp", "sources", "adapters"},
+    {"durable"},
     {"testing"},
     {"cli", "__main__"},
     {"__init__"},  # the package: re-exports only

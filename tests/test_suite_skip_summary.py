@@ -49,7 +49,7 @@ def test_a_run_lists_its_skipped_tests_by_reason_with_counts(tmp_path: Path) -> 
         "    3  test_some.py: SERVER is not set: build it with make-server",
         "    1  test_some.py: not on this platform",
     ]
-    assert ".ci/run sets up aimock, llama-server and redis-server" in lines[start + 3]
+    assert ".ci/run sets up aimock, llama-server, redis-server and PostgreSQL" in lines[start + 3]
 
 
 def test_a_run_without_skips_says_nothing_of_them(tmp_path: Path) -> None:

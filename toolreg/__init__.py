@@ -11,6 +11,7 @@ import importlib as _importlib
 import typing as _typing
 
 from .content import Audio, File, Image
+from .definition.options import ToolOptions
 from .errors import (
     CallLimitError,
     ConversationError,
@@ -190,6 +191,7 @@ __all__ = [
     "ToolFinished",
     "ToolInterruptedError",
     "ToolNotFoundError",
+    "ToolOptions",
     "ToolProgress",
     "ToolRegistry",
     "ToolResult",

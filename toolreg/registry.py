@@ -20,6 +20,7 @@ else:
 
 from . import formats
 from .content import MAX_RESULT_BYTES
+from .definition.options import ResultFilter
 from .dispatch import (
     Dispatcher,
     DispatchSettings,
@@ -29,7 +30,7 @@ from .dispatch import (
 from .dispatch.calling import rank
 from .errors import DuplicateToolError, ToolDefinitionError, ToolNotFoundError, UsageError
 from .formats import export_tools
-from .tool import ResultFilter, Tool
+from .tool import Tool
 from .toolsets.base import searched_names
 from .toolsets.versions import mixed_versions as _mixed_versions
 from .toolsets.versions import same_version, same_version_text, version_order

@@ -60,7 +60,7 @@ def _attribute_docs(module_name: str) -> dict[tuple[str, str], list[str]]:
     return dict(analyzer.attr_docs)
 
 
-# What a public name's docstring is, shared with tests/test_docstrings.py.
+# What a public name's docstring is, shared with tests/docs/test_docstrings.py.
 _public_names = toolreg_docstrings.public_names
 _kind = toolreg_docstrings.kind
 _docstring = toolreg_docstrings.docstring

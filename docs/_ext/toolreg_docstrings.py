@@ -1,6 +1,6 @@
 """The docstring the reference shows for each public name, found without Sphinx.
 
-Shared by the Sphinx extension (`toolreg_docs`) and `tests/test_docstrings.py`, so the test
+Shared by the Sphinx extension (`toolreg_docs`) and `tests/docs/test_docstrings.py`, so the test
 checks exactly what the site shows. A class, function or module has its own `__doc__`; a
 value (a constant, a type alias, a `Format`) cannot, so its docstring is written in the
 source where it is assigned, as Sphinx reads it: `#:` comment lines just above the

@@ -98,6 +98,9 @@ _READ_FROM_OPTIONS = {name: name for name in _OPTION_NAMES} | {
 
 class ConversationCore:
     _awaits_hooks = False  # AsyncConversation awaits an async hook; Conversation cannot
+    # durable seam: while a durable turn runs, its `toolreg.durable.turns.DurableTurn` (the
+    # drivers perform model requests, tool calls and store calls through it); else None
+    _durable: Any = None
 
     def __init__(
         self,
@@ -288,6 +291,8 @@ class ConversationCore:
             retries_left=settings.options.output_retries,
             conversation_id=self._conversation_id,
         )
+        if self._durable is not None:  # durable seam: the keys' turn id is the durable turn's
+            turn.turn_id = self._durable.turn_id
         self.turn_results = []
         if keep and self._previous is not None:
             turn.previous_id, turn.known = self._previous

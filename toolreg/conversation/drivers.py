@@ -243,12 +243,31 @@ class Conversation(ConversationCore):
                         yield step
                     continue
                 try:
-                    if isinstance(step, (HookStep, GuardStep, StoreStep)):
+                    if isinstance(step, (HookStep, GuardStep)):
                         answer = step.run()  # user code, through dispatch.calling
+                    elif isinstance(step, StoreStep):
+                        if self._durable is not None:  # durable seam: a recorded step
+                            answer = self._durable.store(step, StoreStep.run)
+                        else:
+                            answer = step.run()  # through dispatch.calling
                     elif isinstance(step, ModelStep):
                         runs.discard()  # started for an earlier answer, and no round took them
                         with model_call(step.request, self.client, provider) as call:
-                            model = self._model(step, runs, turn, call.parent, notes)
+                            if self._durable is None:
+                                model = self._model(step, runs, turn, call.parent, notes)
+                            else:  # durable seam: the answer is a recorded step
+                                model = self._durable.model(
+                                    step,
+                                    functools.partial(
+                                        self._model,
+                                        runs=runs,
+                                        turn=turn,
+                                        parent=call.parent,
+                                        notes=notes,
+                                    ),
+                                    notes is not None,
+                                    self.options.on_text if self.options.stream else None,
+                                )
                             watch = self._watching(call)
                             answer = yield from self._relay(model, listening, watch)
                             call.response = answer
@@ -373,6 +392,8 @@ class Conversation(ConversationCore):
         its progress goes."""
         dispatch = self.registry.dispatcher.dispatch_tool
         run = functools.partial(dispatch, call.name, call.arguments, **options)
+        if self._durable is not None:  # durable seam: the call is a recorded step
+            run = self._durable.tool(call, run, _tool_of(self.registry, call))
         if notes is None:
             return run
         sink = _progress_sink(notes.put)
@@ -640,15 +661,36 @@ class AsyncConversation(ConversationCore):
                         yield step
                     continue
                 try:
-                    if isinstance(step, (HookStep, GuardStep, StoreStep)):
+                    if isinstance(step, (HookStep, GuardStep)):
                         answer = await step.arun()  # user code, through dispatch.calling
+                    elif isinstance(step, StoreStep):
+                        if self._durable is not None:  # durable seam: a recorded step
+                            answer = await self._durable.astore(step, StoreStep.arun)
+                        else:
+                            answer = await step.arun()  # through dispatch.calling
                     elif isinstance(step, ModelStep):
                         await runs.discard()  # started for an earlier answer, no round took them
                         with model_call(step.request, self.client, provider) as call:
-                            if notes is None and not self.options.stream:  # one await
+                            durable = self._durable
+                            if notes is None and not self.options.stream and durable is None:
                                 answer = call.response = await self._plain_answer(step)
                             else:
-                                model = self._model(step, runs, turn, call.parent, notes)
+                                if durable is None:
+                                    model = self._model(step, runs, turn, call.parent, notes)
+                                else:  # durable seam: the answer is a recorded step
+                                    model = durable.amodel(
+                                        step,
+                                        functools.partial(
+                                            self._model,
+                                            runs=runs,
+                                            turn=turn,
+                                            parent=call.parent,
+                                            notes=notes,
+                                        ),
+                                        notes is not None,
+                                        self.options.on_text if self.options.stream else None,
+                                        _Answered,
+                                    )
                                 watch = self._watching(call)
                                 async with aclosing(model) as said:
                                     async for note in said:
@@ -781,6 +823,8 @@ class AsyncConversation(ConversationCore):
         progress goes (from a tool's thread too)."""
         dispatch = self.registry.dispatcher.adispatch_tool
         run = functools.partial(dispatch, call.name, call.arguments, **options)
+        if self._durable is not None:  # durable seam: the call is a recorded step
+            run = self._durable.atool(call, run, _tool_of(self.registry, call))
         if notes is None:
             return run
         import asyncio
@@ -898,6 +942,11 @@ class AsyncConversation(ConversationCore):
             for task in tasks:
                 task.cancel()  # a reader that stopped: nothing left running
         yield _Ran([_task_result(task) for task in tasks])
+
+
+def _tool_of(registry: Any, call: ToolCall) -> Any:
+    """The registry's tool a call names, if any (a durable step records its fingerprint)."""
+    return registry.get(call.name) if isinstance(call.name, str) else None
 
 
 def _cancelling(task: asyncio.Task[Any] | None) -> int:

@@ -47,15 +47,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import math
 import os
-import re
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, TextIO
 
 import httpx2
@@ -63,16 +60,10 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.dispatcher import ProgressFnT
-from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
 
-from ..content import Part, fallback_text
-from ..definition.injection import instructions_to_model, schema_descriptions
-from ..definition.names import NAME_RULES, check_name
 from ..dispatch import DispatchSettings
-from ..errors import ToolDefinitionError, ToolError, ToolregError, UsageError, exception_text
+from ..errors import ToolError, ToolregError, UsageError, exception_text
 from ..idempotency import META_KEY
 from ..params import ToolContext
 from ..registry import ToolRegistry, default_registry
@@ -80,60 +71,21 @@ from ..sources.credentials import CredentialRequest, Credentials, as_credentials
 from ..telemetry import inject, without_baggage
 from ..tool import Tool
 from ..toolsets import BaseToolset
-from ..validation.untrusted import UntrustedSchemaError, check_patterns_for_re, check_size
-from .catalog import remote_version
 from .errors import McpConnectionError
 from .oauth import OAuth, OAuthAuth, OAuthUsers
 from .pinning import PendingTool, PinFile, Pinning
-from .results import has_media, remote_failure, remote_parts, remote_result, result_problem
+from .remote_call import Progress, RemoteCalls, RemoteResult
+from .remote_tools import RemoteTools
+from .results import shown
 from .server import asked_about
-from .tasks import CURRENT_CALL, RemoteTaskError, TaskCall, TasksClient, offers_tasks, shown_text
+from .tasks import TasksClient, offers_tasks
 from .users import Bearer, UserSessions, refusal, scrub_failure, scrubbed
 
 __all__ = ["Mount", "RemoteResult", "mount"]
 
 _log = logging.getLogger("toolreg.mcp")
-_MAX_PAGES = 100  # of a tools/list answer: a server whose cursor never ends cannot hang us
 _GRACE = 1.0  # the SDK's read timeout runs this much past dispatch's, which reports first
 _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)  # the SDK's own: a response may stream long
-
-
-@dataclass(frozen=True, slots=True)
-class RemoteResult:
-    """A mounted tool's successful result, as `ToolResult.value`: the server's text (what
-    the model reads, `ToolResult.content`), its `structuredContent`, its content blocks,
-    and, when it holds images, audio or embedded files, its parts (`ToolResult.parts`: see
-    `toolreg.content`; the text is then their text fallback)."""
-
-    text: str
-    structured: Any = None
-    content: tuple[dict[str, Any], ...] = ()
-    parts: tuple[Part, ...] = ()
-
-
-def remote_text(result: types.CallToolResult) -> str:
-    """The text of a `CallToolResult`: its text blocks, one per line; an image, a sound or
-    an embedded file as a marker (`[image left out]`: its data is no text); any other block
-    as JSON; the structured content as JSON when there is no block at all."""
-    parts = []
-    for block in result.content:
-        if isinstance(block, types.TextContent):
-            parts.append(block.text)
-        elif isinstance(block, (types.ImageContent, types.AudioContent, types.EmbeddedResource)):
-            kind = "file" if isinstance(block, types.EmbeddedResource) else block.type
-            parts.append(f"[{kind} left out]")
-        else:
-            dumped = block.model_dump(mode="json", by_alias=True, exclude_none=True)
-            parts.append(json.dumps(dumped, ensure_ascii=False))
-    if not parts and result.structured_content is not None:
-        return json.dumps(result.structured_content, ensure_ascii=False)
-    return "\n".join(parts)
-
-
-def _text_of(value: RemoteResult) -> str | tuple[Part, ...]:
-    """What dispatch renders of a remote result: its parts when it has media (a rich
-    result), else its text."""
-    return value.parts if value.parts else value.text
 
 
 class Mount(BaseToolset):
@@ -213,24 +165,24 @@ class Mount(BaseToolset):
                 f"mount(registry, server): the first of two arguments is a ToolRegistry, not "
                 f"{type(where).__name__}; or give the server alone: Mount(server)"
             )
-        if not isinstance(prefix, str) or not _PREFIX.fullmatch(prefix):
-            raise UsageError(
-                f"prefix={_shown(prefix)}: must be a string of a-z A-Z 0-9 _ - (the characters "
-                "every provider accepts in a tool name), e.g. prefix='remote_'"
-            )
-        self.trust_annotations = _trust(trust_annotations)
         self.timeout = _seconds("timeout", timeout)
         self.connect_timeout = _seconds("connect_timeout", connect_timeout)
+        self._catalog = RemoteTools(
+            prefix=prefix,
+            include=include,
+            trust_annotations=trust_annotations,
+            timeout=self.timeout,
+            label=self._label,
+            caller=self._caller,
+        )
+        self._calls = RemoteCalls(self._label, self._answer_question, self._lost)
         self.registry = registry
         """The registry the tools are also registered in (`mount(registry, server)`), or None."""
         self.server = server
-        self.prefix = prefix
-        self.include = None if include is None else _names(include)
         self._url, self._command = _target(server, env)
         self._headers = None if headers is None else dict(headers)
         self._errlog = errlog
         self._mounted: dict[str, Tool] = {}  # local name -> the Tool this mount offers
-        self._built: dict[str, tuple[types.Tool, Tool]] = {}  # remote name -> as last built
         self._revision = 0
         self._client: Client | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -239,16 +191,11 @@ class Mount(BaseToolset):
         self._stop: asyncio.Event | None = None
         self._refreshing: asyncio.Lock | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._cancels: set[asyncio.Task[None]] = set()  # tasks/cancel of abandoned tasks
-        self._approved: dict[str, int] = {}  # remote name -> calls approved here, in flight
         self._state = "new"
         if pin is not None and not isinstance(pin, (str, os.PathLike)):
             raise UsageError(f"pin={pin!r}: pass the path of a pin file, e.g. pin='tools.lock'")
         self._pinning = None if pin is None else Pinning(PinFile(pin), self._label)
         self._order: list[str] = []  # the local names of the last listing, held ones too
-        self._warned: set[tuple[str, str, str]] = set()  # (tool, parameter, text) reported
-        self.refused: dict[str, str] = {}
-        """Remote tools not mounted, by name (control characters escaped): why."""
         self._oauth = self._check_oauth(oauth, credentials)
         self._own_auth: OAuthAuth | None = None  # the mount's own session's, with OAuth
         self._users = self._user_sessions(credentials, max_sessions)
@@ -257,6 +204,26 @@ class Mount(BaseToolset):
         return f"<Mount {self.server!r} {self._state}: {', '.join(self.names) or 'no tools'}>"
 
     # -- the toolset ----------------------------------------------------------------------------
+    @property
+    def prefix(self) -> str:
+        """What goes before every remote name."""
+        return self._catalog.prefix
+
+    @property
+    def include(self) -> tuple[str, ...] | None:
+        """The remote names kept (None: all)."""
+        return self._catalog.include
+
+    @property
+    def trust_annotations(self) -> bool | frozenset[str]:
+        """Whose annotations are believed: none, all, or those remote tools'."""
+        return self._catalog.trust_annotations
+
+    @property
+    def refused(self) -> dict[str, str]:
+        """Remote tools not mounted, by name (control characters escaped): why."""
+        return self._catalog.refused
+
     @property
     def label(self) -> str:  # type: ignore[override]
         return f"the MCP server {self._label()}"
@@ -343,8 +310,8 @@ class Mount(BaseToolset):
         unknown = [n for n in names if not isinstance(n, str) or n not in pinning.pending]
         if unknown:
             have = ", ".join(map(repr, pinning.pending)) or "none"
-            shown = ", ".join(map(_shown, unknown))
-            raise UsageError(f"approve() got {shown}, not pending; the pending tools are: {have}")
+            given = ", ".join(map(shown, unknown))
+            raise UsageError(f"approve() got {given}, not pending; the pending tools are: {have}")
         taken = [pinning.pending[n].local for n in names if self._taken(pinning.pending[n].local)]
         if taken:
             raise UsageError(f"approve(): the registry has another tool named {taken[0]!r}")
@@ -509,8 +476,8 @@ class Mount(BaseToolset):
         self._state = "closed"
         if self._users is not None:
             await self._users.close(self.connect_timeout)
-        if self._cancels:  # the abandoned tasks' tasks/cancel go out before the connection ends
-            await asyncio.wait(set(self._cancels), timeout=self.connect_timeout)
+        # the abandoned tasks' tasks/cancel go out before the connection ends
+        await self._calls.settle(self.connect_timeout)
         if self._stop is not None:
             self._stop.set()
         owner = self._owner
@@ -533,15 +500,14 @@ class Mount(BaseToolset):
         if client is None or self._refreshing is None:
             return
         async with self._refreshing:
-            remote = await _list_tools(client, refresh=not initial)
-            wanted = self._selected(remote, strict=initial)
+            catalog = self._catalog
+            remote = await catalog.listed(client, refresh=not initial)
+            wanted = catalog.wanted(remote, strict=initial)
             built: dict[str, Tool] = {}
-            self.refused = {}
             listed: list[tuple[types.Tool, Tool]] = []
-            portable = self._portable(wanted, remote)
             # The schemas are the server's: checked and compiled in a thread, so that a big
             # one never stalls the event loop (the caller's own, under `async with`).
-            for item, tool in await asyncio.to_thread(self._built_tools, portable):
+            for item, tool in await asyncio.to_thread(catalog.built, wanted):
                 if self._taken(tool.name):
                     if initial and self.registry is not None:
                         self.registry.add(tool)  # raises DuplicateToolError, naming both
@@ -550,142 +516,15 @@ class Mount(BaseToolset):
                 built[tool.name] = tool
                 listed.append((item, tool))
             self._order = list(built)
-            self._warn_of_instructions(listed)
+            catalog.warn_of_instructions(listed)
             if self._pinning is not None:  # held back: new, or changed since pinned
                 built = {tool.name: tool for tool in self._pinning.sort(listed)}
             self._offer(built)
-
-    def _built_tools(self, items: list[types.Tool]) -> list[tuple[types.Tool, Tool]]:
-        """Each remote tool as a local `Tool` (the one built before, if its definition is
-        the same); one whose definition is refused (its schema too big, a `$ref` cycle...)
-        is left out, with a warning that names it."""
-        made = []
-        before, self._built = self._built, {}
-        for item in items:
-            known = before.get(item.name)
-            if known is not None and known[0] == item:
-                made.append(known)
-                self._built[item.name] = known
-                continue
-            try:
-                made.append((item, self._tool(item)))
-            except ToolDefinitionError as exc:  # the server's definition: that tool only
-                self._refuse(item.name, exc.problem)
-                continue
-            self._built[item.name] = made[-1]
-            if made[-1][1].schema_changes:  # an older draft's keywords, rewritten as 2020-12
-                _log.info(
-                    "rewrote the remote tool %s of %s as JSON Schema 2020-12: %s",
-                    _shown(item.name),
-                    _shown(self._label()),
-                    _shown("; ".join(made[-1][1].schema_changes), 1000),
-                )
-        return made
-
-    def _portable(self, wanted: list[types.Tool], remote: list[types.Tool]) -> list[types.Tool]:
-        """The remote tools whose local name every provider accepts, and that no other remote
-        tool shares; the others are refused (a warning names each), so that one tool cannot
-        make every export and every conversation of the registry fail."""
-        seen: dict[str, int] = {}
-        for item in remote:
-            seen[item.name] = seen.get(item.name, 0) + 1
-        kept: list[types.Tool] = []
-        for item in wanted:
-            local = self.prefix + item.name
-            if seen[item.name] > 1:
-                self._refuse(item.name, f"{seen[item.name]} remote tools have this name")
-            elif not _portable_name(local):
-                self._refuse(
-                    item.name,
-                    f"the name {_shown(local)} is not accepted by every provider "
-                    "(1-64 of a-z A-Z 0-9 _ -, a letter or _ first)",
-                )
-            else:
-                kept.append(item)
-        return kept
-
-    def _refuse(self, name: str, reason: str) -> None:
-        shown = _shown(name)
-        if shown not in self.refused:
-            self.refused[shown] = reason
-            _log.warning(
-                "refused the remote tool %s of %s: %s", shown, _shown(self._label()), reason
-            )
-
-    def _warn_of_instructions(self, listed: list[tuple[types.Tool, Tool]]) -> None:
-        """A WARNING for each remote description (the tool's, a parameter's) that reads as
-        instructions to the model (`definition.injection`), once per text."""
-        for item, _ in listed:
-            texts = [("", item.description or ""), *schema_descriptions(item.input_schema)]
-            for parameter, text in texts:
-                key = (item.name, parameter, text)
-                phrases = instructions_to_model(text)
-                if not phrases or key in self._warned:
-                    continue
-                self._warned.add(key)
-                where = f" (its parameter {_shown(parameter)})" if parameter else ""
-                _log.warning(
-                    "the remote tool %s of %s has a description%s that reads like instructions "
-                    "to the model, a prompt injection?: %s",
-                    _shown(item.name),
-                    _shown(self._label()),
-                    where,
-                    ", ".join(_shown(p) for p in phrases),
-                )
-
-    def _selected(self, remote: list[types.Tool], strict: bool) -> list[types.Tool]:
-        if self.include is None:
-            return remote
-        by_name = {item.name: item for item in remote}
-        missing = [name for name in self.include if name not in by_name]
-        if missing and strict:
-            have = ", ".join(by_name) or "none"
-            raise UsageError(
-                f"include= names {', '.join(map(repr, missing))}, which the MCP server "
-                f"{self._label()} does not have (it has: {have})"
-            )
-        return [by_name[name] for name in self.include if name in by_name]
 
     def _taken(self, name: str) -> bool:
         """Whether the registry this mount also registers in has another tool `name`."""
         existing = None if self.registry is None else self.registry.get(name)
         return existing is not None and self._mounted.get(name) is not existing
-
-    def _tool(self, remote: types.Tool) -> Tool:
-        _check_output_schema(remote)
-        hints = remote.annotations
-        trusted = self.trust_annotations is True or (
-            isinstance(self.trust_annotations, frozenset) and remote.name in self.trust_annotations
-        )
-        read_only = bool(hints is not None and hints.read_only_hint)
-        # MCP's defaults: a tool that says nothing may destroy (destructiveHint true)
-        destructive = not read_only and (hints is None or hints.destructive_hint is not False)
-        idempotent = bool(not read_only and hints is not None and hints.idempotent_hint)
-        title = remote.title or (hints.title if hints is not None else None)
-        local = self.prefix + remote.name
-        schema = dict(remote.input_schema)
-        properties = schema.get("properties")
-        context = _CONTEXT
-        while isinstance(properties, Mapping) and context in properties:
-            context += "_"  # a name the server's schema does not use
-        return Tool.from_schema(
-            local,
-            schema,
-            self._caller(remote.name, local, context),
-            context_parameter=context,
-            description=remote.description or "",
-            read_only=read_only,
-            destructive=destructive,
-            idempotent=idempotent,
-            # annotations are the server's claims: unless the application trusts them, a
-            # remote tool is confirmed before it runs, whatever it says about itself
-            requires_confirmation=not trusted,
-            title=title if isinstance(title, str) and title.strip() else None,
-            timeout=self.timeout,
-            result_filter=_text_of,
-            untrusted=True,  # the server's schema: bounded in size before it is compiled
-            version=remote_version(remote.meta),
-        )
 
     def _caller(
         self, remote: str, local: str, context: str
@@ -705,7 +544,7 @@ class Mount(BaseToolset):
         remote: str,
         local: str,
         arguments: dict[str, Any],
-        progress: Callable[[float, float | None, str | None], None],
+        progress: Progress,
         deps: Any = None,
         key: str | None = None,
     ) -> RemoteResult:
@@ -746,113 +585,19 @@ class Mount(BaseToolset):
         remote: str,
         local: str,
         arguments: dict[str, Any],
-        meta: dict[str, Any] | None = None,
-        progress: Callable[[float, float | None, str | None], None] | None = None,
+        meta: dict[str, Any] | None,
+        progress: Progress,
         client: Client | None = None,
     ) -> RemoteResult:
-        client = self._client if client is None else client  # a user's own session
+        """One call, on `client` (a user's own session) or on the mount's own."""
+        client = self._client if client is None else client
         if client is None:
             raise ToolError(f"Tool '{local}' failed: its MCP server is not connected.")
         mounted = self._mounted.get(local)
-        approved = mounted is not None and mounted.needs_confirmation  # by confirm=, here
-        if approved:
-            self._approved[remote] = self._approved.get(remote, 0) + 1
-        call = TaskCall(progress or _no_progress, self._answer_question, self._send_cancel)
-        current = CURRENT_CALL.set(call)  # for a task the server answers instead (`tasks`)
-        try:
-            sent = asyncio.ensure_future(
-                client.call_tool(
-                    remote,
-                    arguments,
-                    progress_callback=_progress_to(call),
-                    meta=meta,  # type: ignore[arg-type]
-                )
-            )
-            result = await self._answer_of(sent, call)
-        except RemoteTaskError as exc:
-            if exc.remote:  # the server's words, like its isError texts
-                raise remote_failure(local, f"Tool '{local}' failed: {exc.message}") from None
-            raise ToolError(f"Tool '{local}' failed: {exc.message}") from None
-        except ValidationError as exc:  # a result of no shape the protocol knows: this call
-            where = _where(exc)
-            _log.warning("the MCP server %s answered %r malformed%s", self._label(), remote, where)
-            raise ToolError(
-                f"Tool '{local}' failed: its MCP server answered with a malformed result{where}."
-            ) from None
-        except MCPError as exc:
-            if exc.code == types.CONNECTION_CLOSED:
-                self._lost(client)  # later calls fail at once, and `connected` says so
-                raise ToolError(
-                    f"Tool '{local}' failed: the MCP server closed the connection."
-                ) from exc
-            # the server's words, like its isError texts: under the registry's errors= policy
-            failure = remote_failure(local, f"Tool '{local}' failed: {exception_text(exc, 300)}")
-            raise failure from exc
-        except Exception as exc:
-            problem = result_problem(exc)
-            if problem is not None:  # a result that breaks its schema: this call alone fails
-                _log.warning("the MCP server %s answered %r: %s", self._label(), remote, problem)
-                raise ToolError(f"Tool '{local}' failed: {problem}") from exc
-            # the transport broke: a dead process, a dropped connection
-            self._lost(client)
-            reason = type(exc).__name__
-            raise ToolError(
-                f"Tool '{local}' failed: the MCP server could not be reached ({reason})."
-            ) from exc
-        finally:
-            CURRENT_CALL.reset(current)
-            if approved:
-                self._approved[remote] -= 1
-        text = remote_text(result)
-        if result.is_error:  # the server's words: under the registry's errors= policy
-            raise remote_failure(local, text)
-        blocks = tuple(
-            block.model_dump(mode="json", by_alias=True, exclude_none=True)
-            for block in result.content
+        confirmed = mounted is not None and mounted.needs_confirmation  # by confirm=, here
+        return await self._calls.call(
+            client, remote, local, arguments, meta=meta, progress=progress, confirmed=confirmed
         )
-        rich = remote_parts(result.content)
-        if rich is None:
-            text = remote_result(text)  # however much the server sent
-            return RemoteResult(text, result.structured_content, blocks)
-        parts, refused = rich
-        if refused:
-            _log.warning(
-                "the MCP server %s answered %r with %d image, audio or file part(s) left out "
-                "(malformed, mislabelled or too large)",
-                self._label(),
-                remote,
-                refused,
-            )
-        text = remote_result(fallback_text(parts))
-        if not has_media(parts):  # every one refused: the markers are the text
-            parts = ()
-        return RemoteResult(text, result.structured_content, blocks, parts)
-
-    async def _answer_of(
-        self, sent: asyncio.Future[types.CallToolResult], call: TaskCall
-    ) -> types.CallToolResult:
-        """The answer to the call `sent`. When its caller is cancelled (or times out): a
-        task being polled is cancelled there (`tasks`); a call whose answer has not come
-        yet, to a server that offers tasks, gets `_CREATING` more seconds for it in the
-        background, so that a task it turns out to be is cancelled too; any other call is
-        cancelled (the SDK tells the server)."""
-        try:
-            return await asyncio.shield(sent)
-        except asyncio.CancelledError:
-            call.abandoned = True
-            if call.task_id is None and not sent.done() and self.tasks:
-                self._send_cancel(_reaped(sent, _CREATING))
-            else:
-                sent.cancel()
-                sent.add_done_callback(_retrieved)
-            raise
-
-    def _send_cancel(self, cancel: Awaitable[None]) -> None:
-        """Run a `tasks/cancel` (or the wait for an abandoned call's answer) on the mount's
-        loop, past the call that gave up (the mount waits for it before it disconnects)."""
-        task = asyncio.ensure_future(cancel)
-        self._cancels.add(task)
-        task.add_done_callback(self._cancels.discard)
 
     async def _answer_question(self, params: Any) -> types.ElicitResult:
         """A task's `elicitation/create` input request: answered as a direct one is."""
@@ -864,7 +609,7 @@ class Mount(BaseToolset):
         else, whoever asks and whatever for."""
         message = getattr(params, "message", "")
         tool = asked_about(message, getattr(params, "requested_schema", None))
-        if tool is not None and self._approved.get(tool, 0) > 0:
+        if tool is not None and self._calls.confirmed(tool):
             return types.ElicitResult(action="accept", content={"confirm": True})
         return types.ElicitResult(action="decline")
 
@@ -1048,19 +793,6 @@ class Mount(BaseToolset):
 mount = Mount
 """`mount(registry, server, ...)`: the older verb, `Mount` itself (see the module)."""
 
-_CONTEXT = "toolreg_context"  # the keyword a mounted tool's function gets its ToolContext by
-_CREATING = 5.0  # seconds an abandoned call may still take to answer (a task, to cancel)
-
-
-async def _reaped(sent: asyncio.Future[Any], grace: float) -> None:
-    """Wait at most `grace` seconds for an abandoned call's answer (a task it created is
-    cancelled by `tasks.drive`, which sees the call abandoned), then cancel the call."""
-    done, _ = await asyncio.wait({sent}, timeout=grace)
-    if not done:
-        sent.cancel()
-    with contextlib.suppress(BaseException):
-        await sent
-
 
 async def _scrubbing(call: Awaitable[RemoteResult], auth: OAuthAuth, local: str) -> RemoteResult:
     """`call`'s result with the OAuth tokens of `auth` scrubbed from its text (and a failure
@@ -1073,42 +805,6 @@ async def _scrubbing(call: Awaitable[RemoteResult], auth: OAuthAuth, local: str)
         raise
     cleaned: RemoteResult = scrubbed(result, auth.used.values())
     return cleaned
-
-
-def _retrieved(sent: asyncio.Future[Any]) -> None:
-    """Read the outcome of a call nobody waits for any more."""
-    if not sent.cancelled():
-        sent.exception()
-
-
-def _no_progress(progress: float, total: float | None = None, message: str | None = None) -> None:
-    pass
-
-
-def _progress_to(call: TaskCall) -> ProgressFnT:
-    """The SDK's `progress_callback` of an inline call: the server's progress notifications,
-    checked (finite numbers, a printable bounded message), to the call's reporter."""
-
-    async def report(progress: float, total: float | None, message: str | None) -> None:
-        if not _finite(progress) or (total is not None and not _finite(total)):
-            return
-        shown = shown_text(message) if isinstance(message, str) and message else None
-        call.report(float(progress), None if total is None else float(total), shown)
-
-    return report
-
-
-def _finite(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _where(exc: ValidationError) -> str:
-    """Where a malformed answer broke its shape (the path only, never the server's value)."""
-    errors = exc.errors(include_url=False, include_input=False)
-    if not errors:
-        return ""
-    path = ".".join(str(part) for part in errors[0].get("loc", ()))[:80]
-    return f" (at {_shown(path)})" if path else ""
 
 
 def _safe_url(url: str) -> str:
@@ -1124,52 +820,7 @@ def _safe_url(url: str) -> str:
     except ValueError:
         return "(a URL that does not parse)"
     query = "&".join(f"{item.split('=', 1)[0]}=***" for item in parts.query.split("&") if item)
-    return _shown(urlunsplit((parts.scheme, netloc, parts.path, query, "")), 200)[1:-1]
-
-
-_PREFIX = re.compile(r"[a-zA-Z0-9_-]*")
-
-
-def _check_output_schema(remote: types.Tool) -> None:
-    """A remote tool's `outputSchema`, as the MCP SDK will use it: the SDK checks each
-    structured result against it with jsonschema, whose patterns run on `re`, unbounded,
-    in the mount's event loop. A schema past the size limits, or with a pattern `re` could
-    backtrack on (whatever engine toolreg has), refuses the tool."""
-    schema = remote.output_schema
-    if schema is None:
-        return
-    try:
-        check_size(schema)
-        check_patterns_for_re(schema)
-    except UntrustedSchemaError as exc:
-        raise ToolDefinitionError(
-            f"its output schema cannot be checked safely: {exc} (the MCP SDK checks every "
-            "structured result against it with Python's re)"
-        ) from None
-
-
-def _portable_name(name: str) -> bool:
-    return all(check_name(name, rule) is None for rule in NAME_RULES.values())
-
-
-def _shown(text: object, limit: int = 80) -> str:
-    """`text` quoted for a message or a log line: control and non-ASCII characters escaped,
-    at most `limit` characters."""
-    shown = ascii(text)
-    return shown if len(shown) <= limit else shown[: limit - 4] + "...'"
-
-
-def _trust(value: object) -> bool | frozenset[str]:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        raise UsageError(
-            f"trust_annotations={value!r}: pass True, False or a list of remote tool names"
-        )
-    names = frozenset(value)
-    if not all(isinstance(n, str) and n for n in names):
-        raise UsageError("trust_annotations= takes True, False or remote tool names")
-    return names
+    return shown(urlunsplit((parts.scheme, netloc, parts.path, query, "")), 200)[1:-1]
 
 
 def _seconds(name: str, value: object) -> float:
@@ -1178,15 +829,6 @@ def _seconds(name: str, value: object) -> float:
     if not (math.isfinite(value) and value > 0):
         raise UsageError(f"{name}={value!r}: must be a positive number of seconds")
     return float(value)
-
-
-def _names(include: Iterable[str]) -> tuple[str, ...]:
-    if isinstance(include, str):
-        raise UsageError(f"include= takes a list of names, e.g. include=[{include!r}]")
-    names = tuple(include)
-    if not all(isinstance(n, str) and n for n in names):
-        raise UsageError("include= takes tool names (non-empty strings)")
-    return names
 
 
 def _target(
@@ -1207,18 +849,6 @@ def _target(
     raise UsageError(
         f"server={server!r}: pass a streamable-HTTP URL or a non-empty list of strings"
     )
-
-
-async def _list_tools(client: Client, *, refresh: bool) -> list[types.Tool]:
-    tools: list[types.Tool] = []
-    cursor: str | None = None
-    for _ in range(_MAX_PAGES):
-        page = await client.list_tools(cursor=cursor, cache_mode="refresh" if refresh else "use")
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if cursor is None:
-            return tools
-    raise McpConnectionError(f"the tools/list answer ran past {_MAX_PAGES} pages")
 
 
 def _errlog(stack: contextlib.AsyncExitStack) -> TextIO:

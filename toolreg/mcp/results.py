@@ -27,6 +27,7 @@ __all__ = [
     "remote_parts",
     "remote_result",
     "result_problem",
+    "shown",
 ]
 
 MAX_FAILURE_CHARS = 2000
@@ -136,7 +137,8 @@ def result_problem(exc: BaseException) -> str | None:
     if isinstance(cause, ValidationError):
         return (
             "its result does not match the tool's output schema at "
-            f"{_path(cause.json_path)} ({cause.validator}: {_shown(cause.validator_value)})."
+            f"{_path(cause.json_path)} "
+            f"({cause.validator}: {shown(cause.validator_value, _MAX_SHOWN)})."
         )
     text = str(exc)
     if text.startswith("Tool ") and text.endswith("did not return structured content"):
@@ -150,6 +152,8 @@ def _path(path: str) -> str:
     return path if len(path) <= _MAX_SHOWN else path[: _MAX_SHOWN - 3] + "..."
 
 
-def _shown(value: Any) -> str:
-    shown = ascii(value)
-    return shown if len(shown) <= _MAX_SHOWN else shown[: _MAX_SHOWN - 4] + "...'"
+def shown(value: object, limit: int = 80) -> str:
+    """`value` quoted for a message or a log line: control and non-ASCII characters
+    escaped, at most `limit` characters."""
+    text = ascii(value)
+    return text if len(text) <= limit else text[: limit - 4] + "...'"

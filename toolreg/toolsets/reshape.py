@@ -482,7 +482,7 @@ class _Builder:
         return replace(
             tool,
             plan=replace(tool.plan, needs_context=needs),
-            output_schema=original.output_schema,
+            options=replace(tool.options, output_schema=original.output_schema),
             schema_changes=original.schema_changes,
             description_source=original.description_source
             if spec.description is None
