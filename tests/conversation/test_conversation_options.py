@@ -252,6 +252,6 @@ def test_the_constructor_keywords_are_the_record_and_the_documented_collaborator
     assert positional == ["self", "client", "model"]
     assert set(keywords) - set(fields) == set(COLLABORATORS) - {"client", "model"}
     assert set(fields) <= set(keywords)
-    page = (Path(__file__).parent.parent / "docs" / "reference" / "options.md").read_text()
+    page = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "options.md").read_text()
     for name in COLLABORATORS:
         assert f"`{name}`" in page, name
