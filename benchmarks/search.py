@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from toolreg import ToolDefinitionError, ToolRegistry  # noqa: E402
-from toolreg.search import index as search_index  # noqa: E402
-from toolreg.search import text as search_text  # noqa: E402
+from toolreg.toolsets.search import index as search_index  # noqa: E402
+from toolreg.toolsets.search import text as search_text  # noqa: E402
 
 CORPUS = ROOT / "benchmarks" / "data" / "search_corpus.json"
 K = 5
@@ -330,8 +330,8 @@ def tokenizer() -> tuple[str, Callable[[str], int]] | str:
 
 
 def sizes_sent(tools: list[dict[str, Any]], questions: list[dict[str, Any]]) -> None:
-    from toolreg.conversation.offer import search_tool
     from toolreg.formats import export_tools
+    from toolreg.toolsets import deferred
 
     registry = toolreg_registry(tools)
     counter = tokenizer()
@@ -348,7 +348,7 @@ def sizes_sent(tools: list[dict[str, Any]], questions: list[dict[str, Any]]) -> 
         measured = size(registry.get_tools(names=names))
         groups.setdefault("all", []).append(measured)
         groups.setdefault(q["subset"], []).append(measured)
-    deferred = size(export_tools([search_tool()], "openai"))
+    deferred_only = size(export_tools([deferred(registry).search_tool], "openai"))
     print("\n## What one request carries (OpenAI tool definitions as JSON text)\n")
     if isinstance(counter, str):
         print(f"Tokens: not counted, {counter}; characters only.\n")
@@ -370,7 +370,7 @@ def sizes_sent(tools: list[dict[str, Any]], questions: list[dict[str, Any]]) -> 
         tokens = None if count is None else statistics.fmean(m[1] or 0 for m in measured)
         label = f"tool_search={K}, mean over the {subset} questions ({len(measured)})"
         row(label, chars, tokens)
-    row("every tool defer_loading=True: the search_tools tool alone", *deferred)
+    row("every tool defer_loading=True: the search_tools tool alone", *deferred_only)
 
 
 def main() -> None:

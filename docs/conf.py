@@ -52,7 +52,7 @@ toolreg_api_modules = [
     "toolreg.durable",
     "toolreg.durable.dbos",
     "toolreg.testing.crash",
-    "toolreg.search",
+    "toolreg.toolsets.search",
     "toolreg.toolsets",
     "toolreg.toolsets.lock",
     "toolreg.mcp",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,21 @@ from toolreg import ToolRegistry
 # In CI (CI=true) the property tests draw the same examples every run, so a landing never
 # fails on an example no earlier run saw; elsewhere they explore, and `print_blob` shows how
 # to replay what they found (@reproduce_failure).
+_RECURSION_LIMIT = sys.getrecursionlimit()  # before any test module is imported
+
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("explore", print_blob=True)
 settings.load_profile("ci" if os.environ.get("CI") == "true" else "explore")
+
+
+@pytest.fixture(autouse=True)
+def _recursion_limit() -> Any:
+    """Each test starts at the recursion limit the run started with: a test (mypy or Sphinx
+    in-process) or a module imported while collecting may raise it for good, and the
+    deep-nesting tests read it."""
+    sys.setrecursionlimit(_RECURSION_LIMIT)
+    yield
+    sys.setrecursionlimit(_RECURSION_LIMIT)
 
 
 @pytest.fixture

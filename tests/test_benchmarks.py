@@ -14,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.slow
 def test_quick_benchmark_runs_and_reports_every_section() -> None:
     done = subprocess.run(
         [sys.executable, "benchmarks/run.py", "--quick", "--peers", "none", "--json"],
@@ -39,6 +40,7 @@ def test_quick_benchmark_runs_and_reports_every_section() -> None:
     assert {"export", "rebuild", "resume overhead"} <= report["loop"]["state"]["rows"].keys()
 
 
+@pytest.mark.slow
 def test_the_adapters_benchmark_runs_each_installed_framework() -> None:
     done = subprocess.run(
         [sys.executable, "benchmarks/adapters.py", "--quick", "--json"],

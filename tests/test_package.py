@@ -268,8 +268,7 @@ LAYERS: list[set[str]] = [
     {"tool", "observe", "asking"},
     {"dispatch"},
     {"formats"},
-    {"search"},
-    {"toolsets"},
+    {"toolsets", "search"},  # toolreg.search: the shim of toolreg.toolsets.search
     {"registry"},
     {"conversation", "stores", "telemetry", "compat", "mcp", "sources", "adapters"},
     {"durable"},
@@ -351,6 +350,50 @@ def test_imports_only_point_down(module: str) -> None:
         if _layer_key(target) in LAYER_OF and LAYER_OF[_layer_key(target)] > here
     )
     assert upward == [], f"{module} (layer {here}) imports a higher layer: {upward}"
+
+
+# The conversation's rooms (docs/contributing.md draws them), lowest first: the same rule
+# inside toolreg.conversation. The core holds the collaborators (Offer, Approvals, the
+# state codec and resume checks), built from explicit inputs: none of them imports it.
+CONVERSATION_ROOMS: list[set[str]] = [
+    {"reply", "output", "policies", "eager", "endpoints", "signing", "events"},  # records
+    {"providers", "tracing", "history", "stream", "responses_api"},  # the wire, observing
+    {"guardrails", "options"},  # what a conversation is given
+    {"asking"},  # a tool's questions (ctx.ask): answered from a call's replayed answers
+    {"loop", "offer", "runs"},  # the sans-I/O turn; what each model call is offered
+    {"state", "stored"},  # the codec of a saved conversation; its stores
+    {"approvals", "resume"},  # paused calls and decisions; saved options on resume
+    {"core"},  # construction, the turn flows, store flows, observation
+    {"drivers"},  # the two I/O shells
+    {"__init__"},
+]
+ROOM_OF = {name: i for i, room in enumerate(CONVERSATION_ROOMS) for name in room}
+
+
+def _room(module: str) -> str:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 else "__init__"
+
+
+def test_every_conversation_module_has_a_room() -> None:
+    held = {_room(m) for m in MODULES if m.startswith("toolreg.conversation")}
+    assert held == set(ROOM_OF), (
+        f"CONVERSATION_ROOMS in {__file__}: unplaced {sorted(held - set(ROOM_OF))}, "
+        f"stale {sorted(set(ROOM_OF) - held)}"
+    )
+
+
+@pytest.mark.parametrize(
+    "module", sorted(m for m in MODULES if m.startswith("toolreg.conversation"))
+)
+def test_conversation_imports_only_point_down(module: str) -> None:
+    here = ROOM_OF[_room(module)]
+    upward = sorted(
+        f"{target} (room {ROOM_OF[_room(target)]})"
+        for target in _imports(module)
+        if target.startswith("toolreg.conversation") and ROOM_OF[_room(target)] > here
+    )
+    assert upward == [], f"{module} (room {here}) imports a higher room: {upward}"
 
 
 def test_there_is_no_import_cycle() -> None:

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 HERE = Path(__file__).resolve().parent
 
 SKIPPING = """
@@ -40,6 +42,7 @@ def run(folder: Path, *args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_a_run_lists_its_skipped_tests_by_reason_with_counts(tmp_path: Path) -> None:
     shutil.copy(HERE / "conftest.py", tmp_path / "conftest.py")
     (tmp_path / "test_some.py").write_text(SKIPPING, encoding="utf-8")
@@ -52,6 +55,7 @@ def test_a_run_lists_its_skipped_tests_by_reason_with_counts(tmp_path: Path) -> 
     assert ".ci/run sets up aimock, llama-server, redis-server and PostgreSQL" in lines[start + 3]
 
 
+@pytest.mark.slow
 def test_a_run_without_skips_says_nothing_of_them(tmp_path: Path) -> None:
     shutil.copy(HERE / "conftest.py", tmp_path / "conftest.py")
     (tmp_path / "test_some.py").write_text("def test_runs():\n    pass\n", encoding="utf-8")

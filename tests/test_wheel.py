@@ -12,6 +12,8 @@ import venv
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -33,6 +35,7 @@ def run(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
     return done
 
 
+@pytest.mark.slow
 def test_wheel_installs_and_runs_the_demo(tmp_path: Path) -> None:
     dist = tmp_path / "dist"
     pip = (sys.executable, "-m", "pip")

@@ -77,11 +77,9 @@ if _typing.TYPE_CHECKING:
         PendingCall,
         Reply,
         TextDelta,
-        ToolCallEvent,
         ToolCallReady,
         ToolFinished,
         ToolProgress,
-        ToolResultEvent,
         ToolStarted,
         TurnFinished,
         Usage,
@@ -106,11 +104,9 @@ _LAZY = {
     "PendingCall": "conversation",
     "Reply": "conversation",
     "TextDelta": "conversation",
-    "ToolCallEvent": "conversation",
     "ToolCallReady": "conversation",
     "ToolFinished": "conversation",
     "ToolProgress": "conversation",
-    "ToolResultEvent": "conversation",
     "ToolStarted": "conversation",
     "TurnFinished": "conversation",
     "Usage": "conversation",
@@ -124,8 +120,9 @@ _LAZY = {
 
 def __getattr__(name: str) -> _typing.Any:
     module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'toolreg' has no attribute {name!r}")
+    if module is None:  # a deprecated name (warned at each use, never bound), or none
+        events = _importlib.import_module(".conversation.events", __name__)
+        return events.deprecated_event("toolreg", name)
     value = getattr(_importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value
@@ -187,7 +184,6 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolCallError",
-    "ToolCallEvent",
     "ToolCallReady",
     "ToolCancelled",
     "ToolContext",
@@ -204,7 +200,6 @@ __all__ = [
     "ToolProgress",
     "ToolRegistry",
     "ToolResult",
-    "ToolResultEvent",
     "ToolRetry",
     "ToolStarted",
     "ToolTimeoutError",

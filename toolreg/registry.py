@@ -36,8 +36,8 @@ from .toolsets.versions import mixed_versions as _mixed_versions
 from .toolsets.versions import same_version, same_version_text, version_order
 
 if TYPE_CHECKING:  # the index loads on the first search (its patterns take ~6 ms to compile)
-    from .search import SearchIndex
     from .toolsets import StepContext
+    from .toolsets.search import SearchIndex
 
 __all__ = ["Ranker", "ToolRegistry", "default_registry"]
 
@@ -436,7 +436,7 @@ class ToolRegistry:
     ) -> list[Tool]:
         """The `limit` tools whose definitions best match `query`, best first (none when no
         word matches). Names (split on `_ . -` and camelCase), descriptions, parameter names
-        and descriptions are searched, in any language (see `toolreg.search`); `among`
+        and descriptions are searched, in any language (see `toolreg.toolsets.search`); `among`
         keeps only those tool names, `step` only those `offer(step)` gives. With a
         `ranker`, it orders the index's candidates."""
         if not isinstance(query, str):
@@ -449,7 +449,7 @@ class ToolRegistry:
         with self._lock:
             index = self._index
             if index is None:
-                from .search import SearchIndex  # lazily: `import toolreg` stays light
+                from .toolsets.search import SearchIndex  # lazily: `import toolreg` stays light
 
                 index = self._index = SearchIndex()
                 index.update(self._tools.values())

@@ -1,8 +1,8 @@
 """Large catalogs: tool search, and tools kept back until a search finds them."""
 
 from toolreg import Conversation, ToolRegistry
-from toolreg.search import ToolSearch
 from toolreg.testing import ScriptedServer, text, tool_call
+from toolreg.toolsets.search import ToolSearch
 
 catalog = ToolRegistry()
 for name, description in [

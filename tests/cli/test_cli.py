@@ -296,6 +296,7 @@ def test_chat_reads_lines_until_end_of_input() -> None:
     assert "assistant> Drizzle in London." in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("answer", "observation", "last"),
     [
@@ -385,6 +386,7 @@ def weather_again(city: str) -> str:
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("as_module", [False, True], ids=["file", "module"])
 @pytest.mark.parametrize("debug", [False, True], ids=["plain", "debug"])
 def test_definition_errors_name_the_file_and_the_function(
@@ -572,6 +574,7 @@ def _serve_command(target: Path) -> str:
     return f"mcp:{sys.executable} -m toolreg serve {target}"
 
 
+@pytest.mark.slow
 def test_a_mounted_tools_failure_prints_the_observation_only(tmp_path: Path) -> None:
     """The mounted server's stderr (its failure's log line) is not ours without --debug."""
     target = tmp_path / "failing.py"

@@ -116,6 +116,7 @@ def test_the_chatglm3_module_used_by_its_module_name_is_found(
     assert (status, out, err) == (0, "noon in Lima\n", "")
 
 
+@pytest.mark.slow
 def test_chat_offers_the_chatglm3_tools(tmp_path: Path) -> None:
     target = write(tmp_path, "glm_chat.py", GLM)
     turns = [tool_calls(call("glm_weather", {"city_name": "Rome"})), text("Sunny in Rome.")]
@@ -137,6 +138,7 @@ def test_chat_offers_the_chatglm3_tools(tmp_path: Path) -> None:
     assert "  <- [ok] sunny in Rome" in done.stdout
 
 
+@pytest.mark.slow
 def test_serve_serves_the_chatglm3_tools_to_the_sdk_client(tmp_path: Path) -> None:
     target = write(tmp_path, "glm_serve.py", GLM)
     command = serve_command(target)

@@ -111,6 +111,7 @@ def test_no_sample_no_docs_example_and_no_readme_tool_is_flagged() -> None:
         assert instructions_to_model(block) == [], block
 
 
+@pytest.mark.slow
 def test_the_command_prints_the_warning(tmp_path: Path) -> None:
     target = tmp_path / "poisoned.py"
     target.write_text(

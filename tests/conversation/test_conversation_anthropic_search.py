@@ -176,7 +176,7 @@ def test_what_the_search_found_survives_export_and_resume() -> None:
         assert state["options"]["deferred_search"] == "client"
         again = Conversation.from_state(state, server.anthropic_client(), registry=registry)
         reply = again.send("file one in a/b")
-    assert (again.deferred_search, again.discovered) == ("client", ["create_github_issue"])
+    assert (again.options.deferred_search, again.discovered) == ("client", ["create_github_issue"])
     assert ran == ["create_github_issue a/b"]
     assert reply.tool_results[0].ok
     history = server.requests[2]["messages"]

@@ -20,7 +20,7 @@ from toolreg import (
     AsyncConversation,
     Conversation,
     Hooks,
-    ToolCallEvent,
+    ToolCallReady,
     ToolRegistry,
     UsageError,
 )
@@ -100,7 +100,13 @@ def test_an_async_hook_of_every_kind_is_awaited(
     assert ran == ["Paris"]
     expected = {"before_model_call": 2, "after_model_call": 2}.get(hook, 1)
     assert len(seen) == expected
-    assert all(type(e).__name__.endswith("Event") for e in seen)
+    kinds = {
+        "before_tool_call": "ToolCallReady",
+        "after_tool_call": "ToolFinished",
+        "before_model_call": "ModelCallEvent",
+        "after_model_call": "ModelResponseEvent",
+    }
+    assert all(type(e).__name__ == kinds[hook] for e in seen)
 
 
 @pytest.mark.parametrize(
@@ -113,7 +119,7 @@ def test_an_async_hook_of_every_kind_is_awaited(
 def test_an_async_veto_holds(
     registry: ToolRegistry, ran: list[str], verdict: Any, message: str, no_unawaited: None
 ) -> None:
-    async def veto(event: ToolCallEvent) -> Any:
+    async def veto(event: ToolCallReady) -> Any:
         await asyncio.sleep(0)
         return verdict if '"Paris"' in str(event.call.arguments) else None
 
@@ -134,11 +140,11 @@ def test_an_async_veto_holds(
 class AsyncVeto:
     """Not a coroutine function itself: its `__call__` is async."""
 
-    async def __call__(self, event: ToolCallEvent) -> bool:
+    async def __call__(self, event: ToolCallReady) -> bool:
         return False
 
 
-async def _refuse(reason: str, event: ToolCallEvent) -> str:
+async def _refuse(reason: str, event: ToolCallReady) -> str:
     return reason
 
 

@@ -78,6 +78,7 @@ def test_a_client_without_a_base_url_leaves_endpoint_unset() -> None:
     assert str(caught.value) == "no chat here"
 
 
+@pytest.mark.slow
 def test_the_cli_prints_the_url_once() -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "TOOLREG_MODEL")}

@@ -12,9 +12,9 @@ from toolreg import (
     Hooks,
     ModelCallEvent,
     ModelResponseEvent,
-    ToolCallEvent,
+    ToolCallReady,
+    ToolFinished,
     ToolRegistry,
-    ToolResultEvent,
 )
 from toolreg.testing import ScriptedServer, call, text, tool_call, tool_calls
 
@@ -71,11 +71,13 @@ def test_all_four_hooks_receive_their_events_in_order(registry: ToolRegistry) ->
     assert isinstance(after1, ModelResponseEvent)
     assert (after1.round, after1.finish_reason) == (1, "tool_calls")
     assert after1.message["tool_calls"][0]["id"] == "call_1"
-    assert isinstance(tool, ToolCallEvent)
+    assert isinstance(tool, ToolCallReady)
     assert (tool.round, tool.call.name, tool.call.call_id) == (1, "get_weather", "call_1")
     assert tool.call.arguments == '{"city": "Paris"}'
-    assert isinstance(result, ToolResultEvent)
+    assert isinstance(result, ToolFinished)
     assert result.result is reply.tool_results[0]
+    assert (result.round, result.call) == (1, tool.call)  # the stream's event, with its round
+    assert tool.early is False
     assert before2.round == 2
     assert len(before2.request["messages"]) == 3
     assert (after2.message["content"], after2.finish_reason) == ("Sunny.", "stop")
@@ -99,7 +101,7 @@ def test_a_model_call_event_keeps_the_messages_of_its_own_call(registry: ToolReg
 def test_before_tool_call_can_veto(
     registry: ToolRegistry, ran: list[str], verdict: Any, message: str
 ) -> None:
-    def veto(event: ToolCallEvent) -> Any:
+    def veto(event: ToolCallReady) -> Any:
         return verdict if '"Paris"' in str(event.call.arguments) else None
 
     turn = tool_calls(call("get_weather", city="Paris"), call("get_weather", city="Oslo"))
@@ -150,3 +152,33 @@ def test_logging_is_debug_only(registry: ToolRegistry, caplog: pytest.LogCapture
     mine = [r for r in caplog.records if r.name.startswith("toolreg")]
     assert mine
     assert {r.levelno for r in mine} == {logging.DEBUG}
+
+
+@pytest.mark.parametrize(
+    ("module", "old", "new"),
+    [
+        ("toolreg", "ToolCallEvent", ToolCallReady),
+        ("toolreg", "ToolResultEvent", ToolFinished),
+        ("toolreg.conversation", "ToolCallEvent", ToolCallReady),
+        ("toolreg.conversation", "ToolResultEvent", ToolFinished),
+    ],
+)
+def test_the_old_hook_event_names_are_deprecated_aliases(module: str, old: str, new: type) -> None:
+    """One event family: the hooks get the stream's events. The old names still import, as
+    the same classes (their fields, `round` and `call` / `result`, are there), with a
+    DeprecationWarning naming the new one and the release that removes them."""
+    import importlib
+
+    loaded = importlib.import_module(module)
+    with pytest.warns(DeprecationWarning, match=rf"{old} is .*{new.__name__}.*removed in 0\.3"):
+        alias = getattr(loaded, old)
+    assert alias is new
+    assert old not in getattr(loaded, "__all__", ())
+    assert old not in vars(loaded)  # warned at every use, never bound
+
+
+def test_a_name_that_never_was_is_still_an_attribute_error() -> None:
+    import toolreg.conversation
+
+    with pytest.raises(AttributeError, match="NoSuchEvent"):
+        toolreg.conversation.NoSuchEvent

@@ -129,9 +129,9 @@ def test_the_options_survive_an_exported_state() -> None:
             max_repeats=None,
         )
         again = Conversation.from_state(chat.export_state(), server.client(), registry=reg)
-    assert again.advertise_required is False
-    assert again._settings.force_tools is True
-    assert again._settings.max_repeats is None
+    assert again.options.advertise_required is False
+    assert again.options.force_tools is True
+    assert again.options.max_repeats is None
 
 
 # -- the options record: declared once -------------------------------------------------------
@@ -196,3 +196,62 @@ def dataclasses_replace(options: Any, **changes: Any) -> Any:
     import dataclasses
 
     return dataclasses.replace(options, **changes)
+
+
+@pytest.mark.parametrize(
+    ("attribute", "field"),
+    [
+        ("name", "name"),
+        ("streaming", "stream"),
+        ("parallel", "parallel"),
+        ("strict", "strict"),
+        ("output_strict", "output_strict"),
+        ("advertise_required", "advertise_required"),
+        ("assistant_content", "assistant_content"),
+        ("confirm", "confirm"),
+        ("deferred_search", "deferred_search"),
+        ("eager_tools", "eager_tools"),
+        ("on_text", "on_text"),
+        ("on_event", "on_event"),
+        ("tool_filter", "tools"),
+        ("tool_search", "tool_search"),
+        ("max_rounds", "max_rounds"),
+    ],
+)
+def test_an_option_is_read_from_the_record_only(attribute: str, field: str) -> None:
+    """One spelling per option: `chat.options.<field>`; the conversation's old copies are
+    gone, and reading one says where the value is."""
+    chat = Conversation(object(), "m", registry=registry(), dialect="tools", stream=True)
+    assert getattr(chat.options, field) == getattr(chat.options, field)  # the record has it
+    with pytest.raises(AttributeError, match=rf"chat\.options\.{field}\b") as raised:
+        getattr(chat, attribute)
+    assert raised.value.name == attribute
+    assert not hasattr(chat, attribute)
+    with pytest.raises(AttributeError, match="has no attribute 'colour'"):
+        getattr(chat, "colour")
+
+
+def test_the_constructor_keywords_are_the_record_and_the_documented_collaborators() -> None:
+    """The constructor's typed keywords are exactly the fields of `ConversationOptions` and
+    the collaborators `COLLABORATORS` names, and the options reference lists each of those
+    collaborators by name (the table itself is read from the record)."""
+    import dataclasses
+    import inspect
+    from pathlib import Path
+
+    from toolreg.conversation import ConversationOptions
+    from toolreg.conversation.core import ConversationCore
+    from toolreg.conversation.options import COLLABORATORS
+
+    signature = inspect.signature(ConversationCore.__init__).parameters
+    keywords = [n for n, p in signature.items() if p.kind is inspect.Parameter.KEYWORD_ONLY]
+    positional = [
+        n for n, p in signature.items() if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    ]
+    fields = [f.name for f in dataclasses.fields(ConversationOptions)]
+    assert positional == ["self", "client", "model"]
+    assert set(keywords) - set(fields) == set(COLLABORATORS) - {"client", "model"}
+    assert set(fields) <= set(keywords)
+    page = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "options.md").read_text()
+    for name in COLLABORATORS:
+        assert f"`{name}`" in page, name

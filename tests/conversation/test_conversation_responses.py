@@ -21,7 +21,10 @@ from toolreg import (
     UsageError,
     trim_history,
 )
-from toolreg.conversation.responses_api import ResponseStreamAssembler, normalize_response
+from toolreg.conversation.providers.openai_responses import (
+    ResponseStreamAssembler,
+    normalize_response,
+)
 from toolreg.testing import (
     ScriptedServer,
     call,

@@ -20,9 +20,9 @@ from toolreg import (
     searchable,
 )
 from toolreg.dispatch import DispatchSettings
-from toolreg.search import ToolSearch
 from toolreg.testing import ScriptedServer, call, raw, text, tool_call, tool_calls
 from toolreg.toolsets import BaseToolset
+from toolreg.toolsets.search import ToolSearch
 
 MODEL = "scripted-model"
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolreg import Conversation, ConversationError, Reply, ToolRegistry
-from toolreg.conversation.stream import StreamAssembler
+from toolreg.conversation.providers.openai_chat import StreamAssembler
 from toolreg.testing import ScriptedServer, TurnLike, call, function_call, text, tool_calls
 
 MODEL = "scripted-model"

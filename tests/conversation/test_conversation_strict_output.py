@@ -192,4 +192,4 @@ def test_output_strict_survives_an_exported_state() -> None:
     state = chat.export_state()
     assert state["options"]["output_strict"] is False
     again = Conversation.from_state(state, object(), registry=ToolRegistry())
-    assert again.output_strict is False
+    assert again.options.output_strict is False

@@ -8,9 +8,9 @@ from typing import Annotated, Any
 import pytest
 
 from toolreg import Conversation, ConversationStateError, ToolRegistry, UsageError
-from toolreg.search import ToolSearch
 from toolreg.testing import ScriptedServer, text, tool_call
 from toolreg.testing.inspection import tool_names
+from toolreg.toolsets.search import ToolSearch
 
 MODEL = "scripted-model"
 
@@ -160,7 +160,7 @@ def test_the_option_is_saved_and_restored_with_the_state() -> None:
             "messages": 1,
         }
         again = Conversation.from_state(state, server.client(), registry=registry)
-        assert again.tool_search == option
+        assert again.options.tool_search == option
         again.send("email Ann")
     assert sorted(sent(server, 1)) == ["help_desk", "send_email"]
 
@@ -171,7 +171,7 @@ def test_a_version_2_state_from_before_the_option_still_loads() -> None:
     assert state["version"] == 3
     del state["options"]["tool_search"], state["discovered"]
     state["version"] = 2
-    assert Conversation.from_state(state, None, registry=registry).tool_search is None
+    assert Conversation.from_state(state, None, registry=registry).options.tool_search is None
     state["version"], state["discovered"] = 3, []  # a version 3 state must have the option
     with pytest.raises(ConversationStateError, match="options"):
         Conversation.from_state(state, None, registry=registry)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolreg import Conversation, ToolRegistry, trim_history
-from toolreg.conversation.history import trim_to_limits
+from toolreg.conversation.providers.history import trim_to_limits
 from toolreg.testing import ScriptedServer, text, tool_call
 
 Message = dict[str, Any]

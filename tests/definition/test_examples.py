@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 import pytest
 
 from toolreg import ToolDefinitionError, ToolRegistry
-from toolreg.conversation.state import tool_fingerprint
+from toolreg.conversation.signing import tool_fingerprint
 
 
 def weather_registry(**options: Any) -> ToolRegistry:

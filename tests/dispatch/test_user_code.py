@@ -1,8 +1,9 @@
 """User code is called from one place: `toolreg.dispatch.calling`, whatever calls it.
 
 Each kind of user code (the tool, a converter, the `confirm` callback, a `result_filter`, a
-conversation hook, `on_text`) records the toolreg modules on its stack when it runs; the
-one module that hands control to the application must be among them.
+conversation hook, `on_text`, `on_event`, a guardrail, a state store) records the toolreg
+modules on its stack when it runs; the one module that hands control to the application
+must be among them (for the conversation's callers: the first, on both drivers).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from toolreg import Conversation, Hooks, Tool, ToolRegistry
+from toolreg import AsyncConversation, Conversation, Hooks, Tool, ToolRegistry
 from toolreg.dispatch import Dispatcher
+from toolreg.stores import MemoryStore
 from toolreg.testing import ScriptedServer, text, tool_call
 
 CALLING = "toolreg.dispatch.calling"
@@ -130,6 +132,96 @@ def test_hooks_and_on_text() -> None:
         "after_tool_call",
         "on_text",
     }
+    for name, frames in stacks.items():
+        assert frames[0] == CALLING, name
+
+
+class RecordingStore(MemoryStore):
+    """A state store of the application's own: each method records its callers."""
+
+    def __init__(self, stacks: dict[str, list[str]]) -> None:
+        super().__init__()
+        self.stacks = stacks
+
+    def load(self, id: str) -> Any:
+        self.stacks.setdefault("load", toolreg_frames())
+        return super().load(id)
+
+    def save(self, id: str, state: dict[str, Any], expected_version: int | None) -> int:
+        self.stacks.setdefault("save", toolreg_frames())
+        return super().save(id, state, expected_version)
+
+    async def aload(self, id: str) -> Any:
+        self.stacks.setdefault("aload", toolreg_frames())
+        return super().load(id)
+
+    async def asave(self, id: str, state: dict[str, Any], expected_version: int | None) -> int:
+        self.stacks.setdefault("asave", toolreg_frames())
+        return super().save(id, state, expected_version)
+
+
+def _weather_registry() -> ToolRegistry:
+    reg = ToolRegistry()
+
+    @reg.register_tool
+    def get_weather(city: str) -> str:
+        """Weather of a city."""
+        return f"sunny in {city}"
+
+    return reg
+
+
+def test_guardrails_on_event_and_the_state_store_sync() -> None:
+    stacks: dict[str, list[str]] = {}
+
+    def recorder(name: str) -> Any:
+        return lambda event: stacks.setdefault(name, toolreg_frames()) and None
+
+    with ScriptedServer([tool_call("get_weather", city="Oslo"), text("Sunny.")]) as server:
+        chat = Conversation(
+            server.client(),
+            server.model,
+            registry=_weather_registry(),
+            input_guardrails=recorder("input_guardrail"),
+            output_guardrails=recorder("output_guardrail"),
+            on_event=recorder("on_event"),
+            state_store=RecordingStore(stacks),
+            conversation_id="c1",
+        )
+        assert chat.send("Weather in Oslo?").text == "Sunny."
+    assert set(stacks) == {"input_guardrail", "output_guardrail", "on_event", "load", "save"}
+    for name, frames in stacks.items():
+        assert frames[0] == CALLING, name
+
+
+def test_hooks_guardrails_on_event_and_the_state_store_async() -> None:
+    import asyncio
+
+    stacks: dict[str, list[str]] = {}
+
+    def recorder(name: str) -> Any:
+        async def record(event: Any) -> None:
+            stacks.setdefault(name, toolreg_frames())
+
+        return record
+
+    hooks = Hooks(before_tool_call=recorder("before_tool_call"))
+    with ScriptedServer([tool_call("get_weather", city="Oslo"), text("Sunny.")]) as server:
+        chat = AsyncConversation(
+            server.async_client(),
+            server.model,
+            registry=_weather_registry(),
+            hooks=hooks,
+            input_guardrails=recorder("input_guardrail"),
+            on_event=recorder("on_event"),
+            stream=True,
+            on_text=recorder("on_text"),
+            state_store=RecordingStore(stacks),
+            conversation_id="c1",
+        )
+        assert asyncio.run(chat.send("Weather in Oslo?")).text == "Sunny."
+    names = {"before_tool_call", "input_guardrail", "on_event", "on_text", "aload", "asave"}
+    assert set(stacks) == names
     for name, frames in stacks.items():
         assert frames[0] == CALLING, name
 

@@ -93,6 +93,7 @@ def forkserver() -> multiprocessing.context.BaseContext:
     return context
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example", _examples())
 def test_each_example_runs_alone(
     example: Path, tmp_path: Path, forkserver: multiprocessing.context.BaseContext
@@ -175,6 +176,7 @@ def _command_lines() -> list[object]:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("line", _command_lines())
 def test_each_command_of_the_pages_runs(line: str, tmp_path: Path) -> None:
     args = shlex.split(line)[1:]
@@ -242,6 +244,7 @@ def _dependencies_of(requirements: list[str]) -> set[str]:
 EXTRA = re.compile(r"pip install '?toolreg\[([\w,-]+)\]'?")
 
 
+@pytest.mark.slow
 def test_a_pages_documented_install_gives_what_its_examples_import() -> None:
     # `pip install 'toolreg[otel]'` on the tracing guide must be enough for its example to
     # run: every module an included example imports comes from toolreg, the standard
@@ -302,6 +305,7 @@ def _http_serve_lines() -> list[object]:
     return [pytest.param(line, marks=[pytest.mark.slow]) for line in sorted(lines)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("line", _http_serve_lines())
 def test_each_http_serve_command_of_the_pages_serves(line: str, tmp_path: Path) -> None:
     """`toolreg serve ... --transport http` runs until stopped: started as the page writes

@@ -289,6 +289,7 @@ def run_sample(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_approvals_across_two_requests(tmp_path: Path) -> None:
     state = tmp_path / "pending.json"
     first = run_sample("--state", str(state), "ask", "Pay 120 EUR to Ada")

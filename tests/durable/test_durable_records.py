@@ -158,6 +158,7 @@ json_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     step=st.sampled_from(["model 1", "model 2", "store load 1", "store save 2", "tool charge c1"]),

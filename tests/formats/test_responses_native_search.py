@@ -273,7 +273,7 @@ def test_the_client_search_and_what_it_found_survive_a_saved_state() -> None:
         assert state["options"]["deferred_search"] == "client"
         again = Conversation.from_state(state, server.client(), registry=registry)
         reply = again.send("file one in a/b")
-    assert again.deferred_search == "client"
+    assert again.options.deferred_search == "client"
     assert again.discovered == ["create_github_issue"]
     assert reply.tool_results[0].ok
     assert items(server, 2, "tool_search_output")[0]["tools"][0]["name"] == "create_github_issue"

@@ -460,6 +460,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_cli_targets_mcp_servers(served_url: str) -> None:
     listed = run_cli("list", f"mcp:{served_url}", "--json")
     assert listed.returncode == 0, listed.stderr

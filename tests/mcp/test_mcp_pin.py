@@ -310,6 +310,7 @@ def test_pin_cli_shows_a_new_server_and_writes_only_when_approved(
     assert (again.returncode, again.stdout) == (0, f"{lock} is up to date: 2 tools pinned\n")
 
 
+@pytest.mark.slow
 def test_pin_cli_shows_what_changed_and_asks(shifty: tuple[Shifty, str], tmp_path: Path) -> None:
     served, url = shifty
     lock = tmp_path / "tools.lock"
@@ -333,6 +334,7 @@ def test_pin_cli_shows_what_changed_and_asks(shifty: tuple[Shifty, str], tmp_pat
         assert (handle.names, handle.pending) == (["change", "get_time"], {})
 
 
+@pytest.mark.slow
 def test_pin_cli_fails_with_exit_status_2(shifty: tuple[Shifty, str], tmp_path: Path) -> None:
     _, url = shifty
     lock = tmp_path / "tools.lock"

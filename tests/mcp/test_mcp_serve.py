@@ -350,6 +350,7 @@ def test_binding_every_interface_needs_the_names_clients_use() -> None:
     assert "--allowed-host" in done.stderr
 
 
+@pytest.mark.slow
 def test_serve_checks_its_options() -> None:
     registry = ToolRegistry()
     with pytest.raises(toolreg.UsageError, match="transport"):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
+import pytest
 from _mcp_support import PROCESS_TOOLS, HttpChild, serve_command, text_of
 from mcp import Client
 
@@ -51,6 +52,7 @@ def test_the_shared_socket_gives_every_connection_tcp_nodelay() -> None:
     assert accepted_nodelay(as_uvicorn_makes_it) == 0  # the trap this avoids
 
 
+@pytest.mark.slow
 def test_serve_with_several_workers() -> None:
     command = serve_command(PROCESS_TOOLS, "--transport", "http", "--port", "0", "--workers", "2")
     with HttpChild(*command) as child:

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 import pytest
 
 from toolreg import Tool, ToolRegistry, UsageError
-from toolreg.search import SearchIndex, identifier_terms, terms
+from toolreg.toolsets.search import SearchIndex, identifier_terms, terms
 
 
 def _catalog() -> ToolRegistry:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolreg import ToolDefinitionError, ToolRegistry
-from toolreg.search import SearchIndex, terms, tool_fields
+from toolreg.toolsets.search import SearchIndex, terms, tool_fields
 
 CORPUS = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "search_corpus.json"
 STUFFED = "zz_helper"
@@ -163,7 +163,7 @@ def test_repeating_words_never_gains_a_tool_anything(size: int) -> None:
 
 
 def test_what_one_tool_puts_in_the_index_is_bounded() -> None:
-    from toolreg.search import index
+    from toolreg.toolsets.search import index
 
     registry = ToolRegistry()
     vocabulary = " ".join(f"word{i}" for i in range(5000))

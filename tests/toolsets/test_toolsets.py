@@ -95,8 +95,8 @@ def test_prefixed_names_and_calls() -> None:
 
 
 def test_a_prefixed_toolset_is_one_responses_namespace() -> None:
+    from _sdk_shapes import conforms
     from openai.types.responses import NamespaceToolParam
-    from test_formats import conforms
 
     from toolreg.formats import responses
 

@@ -155,6 +155,7 @@ def _jsonschema_is_valid(schema: Any, instance: Any) -> bool:
         reject()
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 @given(schema=documents, instances=st.lists(json_values, min_size=1, max_size=4))
 def test_agrees_with_jsonschema(schema: dict[str, Any], instances: list[Any]) -> None:

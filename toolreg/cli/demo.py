@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from ..conversation import Conversation
-from ..conversation.reply import Hooks, Reply, ToolCallEvent, ToolResultEvent
+from ..conversation.events import Hooks, ToolCallReady, ToolFinished
+from ..conversation.reply import Reply
 from ..errors import UsageError
 from ..jsonvalues import safe_text
 from ..registry import ToolRegistry
@@ -62,11 +63,11 @@ class Demo:
 def print_hooks(out: TextIO) -> Hooks:
     """Hooks that print each tool call and its observation as they happen."""
 
-    def before(event: ToolCallEvent) -> None:
+    def before(event: ToolCallReady) -> None:
         shown = shown_arguments(event.call.arguments)
         print(safe_text(f"  -> {event.call.name}({shown})"), file=out)
 
-    def after(event: ToolResultEvent) -> None:
+    def after(event: ToolFinished) -> None:
         mark = "ok" if event.result.ok else event.result.error_kind
         print(safe_text(f"  <- [{mark}] {event.result.content}"), file=out)
 

@@ -59,10 +59,10 @@ from typing import Any
 from ..definition.injection import instructions_to_model, schema_descriptions
 from ..definition.names import NAME_RULES
 from ..definition.strict import strict_problem
-from ..search import SearchIndex
 from ..tool import Tool
 from ..toolsets import Toolset
 from ..toolsets.lock import Drift, drift
+from ..toolsets.search import SearchIndex
 from ..validation.untrusted import UntrustedSchemaError, check_patterns_for_re
 
 __all__ = ["Finding", "lint_lock", "lint_registry"]

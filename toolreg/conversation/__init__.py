@@ -17,9 +17,14 @@
   output (`GuardrailInput`, `GuardrailOutput`).
 """
 
+from typing import Any
+
 from .drivers import AsyncConversation, Conversation, run_conversation
 from .events import (
     ApprovalRequired,
+    Hooks,
+    ModelCallEvent,
+    ModelResponseEvent,
     StreamEvent,
     TextDelta,
     ToolCallReady,
@@ -28,21 +33,17 @@ from .events import (
     ToolStarted,
     TurnFinished,
 )
+from .events import deprecated_event as _deprecated_event
 from .guardrails import GuardrailInput, GuardrailOutput
-from .history import trim_history
 from .options import ConversationOptions
 from .providers import history_reader
+from .providers.history import trim_history
 from .reply import (
     REPLY_FIELDS,
     STOP_REASONS,
-    Hooks,
-    ModelCallEvent,
-    ModelResponseEvent,
     PendingCall,
     Reply,
     StopReason,
-    ToolCallEvent,
-    ToolResultEvent,
     Usage,
 )
 
@@ -63,11 +64,9 @@ __all__ = [
     "StopReason",
     "StreamEvent",
     "TextDelta",
-    "ToolCallEvent",
     "ToolCallReady",
     "ToolFinished",
     "ToolProgress",
-    "ToolResultEvent",
     "ToolStarted",
     "TurnFinished",
     "Usage",
@@ -75,3 +74,7 @@ __all__ = [
     "run_conversation",
     "trim_history",
 ]
+
+
+def __getattr__(name: str) -> Any:  # the deprecated hook event names (DEPRECATED_EVENTS)
+    return _deprecated_event(__name__, name)

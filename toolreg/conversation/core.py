@@ -14,8 +14,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import functools
 import inspect
-import json
 from collections.abc import (
     Callable,
     Generator,
@@ -25,86 +25,62 @@ from collections.abc import (
     Sequence,
 )
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
+from typing import Any, Literal, TypeAlias, TypeVar
 
 from typing_extensions import Self
 
 from ..dispatch import ConfirmCallback
+from ..dispatch.calling import acall_store, call_store, describe
 from ..errors import (
     ConversationError,
-    ConversationStateError,
     StateStoreError,
-    ToolCallError,
     ToolregError,
     UsageError,
 )
-from ..formats import DIALECTS, Dialect, export_tools
+from ..formats import DIALECTS, Dialect
 from ..idempotency import new_id
 from ..observe import OBSERVER, ModelCallTrace
-from ..registry import ToolRegistry, default_registry
+from ..registry import default_registry
 from ..result import ToolCall, ToolResult
-from ..search.selection import ToolSearch
 from ..tool import Tool
-from ..toolsets import StepContext, Toolset, namespaces_of, pinned
-from .asking import WAITING, settle_asks
+from ..toolsets import Toolset, pinned
+from ..toolsets.search import ToolSearch
+from .approvals import Approvals
+from .asking import WAITING
 from .endpoints import endpoint_url
 from .events import (
     ApprovalRequired,
+    Hooks,
     StreamEvent,
     TurnFinished,
 )
 from .guardrails import Guardrail, Guardrails, check_guardrails, guardrail_list
-from .history import answered_prefix
 from .loop import (
     LoopSettings,
     Step,
     TurnState,
-    Verdict,
     abandon,
     rekey_paused,
     resume_loop,
     run_loop,
 )
-from .offer import (
-    SEARCH_TOOL,
+from .offer import Offer
+from .options import (
+    ConversationOptions,
     DeferredSearch,
-    answer_search,
-    check_always,
-    check_deferred_search,
-    found_loader,
-    namespaced,
-    not_loaded,
-    offers_search,
-    reload_found,
-    search_call,
-    search_definitions,
-    select,
-    sent_names,
+    check_request_options,
+    sdk_parameters,
 )
-from .options import ConversationOptions
 from .output import OutputSpec
 from .policies import CallPolicy, OnCallLimit
 from .providers import dialect_for, dialect_names, provider_for
-from .reply import Hooks, PendingCall, Reply
-from .state import (
-    Loaded,
-    check_round,
-    dump_state,
-    load_state,
-    resumed_options,
-    saved_options,
-    signing_keys,
-    tool_fingerprint,
-    verdicts,
-    with_digests,
-)
+from .reply import PendingCall, Reply
+from .resume import exported, rebuilt
+from .state import Loaded
 from .stored import RESUME_TTL, Stored
 from .tracing import ModelCall, Observed, turn
 
-if TYPE_CHECKING:
-    pass
-
-__all__ = ["ConversationCore", "Flow", "StoreStep", "describe"]
+__all__ = ["ConversationCore", "Flow", "StoreStep"]
 
 Message = dict[str, Any]
 
@@ -113,6 +89,12 @@ T = TypeVar("T")
 
 
 _OPTION_NAMES = tuple(f.name for f in dataclasses.fields(ConversationOptions))
+# an option read on the conversation -> its field: every field, and the names the
+# conversation once had for two of them (`streaming`, `tool_filter`)
+_READ_FROM_OPTIONS = {name: name for name in _OPTION_NAMES} | {
+    "streaming": "stream",
+    "tool_filter": "tools",
+}
 
 
 class ConversationCore:
@@ -177,76 +159,56 @@ class ConversationCore:
         chosen["dialect"] = dialect
         options = ConversationOptions._of(chosen)
         provider = provider_for(dialect, client, assistant_content)
-        check_request_options(request_options, _sdk_parameters(provider, client))
-        check_deferred_search(options.deferred_search, dialect)
+        check_request_options(request_options, sdk_parameters(provider, client))
         _check_state_option(options.state, dialect, request_options)
         self.options = options
         """This conversation's options (`ConversationOptions`; the dialect resolved)."""
+        toolset = registry if registry is not None else default_registry
+        if versions:  # the tools at these versions: a view, as tools= and tool_search= are
+            toolset = pinned(toolset, versions)
+        offer = self._offer = Offer(toolset, options, provider, context)
+        self._approvals = Approvals(offer)
         guards = Guardrails(
             guardrail_list("input_guardrails", input_guardrails),
             guardrail_list("output_guardrails", output_guardrails),
-            of_tool=self._guardrails_of,
-            arguments=self._validated,
+            of_tool=offer.guardrails_of,
+            arguments=offer.validated,
         )
         if not self._awaits_hooks:
             _check_sync_hooks(hooks, on_text, on_event)
-            check_guardrails(_guardrails_given(guards, registry or default_registry))
+            check_guardrails(_guardrails_given(guards, toolset))
         self.client = client
         self.model = model
-        self.registry = registry if registry is not None else default_registry
-        if versions:  # the tools at these versions: a view, as tools= and tool_search= are
-            self.registry = pinned(self.registry, versions)
-        self.tool_filter = None if tools is None else _tool_filter(self.registry, tools)
-        self.tool_search = ToolSearch.of(tool_search)
-        check_always(self.registry, self.tool_search)
-        self._step_offer: frozenset[str] | None = None  # what the toolset offered last
-        self._exported: tuple[Any, list[dict[str, Any]]] | None = None  # a toolset's export
-        self.discovered: list[str] = []
-        """Deferred tools (`defer_loading=True`) the model found with `search_tools`: they
-        are offered from then on (saved by `export_state`)."""
-        self.context = context
         self.messages: list[Message] = [{"role": "system", "content": system}] if system else []
-        if tool_choice not in ("auto", "none", "required") and (
-            tool_choice not in self.offered_names()
-        ):
+        if tool_choice not in ("auto", "none", "required") and (tool_choice not in offer.names()):
             raise UsageError(
                 f"tool_choice={tool_choice!r} is neither auto, none, required nor a tool offered "
-                f"to the model ({', '.join(self.offered_names()) or 'none offered'})"
+                f"to the model ({', '.join(offer.names()) or 'none offered'})"
             )
         self._settings = LoopSettings(
             model=model,
             provider=provider,
-            tools=self._tool_definitions,
-            tool_choice=tool_choice,
-            max_rounds=max_rounds,
-            final_call=final_call,
+            options=options,
+            tools=offer.definitions,
             request_options=request_options,
-            output_retries=output_retries,
-            max_history_messages=max_history_messages,
-            max_history_chars=max_history_chars,
-            hooks=hooks or Hooks(),
-            approval=self._approval if confirm == "defer" else None,
-            server_state=state == "server",
-            force_tools=force_tools,
-            max_repeats=max_repeats,
-            answer=self._answer,
+            approval=self._approvals.approval if confirm == "defer" else None,
+            answer=offer.answer,
             policy=CallPolicy(
                 tool_retries,
                 {} if max_calls is None else max_calls,
                 max_tool_calls,
                 on_call_limit,
-                budget_of=self._retries_of,
+                budget_of=offer.retries_of,
             ),
             guardrails=guards,
-            eager=self._eager if eager_tools is not False and stream and parallel else None,
+            eager=offer.eager if eager_tools is not False and stream and parallel else None,
         )
         if max_calls:
-            self._settings.policy.check_names([t.name for t in self.registry.tools()])
+            self._settings.policy.check_names([t.name for t in toolset.tools()])
         provider.check_choice(tool_choice)  # one the dialect cannot express fails now
         if force_tools:
             provider.check_choice("required")
         self._previous: tuple[str, int] | None = None  # the server's copy of the history
-        self._paused: _Paused | None = None  # a turn that waits for approvals
         self._observed: Observed | None = None  # the turn under observation (telemetry)
         self._stored: Stored | None = None  # where send/resume load and save (state_store=)
         self.turn_results: list[ToolResult] = []
@@ -267,7 +229,19 @@ class ConversationCore:
         else:
             self._conversation_id = new_id()
 
-    # -- the options, read from the record (export_state saves the same) ----------------------
+    def __getattr__(self, name: str) -> Any:
+        """An option is read from the record, `chat.options.<field>` (there is one spelling
+        of each): reading it on the conversation is an `AttributeError` that says so."""
+        field = _READ_FROM_OPTIONS.get(name)
+        kind = type(self).__name__
+        if field is None:
+            raise AttributeError(f"{kind!r} object has no attribute {name!r}", name=name, obj=self)
+        raise AttributeError(
+            f"{kind}.{name} is an option: read it from the options record, chat.options.{field}",
+            name=name,
+            obj=self,
+        )
+
     @property
     def conversation_id(self) -> str:
         """The conversation's id in its calls' idempotency keys (`toolreg.idempotency`): its
@@ -276,67 +250,47 @@ class ConversationCore:
         return self._conversation_id
 
     @property
-    def name(self) -> str:
-        """The conversation's name in traces (`name=`)."""
-        return self.options.name
+    def registry(self) -> Toolset:
+        """The conversation's toolset (`registry=`, else `toolreg.default_registry`)."""
+        return self._offer.toolset
 
     @property
-    def streaming(self) -> bool:
-        """Whether model answers are streamed (`stream=True`)."""
-        return self.options.stream
+    def context(self) -> Any:
+        """What every tool's `ToolContext` parameter receives (`context=`)."""
+        return self._offer.context
 
     @property
-    def parallel(self) -> bool:
-        return self.options.parallel
+    def discovered(self) -> list[str]:
+        """Deferred tools (`defer_loading=True`) the model found with `search_tools`: they
+        are offered from then on (saved by `export_state`)."""
+        return self._offer.deferred.found
 
     @property
-    def strict(self) -> bool:
-        return self.options.strict
+    def pending(self) -> list[PendingCall]:
+        """The calls that wait for approval (empty unless the last reply stopped for them)."""
+        return self._approvals.pending
 
-    @property
-    def output_strict(self) -> bool:
-        return self.options.output_strict
-
-    @property
-    def advertise_required(self) -> bool:
-        return self.options.advertise_required
-
-    @property
-    def assistant_content(self) -> Literal["empty", "null", "omit"]:
-        return self.options.assistant_content
-
-    @property
-    def confirm(self) -> ConfirmCallback | Literal["defer"] | None:
-        return self.options.confirm
-
-    @property
-    def deferred_search(self) -> DeferredSearch:
-        return self.options.deferred_search
-
-    @property
-    def eager_tools(self) -> bool | None:
-        return self.options.eager_tools
-
-    @property
-    def on_text(self) -> Callable[[str], Any] | None:
-        return self.options.on_text
-
-    @property
-    def on_event(self) -> Callable[[StreamEvent], Any] | None:
-        return self.options.on_event
+    def offered_names(self) -> list[str]:
+        """The tools the model may call: `tools=` entries are tool names or tags; a
+        deferred tool (`defer_loading=True`) once `search_tools` found it (with
+        `deferred_search="hosted"`, from the start: the server searches them); of a toolset
+        whose `offer` narrows what it holds, those it offered for the last model call."""
+        return self._offer.names()
 
     # -- turns -----------------------------------------------------------------------------
 
     def _begin(
         self, messages: list[Message], output_type: Any, keep: bool
     ) -> tuple[LoopSettings, TurnState]:
-        if self._paused is not None:
+        if self._approvals.paused is not None:
             raise UsageError(
                 "a turn waits for approvals: resume() it first (export_state() saves it)"
             )
         settings = self._settings_for(output_type)
         turn = TurnState(
-            messages, retries_left=settings.output_retries, conversation_id=self._conversation_id
+            messages,
+            retries_left=settings.options.output_retries,
+            conversation_id=self._conversation_id,
         )
         if self._durable is not None:  # durable seam: the keys' turn id is the durable turn's
             turn.turn_id = self._durable.turn_id
@@ -350,32 +304,7 @@ class ConversationCore:
         if keep:
             self.messages = reply.messages
             self._previous = None if turn.previous_id is None else (turn.previous_id, turn.known)
-        if reply.stop_reason in WAITING and turn.paused is not None:
-            settle_asks(turn.paused, self._checked_arguments)
-            schemas = {p.call_id: tool_fingerprint(self._tool(p)) for p in reply.pending}
-            reply = dataclasses.replace(reply, pending=with_digests(turn.paused, schemas))
-            self._paused = _Paused(settings, turn, schemas)
-        return reply
-
-    def _resuming(
-        self, decisions: Mapping[str, Any], output_type: Any
-    ) -> tuple[LoopSettings, TurnState, dict[str, Verdict]]:
-        """Check everything a resume needs; then the paused turn is used up."""
-        paused = self._paused
-        if paused is None or paused.turn.paused is None:
-            raise UsageError("nothing to resume: no call waits for approval")
-        for state in paused.states:
-            if state.get("status") == "resumed":
-                raise ConversationStateError(
-                    f"the conversation state {state.get('id')} was resumed already"
-                )
-        self._check_schemas(paused)
-        settings = paused.settings_for(output_type, self._settings, self.output_strict)
-        found = verdicts(paused.turn.paused, decisions, self._edited)
-        for state in paused.states:
-            state["status"] = "resumed"
-        self._paused = None
-        return settings, paused.turn, found
+        return self._approvals.pause(reply, settings, turn)
 
     def _interrupted(self, settings: LoopSettings, turn: TurnState) -> None:
         """A resumed turn failed: keep the history up to what is answered (so that nothing
@@ -395,7 +324,7 @@ class ConversationCore:
 
     def _keep_stopped(self, turn: TurnState) -> None:
         self.turn_results = list(turn.results)
-        self.messages = turn.history[: answered_prefix(turn.history)]
+        self.messages = turn.history[: self._settings.provider.answered_prefix(turn.history)]
         known = turn.previous_id is not None and turn.known <= len(self.messages)
         self._previous = (turn.previous_id, turn.known) if known and turn.previous_id else None
 
@@ -457,7 +386,9 @@ class ConversationCore:
 
     def _resume_flow(self, decisions: Mapping[str, Any], output_type: Any) -> Flow:
         yield from self._load_flow(resuming=True)
-        settings, turn_state, found = self._resuming(decisions, output_type)
+        settings, turn_state, found = self._approvals.resuming(
+            decisions, output_type, self._settings
+        )
         yield from self._claim_flow()
         try:
             reply = yield from self._turn_flow(resume_loop(settings, turn_state, found))
@@ -473,7 +404,7 @@ class ConversationCore:
         return (yield from _finished(reply))
 
     def _turn_flow(self, loop: Generator[Step, Any, Reply]) -> Flow:
-        with turn(self.name, self.model, self._settings.provider.name) as observed:
+        with turn(self.options.name, self.model, self._settings.provider.name) as observed:
             self._observed = observed  # the driver passes it the turn's events, and ends it
             with self._naming_endpoint():
                 return (yield from loop)
@@ -525,75 +456,6 @@ class ConversationCore:
         stored.saved(saved)
         stored.unsaved, stored.unsaved_reply = False, None
 
-    @property
-    def pending(self) -> list[PendingCall]:
-        """The calls that wait for approval (empty unless the last reply stopped for them)."""
-        round_ = self._paused.turn.paused if self._paused is not None else None
-        return [] if round_ is None else list(round_.pending.values())
-
-    def _approval(self, call: ToolCall) -> dict[str, Any] | None:
-        """`confirm="defer"`: the validated arguments of a call that needs a person's
-        approval; None for a call that runs now (dispatch answers a mistake as usual)."""
-        tool = self.registry.get(call.name) if isinstance(call.name, str) else None
-        if tool is None or not tool.needs_confirmation:
-            return None
-        try:
-            _, arguments = self.registry.dispatcher.check_call(
-                call.name, call.arguments, context=self.context, allowed=self.offered_names()
-            )
-        except ToolCallError:
-            return None
-        return arguments
-
-    def _checked_arguments(self, name: str, arguments: Any) -> dict[str, Any]:
-        """A call's arguments as dispatch validates them (a pending question's call ran
-        with them, so they pass)."""
-        _, checked = self.registry.dispatcher.check_call(
-            name, arguments, context=self.context, allowed=self.offered_names()
-        )
-        return checked
-
-    def _edited(self, pending: PendingCall, arguments: Any) -> dict[str, Any]:
-        """Arguments a person edited, checked exactly like a model's."""
-        if not isinstance(arguments, Mapping):
-            raise UsageError(f"resume(): the arguments for {pending.call_id!r} must be a dict")
-        try:
-            _, checked = self.registry.dispatcher.check_call(
-                pending.tool_name,
-                dict(arguments),
-                context=self.context,
-                allowed=self.offered_names(),
-            )
-        except ToolCallError as err:
-            raise UsageError(
-                f"resume(): the edited arguments for {pending.call_id!r} are not valid: "
-                f"{err.message}"
-            ) from None
-        return checked
-
-    def _checked(self, name: str, arguments: Any) -> dict[str, Any]:
-        """A call's arguments as dispatch accepts them (`ToolCallError` if it does not)."""
-        return self.registry.dispatcher.check_call(name, arguments, context=self.context)[1]
-
-    def _tool(self, pending: PendingCall) -> Tool:
-        tool = self.registry.get(pending.tool_name)
-        if tool is None:
-            raise ConversationStateError(
-                f"the pending call {pending.call_id!r} is to the tool {pending.tool_name!r}, "
-                "which this toolset does not have"
-            )
-        return tool
-
-    def _check_schemas(self, paused: _Paused) -> None:
-        round_ = paused.turn.paused
-        for pending in round_.pending.values() if round_ is not None else ():
-            if tool_fingerprint(self._tool(pending)) != paused.schemas.get(pending.call_id):
-                raise ConversationStateError(
-                    f"the tool {pending.tool_name!r} has changed its definition (description, "
-                    f"parameters or flags) since its call {pending.call_id!r} was paused; that "
-                    "call cannot be resumed: ask the person again"
-                )
-
     # -- state -----------------------------------------------------------------------------
 
     def export_state(self, *, key: Any = None) -> dict[str, Any]:
@@ -608,34 +470,18 @@ class ConversationCore:
         resumes once (`state["id"]` and the pending call ids let an application make sure
         of that across processes too).
         """
-        keys = signing_keys(key)
-        settings = self._settings
-        unsaved = [k for k, v in settings.request_options.items() if not _is_json(v)]
-        if unsaved:
-            raise UsageError(
-                f"export_state(): the request option(s) {', '.join(unsaved)} are not JSON; "
-                "leave them out and give them to from_state() instead"
-            )
-        paused = self._paused
-        state = dump_state(
-            options={
-                "model": self.model,
-                **self.options.saved(),
-                "tools": self.tool_filter,
-                "request_options": settings.request_options,
-            },
+        return exported(
+            model=self.model,
+            options=self.options,
+            tool_filter=self._offer.filter,
+            request_options=self._settings.request_options,
             messages=self.messages,
             previous=self._previous,
-            turn=None if paused is None else paused.turn,
-            output=None if paused is None else paused.shape,
-            schemas={} if paused is None else paused.schemas,
-            keys=keys,
+            paused=self._approvals.paused,
             discovered=self.discovered,
             conversation_id=self._conversation_id,
+            key=key,
         )
-        if paused is not None:
-            paused.states.append(state)
-        return state
 
     @classmethod
     def from_state(
@@ -661,66 +507,25 @@ class ConversationCore:
         narrow the ones given here. A state that is malformed, was resumed already, or whose
         pending call's tool changed its definition, is refused with a
         `ConversationStateError`."""
-        if "state_store" in options:
-            raise UsageError(
-                "from_state() rebuilds a conversation from a state you hold; one with "
-                "state_store= loads its own (construct it with state_store= and "
-                "conversation_id=)"
-            )
-        loaded = load_state(state, signing_keys(key))
-        model, saved, saved_request = saved_options(loaded.options)
-        tools = registry if registry is not None else default_registry
-        constructor, request = resumed_options(saved, saved_request, options, tools)
-        model = constructor.pop("model", model)
         common = {"registry": registry, "context": context, "hooks": hooks, "on_text": on_text}
-        try:
-            chat = cls(client, model, **common, **constructor, **request)
-        except ConversationStateError:
-            raise
-        except UsageError:
-            try:  # whose options are wrong: the state's, or the application's?
-                cls(client, model, **common, **saved, **saved_request)
-            except UsageError as err:
-                raise ConversationStateError(
-                    f"not a usable conversation state: its options are refused: {err}"
-                ) from None
-            raise
-        unknown = _unknown_request_options(chat, saved_request)
-        if unknown:
-            raise ConversationStateError(
-                f"not a usable conversation state: its request options {', '.join(unknown)} "
-                "are not parameters of the client's create method"
-            )
+        toolset = registry if registry is not None else default_registry
+        chat, loaded = rebuilt(
+            functools.partial(cls, client, **common), client, state, key, options, toolset
+        )
         chat._restore(loaded, state)
         return chat
 
     def _restore(self, loaded: Loaded, state: dict[str, Any]) -> None:
-        """Take a loaded state's history and paused turn, checked against this registry."""
+        """Take a loaded state's history and paused turn, checked against this toolset."""
         self.messages = loaded.messages
         self._previous = loaded.previous
-        self._paused = None
-        self.discovered = loaded.discovered
+        self._offer.deferred.restore(loaded.discovered)
         if self._stored is None and loaded.conversation_id:
             self._conversation_id = loaded.conversation_id  # a store's own id wins
         if loaded.turn is not None:
             loaded.turn.conversation_id = self._conversation_id
             rekey_paused(loaded.turn)
-            paused = _Paused(self._settings, loaded.turn, loaded.schemas, shape=loaded.output)
-            paused.states.append(state)
-            self._check_schemas(paused)
-            if loaded.turn.paused is not None:
-                mode, fmt = self.deferred_search, self._settings.fmt.name
-                loader = found_loader(mode, fmt, self._found_definitions)
-                deferred = {t.name for t in self._allowed() if t.defer_loading}
-                reload_found(loaded.turn.paused.results, loader, deferred)
-                check_round(
-                    loaded.turn.paused,
-                    loaded.messages,
-                    loaded.turn.calls_made,
-                    self._settings.fmt,
-                    self._checked,
-                )
-            self._paused = paused
+        self._approvals.restore(loaded, state, self._settings)
 
     def _take(self, found: tuple[Loaded, dict[str, Any]] | None) -> None:
         """What a store held for this conversation (None: nothing, a new conversation)."""
@@ -729,169 +534,13 @@ class ConversationCore:
         elif self._stored is not None:
             self.messages = copy.deepcopy(self._stored.fresh)
             self._previous = None
-            self._paused = None
-            self.discovered = []
-
-    def offered_names(self) -> list[str]:
-        """The tools offered to the model: `tools=` entries are tool names or tags; a
-        deferred tool (`defer_loading=True`) once `search_tools` found it (with
-        `deferred_search="hosted"`, from the start: the server searches them); of a toolset
-        whose `offer` narrows what it holds, those it offered for the last model call."""
-        return self._offered(self._allowed())
-
-    def _offered(self, allowed: list[Tool]) -> list[str]:
-        """`offered_names`, of the tools `tools=` allows (`_allowed`)."""
-        found = set(self.discovered)
-        hosted = self.options.deferred_search == "hosted"
-        step = self._step_offer
-        return [
-            t.name
-            for t in allowed
-            if (hosted or not t.defer_loading or t.name in found)
-            and (step is None or t.name in step)
-        ]
-
-    def _allowed(self, held: list[Tool] | None = None) -> list[Tool]:
-        """The tools `tools=` allows, deferred or not (of `held`: the toolset's tools now)."""
-        if held is None:
-            held = self.registry.tools()
-        if self.tool_filter is None:
-            return held
-        wanted = set(self.tool_filter)
-        return [t for t in held if t.name in wanted or t.tags & wanted]
-
-    def _tool_definitions(self, history: list[Message], round_: int = 0) -> list[dict[str, Any]]:
-        """The definitions the next model call offers: what the toolset offers for this
-        step (`Toolset.offer`), narrowed by `tools=`, deferred loading and tool search."""
-        held = self.registry.tools()
-        reader = self._settings.provider
-        offer = self.registry.offer(StepContext(self.context, tuple(history), round_, reader))
-        self._step_offer = None if len(offer) == len(held) else frozenset(t.name for t in offer)
-        allowed = self._allowed(held)
-        found = set(self.discovered)
-        options = self.options
-        mode = options.deferred_search
-        names = self._offered(allowed)
-        fmt, strict = self._settings.fmt.name, options.strict or None
-        if self.tool_search is not None:
-            chosen = set(select(self.registry, self.tool_search, names, history, reader))
-            chosen |= found
-            names = [name for name in names if name in chosen]
-        names = sent_names(mode, fmt, names, allowed)
-        offered = self._definitions(names)
-        if mode == "function":  # a found tool is a plain function here
-            offered = [{k: v for k, v in d.items() if k != "defer_loading"} for d in offered]
-        if fmt == "responses":  # the API's namespaces: a prefixed toolset with a description
-            spaces = namespaces_of(self.registry)
-            if spaces:
-                offered = namespaced(offered, spaces, self._settings.tool_choice)
-        if offers_search(mode, fmt, allowed, found):
-            if search_call(mode, fmt) == SEARCH_TOOL and self.registry.get(SEARCH_TOOL) is not None:
-                raise UsageError(
-                    f"the registry has a tool named {SEARCH_TOOL!r}, the name of the search "
-                    "tool its deferred tools (defer_loading=True) need: rename that tool"
-                )
-            searching = search_definitions(mode, fmt, strict, options.advertise_required)
-            offered = [*offered, *searching]
-        return offered
-
-    def _definitions(self, names: list[str]) -> list[dict[str, Any]]:
-        """The definitions of these tools in the provider's format (a registry's cached
-        export; another toolset's, kept while its `revision` stays)."""
-        if not names:
-            return []
-        fmt, strict = self._settings.fmt, self.options.strict or None
-        required = self.options.advertise_required
-        registry = self.registry
-        if isinstance(registry, ToolRegistry):
-            return registry.get_tools(
-                fmt.name, strict=strict, names=names, advertise_required=required
-            )
-        key = (registry.revision, tuple(names))
-        cached = self._exported
-        if cached is None or cached[0] != key:
-            wanted = set(names)
-            tools = {t.name: t for t in registry.tools() if t.name in wanted}
-            chosen = [tools[name] for name in names if name in tools]
-            defs = export_tools(chosen, fmt, strict=strict, advertise_required=required)
-            cached = self._exported = (key, defs)
-        return list(cached[1])
-
-    def _found_definitions(self, names: list[str]) -> list[dict[str, Any]]:
-        """What a client-executed tool search loads: the definitions of the tools found."""
-        return self._definitions(names)
-
-    def _eager(self, call: ToolCall) -> bool:
-        """Whether a call may start while the answer still streams: a tool offered to the
-        model that needs no confirmation, `eager=True`, or read-only or idempotent, and
-        arguments that dispatch takes as they are."""
-        tool = self.registry.get(call.name) if isinstance(call.name, str) else None
-        if tool is None or tool.needs_confirmation or tool.eager is False:
-            return False
-        if not (tool.eager or tool.read_only or tool.idempotent):
-            return False
-        offered = self.offered_names()
-        if call.name not in offered:
-            return False
-        try:  # dispatch would run it as it is
-            self.registry.dispatcher.check_call(
-                call.name, call.arguments, context=self.context, allowed=offered
-            )
-        except ToolCallError:
-            return False
-        return True
-
-    def _early_dispatch(self, call: ToolCall) -> dict[str, Any]:
-        """What dispatch gets for a call started early: the round's own options."""
-        options = self._dispatch_options(False)
-        return {"call_id": call.call_id, "idempotency_key": call.idempotency_key, **options}
-
-    def _answer(self, call: ToolCall) -> ToolResult | None:
-        """The conversation's own answer to a `search_tools` call (while some allowed tool
-        is deferred), and to a call of a deferred tool not found yet; None for every other
-        call (dispatch runs it)."""
-        mode = self.deferred_search
-        searching = search_call(mode, self._settings.fmt.name)
-        if call.name == searching and self.registry.get(call.name) is None:
-            allowed = self._allowed()
-            if any(t.defer_loading for t in allowed):
-                step = self._step_offer  # a tool the step did not offer is never found
-                among = [t.name for t in allowed if step is None or t.name in step]
-                definitions = found_loader(mode, self._settings.fmt.name, self._found_definitions)
-                return answer_search(self.registry, call, among, self.discovered, definitions)
-            return None
-        tool = self.registry.get(call.name) if isinstance(call.name, str) else None
-        if mode == "hosted" or tool is None:
-            return None
-        if tool.defer_loading and call.name not in self.discovered:
-            return not_loaded(call) if call.name in {t.name for t in self._allowed()} else None
-        return None
-
-    def _guardrails_of(self, name: str) -> tuple[tuple[Guardrail, ...], tuple[Guardrail, ...]]:
-        """A tool's own input and output guardrails (`register_tool(input_guardrails=...)`)."""
-        tool = self.registry.get(name)
-        return ((), ()) if tool is None else (tool.input_guardrails, tool.output_guardrails)
-
-    def _validated(self, call: ToolCall) -> dict[str, Any] | None:
-        """A call's arguments as dispatch will run them, for its input guardrails; None for
-        a call dispatch refuses (it answers that itself)."""
-        try:
-            _, arguments = self.registry.dispatcher.check_call(
-                call.name, call.arguments, context=self.context, allowed=self.offered_names()
-            )
-        except ToolCallError:
-            return None
-        return arguments
-
-    def _retries_of(self, name: str) -> int | None:
-        """A tool's own retry budget (`register_tool(retries=...)`); None: the default."""
-        tool = self.registry.get(name)
-        return None if tool is None else tool.retries
+            self._approvals.paused = None
+            self._offer.deferred.restore(())
 
     def _settings_for(self, output_type: Any) -> LoopSettings:
         if output_type is None:
             return self._settings
-        spec = OutputSpec.for_type(output_type, strict=self.output_strict)
+        spec = OutputSpec.for_type(output_type, strict=self.options.output_strict)
         return dataclasses.replace(self._settings, output=spec)
 
     @contextlib.contextmanager
@@ -919,88 +568,15 @@ class ConversationCore:
             confirm: Any = _approve
         else:  # with "defer", a call that needed approval never gets here
             confirm = None if self.options.confirm == "defer" else self.options.confirm
-        return {"context": self.context, "allowed": self.offered_names(), "confirm": confirm}
+        return {"context": self.context, "allowed": self._offer.names(), "confirm": confirm}
 
-
-def _unknown_request_options(chat: ConversationCore, saved: Mapping[str, Any]) -> list[str]:
-    """Saved request options the client's create method does not take (it would raise a
-    TypeError in the middle of a resume); none are known when there is no such method."""
-    if not saved:
-        return []
-    parameters = _sdk_parameters(chat._settings.provider, chat.client)
-    return [] if parameters is None else sorted(k for k in saved if k not in parameters)
-
-
-_OWN_OPTIONS: tuple[str, ...] = ()  # the constructor's keywords (filled below)
-_SPELLED = {"toolset": "registry", "toolsets": "registry"}  # said another way, in the docs
-_SIGNATURES: dict[Any, frozenset[str] | None] = {}  # a create method -> its keywords
-
-
-def _sdk_parameters(provider: Any, client: Any) -> frozenset[str] | None:
-    """The keywords the client's create method for this dialect takes, when its signature
-    says so; None when it does not (no such method, or one that takes **kwargs)."""
-    try:
-        method = provider.create(client)
-    except AttributeError:
-        return None
-    key = getattr(method, "__func__", method)
-    try:
-        return _SIGNATURES[key]
-    except (KeyError, TypeError):  # not seen yet, or not hashable
-        pass
-    try:
-        parameters = inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        found = None
-    else:
-        kinds = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
-        loose = any(p.kind in kinds for p in parameters.values())
-        found = None if loose else frozenset(parameters)
-    with contextlib.suppress(TypeError):
-        if len(_SIGNATURES) > 64:  # a client class per test, say: the map stays small
-            _SIGNATURES.clear()
-        _SIGNATURES[key] = found
-    return found
-
-
-def check_request_options(given: Mapping[str, Any], sdk: frozenset[str] | None) -> None:
-    """Refuse a keyword that is neither a conversation option nor a request option, with
-    the nearest valid name. A keyword the SDK's create method takes (`sdk`) is a request
-    option; when that method's keywords are known, any other is refused; when they are not
-    (a client of another make, a method that takes **kwargs), only a near miss of one of the
-    conversation's own options is (`difflib`, ratio 0.75 or more: `max_round`,
-    `tool_retry`), and the rest go to the endpoint as they are."""
-    import difflib  # only when there are request options
-
-    for key in given:
-        if key in _SPELLED:
-            raise UsageError(
-                f"Conversation({key}=...): the conversation's toolset is given as "
-                f"{_SPELLED[key]}= (any Toolset: a ToolRegistry, a Mount, a combined, "
-                "prefixed, filtered or searchable view)"
-            )
-        if sdk is not None and key in sdk:
-            continue
-        near = difflib.get_close_matches(key, _OWN_OPTIONS, n=1, cutoff=0.75)
-        if not near and sdk is None:
-            continue  # nothing says it is wrong: the endpoint decides
-        if not near and sdk is not None:
-            near = difflib.get_close_matches(key, sorted(sdk), n=1, cutoff=0.6)
-        hint = f"; did you mean {near[0]}=?" if near else ""
-        where = ""
-        if sdk is not None:
-            where = " nor a parameter of the client's create method"
-            if "extra_body" in sdk:
-                hint += f" (a parameter only your endpoint knows: extra_body={{{key!r}: ...}})"
-        raise UsageError(f"Conversation({key}=...) is not an option of Conversation{where}{hint}")
+    def _early_dispatch(self, call: ToolCall) -> dict[str, Any]:
+        """What dispatch gets for a call started early: the round's own options."""
+        options = self._dispatch_options(False)
+        return {"call_id": call.call_id, "idempotency_key": call.idempotency_key, **options}
 
 
 _HOOK_NAMES = tuple(f.name for f in dataclasses.fields(Hooks))
-_OWN_OPTIONS = tuple(
-    name
-    for name in inspect.signature(ConversationCore.__init__).parameters
-    if name not in ("self", "client", "model", "request_options")
-)
 
 
 def _check_sync_hooks(hooks: Hooks | None, on_text: Any, on_event: Any) -> None:
@@ -1013,10 +589,6 @@ def _check_sync_hooks(hooks: Hooks | None, on_text: Any, on_event: Any) -> None:
                 f"{label}={describe(hook)} is async def: Conversation cannot await it "
                 "(a veto would be lost); use AsyncConversation, or a plain def"
             )
-
-
-def describe(hook: Any) -> str:
-    return str(getattr(hook, "__qualname__", None) or type(hook).__name__)
 
 
 def _guardrails_given(guards: Guardrails, registry: Toolset) -> list[tuple[str, Any]]:
@@ -1034,54 +606,6 @@ def _approve(tool: Tool, arguments: dict[str, Any]) -> bool:
     return True
 
 
-def _is_json(value: Any) -> bool:
-    try:
-        json.dumps(value)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
-class _Paused:
-    """A turn that waits for approvals: its settings and state, the fingerprints of the
-    pending calls' tools, its output type's name and schema (`shape`), and the state
-    dicts it was exported as or rebuilt from (marked "resumed" when it resumes)."""
-
-    def __init__(
-        self,
-        settings: LoopSettings,
-        turn: TurnState,
-        schemas: dict[str, str],
-        shape: tuple[str, dict[str, Any]] | None = None,
-    ) -> None:
-        self.settings = settings
-        self.turn = turn
-        self.schemas = schemas
-        output = settings.output
-        self.shape = shape if output is None else (output.name, output.schema)
-        self.states: list[dict[str, Any]] = []
-
-    def settings_for(self, output_type: Any, base: LoopSettings, strict: bool) -> LoopSettings:
-        """The settings to resume with: the paused turn's output type, checked again when
-        it is given (it must be when the turn came from a saved state)."""
-        if output_type is None:
-            if self.shape is None or self.settings.output is not None:
-                return self.settings
-            raise UsageError(
-                f"resume(): the turn asked for output_type {self.shape[0]}; give it again"
-            )
-        spec = OutputSpec.for_type(output_type, strict=strict)
-        if self.shape is None or _canonical(self.shape) != _canonical((spec.name, spec.schema)):
-            raise ConversationStateError(
-                "resume(): output_type differs from the one the paused turn asked for"
-            )
-        return dataclasses.replace(base, output=spec)
-
-
-def _canonical(shape: tuple[str, dict[str, Any]]) -> str:
-    return json.dumps(shape, sort_keys=True)
-
-
 def _check_state_option(state: str, dialect: str, request_options: dict[str, Any]) -> None:
     if state == "client":
         return
@@ -1097,20 +621,6 @@ def _check_state_option(state: str, dialect: str, request_options: dict[str, Any
         raise UsageError('state="server" keeps the history on the server: drop store=False')
 
 
-def _tool_filter(registry: Toolset, tools: str | Sequence[str]) -> list[str]:
-    """`tools=` as a list (one str is one entry); an entry that is no name and no tag fails."""
-    wanted = [tools] if isinstance(tools, str) else list(tools)
-    held = registry.tools()
-    tags = {tag for tool in held for tag in tool.tags}
-    unknown = [w for w in wanted if registry.get(w) is None and w not in tags]
-    if unknown:
-        raise UsageError(
-            f"tools={wanted!r}: {', '.join(map(repr, unknown))} is neither a registered tool "
-            f"nor a tag; registered: {', '.join(t.name for t in held) or 'none'}"
-        )
-    return wanted
-
-
 @dataclass(frozen=True, slots=True)
 class StoreStep:
     """Call the conversation's state store: `load`, `save` or `claim` with `args`; answer
@@ -1119,6 +629,14 @@ class StoreStep:
     store: Any
     kind: Literal["load", "save", "claim"]
     args: tuple[Any, ...]
+
+    def run(self) -> Any:
+        """On the sync driver (`dispatch.calling.call_store`)."""
+        return call_store(self.store, self.kind, self.args)
+
+    async def arun(self) -> Any:
+        """On the async driver (`dispatch.calling.acall_store`)."""
+        return await acall_store(self.store, self.kind, self.args)
 
 
 Flow: TypeAlias = Generator[Step | StoreStep | StreamEvent, Any, Reply]

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-import inspect
 import math
 import queue
 from collections.abc import (
@@ -42,15 +41,15 @@ from contextlib import AbstractContextManager, aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from ..dispatch.calling import CANCEL_GRACE, aguard, call_hook, guard
+from ..dispatch.calling import CANCEL_GRACE, arun_hook, run_hook
 from ..errors import UsageError
 from ..jsonvalues import safe_json
 from ..observe import ModelCallTrace
 from ..params import ProgressSink, progress_sink
 from ..result import ToolCall, ToolResult
 from .asking import Asked, asking_arun, asking_run
-from .core import ConversationCore, Flow, StoreStep, describe
-from .eager import AsyncEarlyRuns, EarlyRuns, cut_short, drive_checks
+from .core import ConversationCore, Flow, StoreStep
+from .eager import AsyncEarlyRuns, EarlyRuns, adrive_checks, cut_short, drive_checks
 from .endpoints import endpoint_errors
 from .events import (
     ApprovalRequired,
@@ -84,69 +83,6 @@ __all__ = ["AsyncConversation", "Conversation", "run_conversation"]
 Message = dict[str, Any]
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-def _awaitable(value: Any) -> bool:
-    return type(value) not in _PLAIN and inspect.isawaitable(value)
-
-
-_PLAIN = frozenset({str, bool, type(None), int, float, dict, list, tuple})  # never awaitable
-
-
-def _run_hook(label: str, hook: Callable[[Any], Any], event: Any) -> Any:
-    """The sync driver's call of a hook: an awaitable answer is a mistake, never ignored."""
-    answer = call_hook(hook, event)
-    if _awaitable(answer):
-        if inspect.iscoroutine(answer):
-            answer.close()  # never awaited: no "was never awaited" RuntimeWarning
-        raise UsageError(
-            f"{label}={describe(hook)} returned {type(answer).__name__}, which "
-            "Conversation cannot await (a veto would be lost); use AsyncConversation, "
-            "or make the hook return its answer"
-        )
-    return answer
-
-
-async def _arun_hook(step: HookStep) -> Any:
-    """The async driver's call of a hook: an awaitable answer is awaited."""
-    answer = call_hook(step.hook, step.event)
-    return (await answer) if _awaitable(answer) else answer
-
-
-def _run_guardrail(step: GuardStep) -> Any:
-    """The sync driver's call of a guardrail: an awaitable answer is a mistake."""
-    answer = guard(step.guardrail, step.event, step.label, step.stage, step.event.tool_name)
-    if _awaitable(answer):
-        if inspect.iscoroutine(answer):
-            answer.close()  # never awaited: no "was never awaited" RuntimeWarning
-        raise UsageError(
-            f"the {step.stage} guardrail {step.label} returned {type(answer).__name__}, which "
-            "Conversation cannot await (its verdict would be lost); use AsyncConversation, "
-            "or make it return its verdict"
-        )
-    return answer
-
-
-async def _arun_guardrail(step: GuardStep) -> Any:
-    """The async driver's call of a guardrail: an awaitable answer is awaited."""
-    tool = step.event.tool_name
-    answer = guard(step.guardrail, step.event, step.label, step.stage, tool)
-    return (await aguard(answer, step.label, step.stage, tool)) if _awaitable(answer) else answer
-
-
-def _run_check_step(step: HookStep | GuardStep) -> Any:
-    """A hook or a guardrail the loop asks for, on the sync driver (in a round, or in an
-    eager call's prechecks)."""
-    if isinstance(step, GuardStep):
-        return _run_guardrail(step)
-    return _run_hook(f"hooks.{step.name}", step.hook, step.event)
-
-
-async def _arun_check_step(step: HookStep | GuardStep) -> Any:
-    """`_run_check_step` on the async driver: an async hook or guardrail is awaited."""
-    if isinstance(step, GuardStep):
-        return await _arun_guardrail(step)
-    return await _arun_hook(step)
 
 
 _NOTICES = (ToolCallReady, ToolStarted, ToolProgress, ToolFinished, ApprovalRequired, TextDelta)
@@ -309,7 +245,12 @@ class Conversation(ConversationCore):
                     continue
                 try:
                     if isinstance(step, (HookStep, GuardStep)):
-                        answer = _run_check_step(step)
+                        answer = step.run()  # user code, through dispatch.calling
+                    elif isinstance(step, StoreStep):
+                        if self._durable is not None:  # durable seam: a recorded step
+                            answer = self._durable.store(step, StoreStep.run)
+                        else:
+                            answer = step.run()  # through dispatch.calling
                     elif isinstance(step, ModelStep):
                         runs.discard()  # started for an earlier answer, and no round took them
                         with model_call(step.request, self.client, provider) as call:
@@ -326,7 +267,7 @@ class Conversation(ConversationCore):
                                         notes=notes,
                                     ),
                                     notes is not None,
-                                    self.on_text if self.options.stream else None,
+                                    self.options.on_text if self.options.stream else None,
                                 )
                             watch = self._watching(call)
                             answer = yield from self._relay(model, listening, watch)
@@ -336,11 +277,6 @@ class Conversation(ConversationCore):
                         with parent():
                             ran = self._tools(step, runs, turn, notes)
                             answer = yield from self._relay(ran, listening)
-                    elif isinstance(step, StoreStep):
-                        if self._durable is not None:  # durable seam: a recorded step
-                            answer = self._durable.store(step, _store_call)
-                        else:
-                            answer = _store_call(step)
                 except GeneratorExit:
                     raise
                 except BaseException as exc:  # the flow decides (a resume keeps what ran)
@@ -358,7 +294,7 @@ class Conversation(ConversationCore):
         """`on_event` reads every event, in order (a sync one: see `_check_sync_hooks`);
         then the observer, if any (`model`: the trace of the model call it came from)."""
         if self.options.on_event is not None:
-            _run_hook("on_event", self.options.on_event, event)
+            run_hook("on_event", self.options.on_event, event)
         self._observe(event, model)
 
     def _relay(
@@ -400,7 +336,7 @@ class Conversation(ConversationCore):
                 if notes is not None and answer.text:
                     yield TextDelta(answer.text)
                 return answer
-            on_text = self.on_text
+            on_text = self.options.on_text
             deltas: list[str] = []
             assembler = provider.assembler(
                 deltas.append if on_text is not None or notes is not None else None, step.ids
@@ -410,7 +346,7 @@ class Conversation(ConversationCore):
                     assembler.feed(chunk)
                     for text in deltas:
                         if on_text is not None:
-                            _run_hook("on_text", on_text, text)
+                            run_hook("on_text", on_text, text)
                         if notes is not None:
                             yield TextDelta(text)
                     deltas.clear()
@@ -434,7 +370,7 @@ class Conversation(ConversationCore):
         notes: queue.SimpleQueue[Any] | None,
     ) -> Generator[StreamEvent, None, None]:
         for message in assembler.completed():
-            call = drive_checks(early(message), _run_check_step)
+            call = drive_checks(early(message))
             if call is None:
                 continue
             record = RunRecord()
@@ -613,24 +549,6 @@ def _passed_on(step: Any, listening: bool) -> bool:
     return isinstance(step, TurnFinished) or (listening and isinstance(step, _NOTICES))
 
 
-def _store_call(step: StoreStep) -> Any:
-    store = step.store
-    if step.kind == "load":
-        return store.load(*step.args)
-    if step.kind == "claim":
-        return store.claim(*step.args)
-    return store.save(*step.args)
-
-
-async def _astore_call(step: StoreStep) -> Any:
-    store = step.store
-    if step.kind == "load":
-        return await store.aload(*step.args)
-    if step.kind == "claim":
-        return await store.aclaim(*step.args)
-    return await store.asave(*step.args)
-
-
 class AsyncConversation(ConversationCore):
     """The same loop over an async client (`openai.AsyncOpenAI`, `anthropic.AsyncAnthropic`);
     tools run via `adispatch_tool`; hooks, guardrails and `on_text` that are `async def` are
@@ -747,7 +665,12 @@ class AsyncConversation(ConversationCore):
                     continue
                 try:
                     if isinstance(step, (HookStep, GuardStep)):
-                        answer = await _arun_check_step(step)
+                        answer = await step.arun()  # user code, through dispatch.calling
+                    elif isinstance(step, StoreStep):
+                        if self._durable is not None:  # durable seam: a recorded step
+                            answer = await self._durable.astore(step, StoreStep.arun)
+                        else:
+                            answer = await step.arun()  # through dispatch.calling
                     elif isinstance(step, ModelStep):
                         await runs.discard()  # started for an earlier answer, no round took them
                         with model_call(step.request, self.client, provider) as call:
@@ -768,7 +691,7 @@ class AsyncConversation(ConversationCore):
                                             notes=notes,
                                         ),
                                         notes is not None,
-                                        self.on_text if self.options.stream else None,
+                                        self.options.on_text if self.options.stream else None,
                                         _Answered,
                                     )
                                 watch = self._watching(call)
@@ -794,11 +717,6 @@ class AsyncConversation(ConversationCore):
                                         await self._consume(event)
                                         if listening:
                                             yield event
-                    elif isinstance(step, StoreStep):
-                        if self._durable is not None:  # durable seam: a recorded step
-                            answer = await self._durable.astore(step, _astore_call)
-                        else:
-                            answer = await _astore_call(step)
                 except GeneratorExit:
                     raise
                 except BaseException as exc:  # the flow decides (a resume keeps what ran)
@@ -816,9 +734,7 @@ class AsyncConversation(ConversationCore):
         """`on_event` reads every event, in order (an async one is awaited); then the
         observer, if any (`model`: the trace of the model call it came from)."""
         if self.options.on_event is not None:
-            said = call_hook(self.options.on_event, event)
-            if _awaitable(said):
-                await said
+            await arun_hook(self.options.on_event, event)
         self._observe(event, model)
 
     async def _model(
@@ -841,7 +757,7 @@ class AsyncConversation(ConversationCore):
         with endpoint_errors():
             create = provider.create(self.client)
             response = await create(**safe_json(step.request), **self._stream_kwargs())
-            on_text = self.on_text
+            on_text = self.options.on_text
             deltas: list[str] = []
             assembler = provider.assembler(
                 deltas.append if on_text is not None or notes is not None else None, step.ids
@@ -851,9 +767,7 @@ class AsyncConversation(ConversationCore):
                     assembler.feed(chunk)
                     for text in deltas:  # in order, before the next chunk is read
                         if on_text is not None:
-                            said = call_hook(on_text, text)
-                            if _awaitable(said):
-                                await said
+                            await arun_hook(on_text, text)
                         if notes is not None:
                             yield TextDelta(text)
                     deltas.clear()
@@ -888,14 +802,7 @@ class AsyncConversation(ConversationCore):
     ) -> list[StreamEvent]:
         ready: list[StreamEvent] = []
         for message in assembler.completed():
-            checks = early(message)
-            try:  # the prechecks' hooks and guardrails, awaited when they are async
-                check = next(checks)
-                while isinstance(check, (HookStep, GuardStep)):
-                    check = checks.send(await _arun_check_step(check))
-                raise UsageError(f"eager start: unexpected step {check!r}")
-            except StopIteration as done:
-                call: ToolCall | None = done.value
+            call = await adrive_checks(early(message))  # async checks are awaited
             if call is None:
                 continue
             if notes is not None:

@@ -18,7 +18,7 @@ stream fails (`cut_short` names the ones that had started in the error):
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..errors import ConversationError
@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # imported when used: `import toolreg` stays light
     import asyncio
     from concurrent.futures import Future, ThreadPoolExecutor
 
-__all__ = ["AsyncEarlyRuns", "EarlyRuns", "cut_short"]
+__all__ = ["AsyncEarlyRuns", "EarlyRuns", "adrive_checks", "cut_short", "drive_checks"]
 
 H = TypeVar("H")
 
@@ -153,12 +153,24 @@ def cut_short(error: BaseException, runs: _Runs[Any]) -> BaseException:
     return error
 
 
-def drive_checks(checks: Any, run_hook: Callable[[Any], Any]) -> ToolCall | None:
-    """Drive the loop's `early` generator with a sync hook runner: the call, or None."""
+def drive_checks(checks: Generator[Any, Any, ToolCall | None]) -> ToolCall | None:
+    """Drive the loop's `early` generator on the sync driver (each hook or guardrail step
+    `run()`): the call to start, or None."""
     try:
         step = next(checks)
         while True:
-            step = checks.send(run_hook(step))
+            step = checks.send(step.run())
+    except StopIteration as done:
+        found: ToolCall | None = done.value
+        return found
+
+
+async def adrive_checks(checks: Generator[Any, Any, ToolCall | None]) -> ToolCall | None:
+    """`drive_checks` on the async driver: an async hook or guardrail is awaited."""
+    try:
+        step = next(checks)
+        while True:
+            step = checks.send(await step.arun())
     except StopIteration as done:
         found: ToolCall | None = done.value
         return found

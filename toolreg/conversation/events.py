@@ -34,8 +34,9 @@ no `ToolStarted`; its `ToolFinished` is not sent either: `Reply.tool_results` ha
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias, Union
+from typing import TYPE_CHECKING, Any, TypeAlias, Union
 
 from ..result import ToolCall, ToolResult
 
@@ -43,7 +44,11 @@ if TYPE_CHECKING:
     from .reply import PendingCall, Reply
 
 __all__ = [
+    "DEPRECATED_EVENTS",
     "ApprovalRequired",
+    "Hooks",
+    "ModelCallEvent",
+    "ModelResponseEvent",
     "StreamEvent",
     "TextDelta",
     "ToolCallReady",
@@ -51,6 +56,7 @@ __all__ = [
     "ToolProgress",
     "ToolStarted",
     "TurnFinished",
+    "deprecated_event",
 ]
 
 
@@ -63,10 +69,15 @@ class TextDelta:
 
 @dataclass(frozen=True, slots=True)
 class ToolCallReady:
-    """A call's arguments are complete: `early` when the answer is still streaming."""
+    """A call's arguments are complete: `early` when the answer is still streaming.
+
+    The `before_tool_call` hook gets one before the call runs (and may veto it), with
+    `round`: the model call of the turn that made it (1 first); `stream()`'s leave it None.
+    """
 
     call: ToolCall
     early: bool = False
+    round: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,10 +101,15 @@ class ToolProgress:
 
 @dataclass(frozen=True, slots=True)
 class ToolFinished:
-    """A call has finished: its `result`, as the model will read it."""
+    """A call has finished: its `result`, as the model will read it.
+
+    The `after_tool_call` hook gets one for every call of a round, run or refused (a
+    veto, a limit, a guardrail), with `round`: the model calls of the turn so far;
+    `stream()`'s leave it None (a refused call has none there: `Reply.tool_results`)."""
 
     call: ToolCall
     result: ToolResult
+    round: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,3 +138,61 @@ StreamEvent: TypeAlias = Union[
 """Any event `stream()` yields: `TextDelta`, `ToolCallReady`, `ToolStarted`,
 `ToolProgress`, `ToolFinished`, `ApprovalRequired`, and last `TurnFinished` (with the
 `Reply`). Tell them apart with `isinstance` or a `match` on the class."""
+
+
+# -- the hooks: veto points that read the same events ----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ModelCallEvent:
+    """Before a model call: `request` is the keyword arguments about to be sent."""
+
+    round: int
+    request: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponseEvent:
+    """After a model call: the assistant message as received and its finish reason."""
+
+    round: int
+    message: dict[str, Any]
+    finish_reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Hooks:
+    """Optional callables run by the conversation loop, each with one event.
+
+    A hook's exception is not caught: it ends the `send` / `run` (the conversation's
+    history stays as it was), since a broken hook is a bug in the application.
+    `before_tool_call` may veto a call by returning False or a message for the model.
+    `AsyncConversation` awaits a hook that is `async def` (or returns an awaitable), so
+    its veto holds too; `Conversation` refuses one with a `UsageError`, never ignores it.
+    """
+
+    before_model_call: Callable[[ModelCallEvent], Any] | None = None
+    after_model_call: Callable[[ModelResponseEvent], Any] | None = None
+    before_tool_call: Callable[[ToolCallReady], Any] | None = None
+    after_tool_call: Callable[[ToolFinished], Any] | None = None
+
+
+DEPRECATED_EVENTS = {"ToolCallEvent": "ToolCallReady", "ToolResultEvent": "ToolFinished"}
+"""The hook events that are now the stream's (removed in 0.3): the same fields (`round`,
+`call`; `round`, `result`), and more."""
+
+
+def deprecated_event(module: str, name: str) -> Any:
+    """`module.name` for a name of `DEPRECATED_EVENTS`: its new class, with a warning;
+    an `AttributeError` for any other name (a module's `__getattr__`)."""
+    new = DEPRECATED_EVENTS.get(name)
+    if new is None:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    import warnings
+
+    warnings.warn(
+        f"{module}.{name} is {module}.{new} (the stream's event; removed in 0.3)",
+        DeprecationWarning,
+        3,
+    )
+    return ToolCallReady if new == "ToolCallReady" else ToolFinished

@@ -27,6 +27,7 @@ from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ..dispatch.calling import arun_guardrail, run_guardrail
 from ..errors import GuardrailRejectedError, UsageError
 from ..result import ToolCall, ToolResult
 from .tracing import guardrail_verdict
@@ -70,13 +71,23 @@ class GuardrailOutput:
 
 @dataclass(frozen=True, slots=True)
 class GuardStep:
-    """Call `guardrail` with `event` (through `dispatch.calling.guard`); answer with what it
-    returned, awaited first by the async driver."""
+    """Call `guardrail` with `event`; answer with what it returned, awaited first by the
+    async driver: `run()` on the sync driver, `await arun()` on the async one."""
 
     label: str
     stage: Stage
     guardrail: Guardrail
     event: GuardrailInput | GuardrailOutput
+
+    def run(self) -> Any:
+        """On the sync driver (`dispatch.calling.run_guardrail`)."""
+        event = self.event
+        return run_guardrail(self.guardrail, event, self.label, self.stage, event.tool_name)
+
+    async def arun(self) -> Any:
+        """On the async driver (`dispatch.calling.arun_guardrail`)."""
+        event = self.event
+        return await arun_guardrail(self.guardrail, event, self.label, self.stage, event.tool_name)
 
 
 def _none(name: str) -> tuple[tuple[Guardrail, ...], tuple[Guardrail, ...]]:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from ..dispatch.calling import arun_hook, run_hook
 from ..errors import (
     ConversationError,
     RepeatedCallError,
@@ -37,21 +38,18 @@ from ..idempotency import canonical_arguments, key_from, key_prefix, new_id
 from ..jsonvalues import safe_json
 from ..result import Outcome, ToolCall, ToolResult
 from .asking import Asked, asked_in, pending_ask, replayed
+from .events import ModelCallEvent, ModelResponseEvent, ToolCallReady, ToolFinished
 from .guardrails import Guardrails, GuardStep
-from .history import call_ids, trim_to_limits
+from .options import ConversationOptions
 from .output import OutputSpec
 from .policies import CallPolicy
 from .providers import Answer, Provider, Request
 from .providers.base import CallIds
+from .providers.history import trim_to_limits
 from .reply import (
-    Hooks,
-    ModelCallEvent,
-    ModelResponseEvent,
     PendingCall,
     Reply,
     StopReason,
-    ToolCallEvent,
-    ToolResultEvent,
     Usage,
 )
 
@@ -126,11 +124,18 @@ class ToolsStep:
 @dataclass(frozen=True, slots=True)
 class HookStep:
     """Call `hook` (the `Hooks` field `name`) with `event`; answer with what it returned
-    (awaited first by the async driver when it is awaitable)."""
+    (awaited first by the async driver when it is awaitable): `run()` on the sync driver,
+    `await arun()` on the async one (both through `dispatch.calling`)."""
 
     name: HookName
     hook: Callable[[Any], Any]
     event: Any
+
+    def run(self) -> Any:
+        return run_hook(f"hooks.{self.name}", self.hook, self.event)
+
+    async def arun(self) -> Any:
+        return await arun_hook(self.hook, self.event)
 
 
 Step: TypeAlias = ModelStep | ToolsStep | HookStep | GuardStep
@@ -139,26 +144,21 @@ _FINISH_REASONS: dict[str, StopReason] = {"length": "length", "content_filter": 
 
 @dataclass(frozen=True, slots=True)
 class LoopSettings:
+    """What a turn runs with: the conversation's options record (`options`: rounds, tool
+    choice, history limits, hooks, ...; read from it, never restated here) and what the
+    conversation computed from it and its toolset."""
+
     model: str
     provider: Provider  # the wire API
+    options: ConversationOptions
     # the definitions to offer to the next model call, given the history so far and the
     # number of tool rounds the turn has had
     tools: Callable[[list[Message], int], list[dict[str, Any]]]
-    tool_choice: str = "auto"
-    max_rounds: int = 8
-    final_call: Literal["tool_choice_none", "drop_tools"] = "tool_choice_none"
     request_options: dict[str, Any] = field(default_factory=dict)
     output: OutputSpec | None = None
-    output_retries: int = 2
-    max_history_messages: int | None = None
-    max_history_chars: int | None = None
-    hooks: Hooks = field(default_factory=Hooks)
     # `confirm="defer"`: the validated arguments of a call that must wait for a person,
     # or None for a call that runs now (it needs no approval, or dispatch will refuse it)
     approval: Callable[[ToolCall], dict[str, Any] | None] | None = None
-    server_state: bool = False  # the endpoint keeps the history (`previous_response_id`)
-    force_tools: bool = False  # tool_choice "required" on every round but the final one
-    max_repeats: int | None = 3  # the same call in this many rounds in a row is refused
     # the conversation's own answer to a call that dispatch does not run (a tool search),
     # or None for a call that goes to dispatch
     answer: Callable[[ToolCall], ToolResult | None] | None = None
@@ -238,13 +238,13 @@ def run_loop(s: LoopSettings, state: TurnState) -> Generator[Step, Any, Reply]:
     if state.paused is not None:
         raise UsageError("this turn waits for approvals: resume it")
     while True:
-        if state.tool_rounds >= s.max_rounds and not state.final:
+        if state.tool_rounds >= s.options.max_rounds and not state.final:
             state.final = state.limit_reached = True
         request = _request(s, state)
         yield from _hook(s, "before_model_call", ModelCallEvent(state.calls_made + 1, request))
         state.early.clear()
         early = None if s.eager is None or state.final else functools.partial(_early, s, state)
-        ids = CallIds(s.provider.id_rule, functools.partial(_taken, state))
+        ids = CallIds(s.provider.id_rule, functools.partial(_taken, s, state))
         answer: Answer = yield ModelStep(request, early, ids)
         state.calls_made += 1
         state.usage = state.usage.add(answer.usage)
@@ -319,7 +319,7 @@ def resume_loop(
         paused.results[i] = result if edited is None else _edited(result, edited)
     for i in sorted(paused.pending):
         if i not in asks:
-            event = ToolResultEvent(state.calls_made, paused.results[i])
+            event = ToolFinished(paused.calls[i], paused.results[i], state.calls_made)
             yield from _hook(s, "after_tool_call", event)
     if asks:
         paused.pending = asks
@@ -370,13 +370,13 @@ def _request(s: LoopSettings, state: TurnState) -> dict[str, Any]:
         sent = state.history[state.known :]  # what the server lacks
     else:
         sent = list(state.history)  # a copy: the request (and its hook event) must not grow
-        if s.max_history_messages is not None or s.max_history_chars is not None:
-            limits = s.max_history_messages, s.max_history_chars
+        limits = s.options.max_history_messages, s.options.max_history_chars
+        if limits != (None, None):
             sent, fits = trim_to_limits(sent, *limits, split=provider.units)
             if not fits:
                 state.over_history_limit = True
     tools = s.tools(state.history, state.tool_rounds)
-    offered = bool(tools) and not (state.final and s.final_call == "drop_tools")
+    offered = bool(tools) and not (state.final and s.options.final_call == "drop_tools")
     return provider.encode(
         Request(
             model=s.model,
@@ -386,7 +386,7 @@ def _request(s: LoopSettings, state: TurnState) -> dict[str, Any]:
             choice=_tool_choice(s, state),
             output=s.output,
             previous_id=previous,
-            server_state=s.server_state,
+            server_state=s.options.state == "server",
         )
     )
 
@@ -395,7 +395,8 @@ def _hook(s: LoopSettings, name: HookName, event: Any) -> Generator[Step, Any, A
     """What the hook `name` answers to `event` (None when there is no such hook): the
     driver calls it, so that an async driver can await it."""
     logger.debug("%s: %r", name, event)
-    hook = getattr(s.hooks, name)
+    hooks = s.options.hooks
+    hook = None if hooks is None else getattr(hooks, name)
     if hook is None:
         return None
     return (yield HookStep(name, hook, event))
@@ -406,11 +407,11 @@ def _tool_choice(s: LoopSettings, state: TurnState) -> str:
     else a forced one (a name, "required") on call 1 only."""
     if state.final:
         return "none"
-    if s.force_tools:
+    if s.options.force_tools:
         return "required"
-    if state.calls_made > 0 and s.tool_choice not in ("auto", "none"):
+    if state.calls_made > 0 and s.options.tool_choice not in ("auto", "none"):
         return "auto"
-    return s.tool_choice
+    return s.options.tool_choice
 
 
 def _took(s: LoopSettings, state: TurnState, answer: Answer, drop_calls: bool) -> None:
@@ -418,16 +419,16 @@ def _took(s: LoopSettings, state: TurnState, answer: Answer, drop_calls: bool) -
     it all, unless something it said was left out (then the next request sends it all)."""
     entries, whole = s.provider.took(answer, drop_calls)
     state.history.extend(entries)
-    if s.server_state:
+    if s.options.state == "server":
         whole = whole and answer.id is not None
         state.previous_id = answer.id if whole else None
         state.known = len(state.history) if whole else 0
 
 
-def _taken(state: TurnState) -> set[str]:
+def _taken(s: LoopSettings, state: TurnState) -> set[str]:
     """The ids of the calls in the turn's history (read once: `CallIds` adds its own)."""
     if state.ids is None:
-        state.ids = call_ids(state.history)
+        state.ids = s.provider.call_ids(state.history)
     return state.ids
 
 
@@ -527,7 +528,8 @@ def _round(
         checked = yield from s.guardrails.check_outputs(state.calls_made, ran)
         done = _merge(calls, answered, checked, pending)
         for i in sorted(done):
-            yield from _hook(s, "after_tool_call", ToolResultEvent(state.calls_made, done[i]))
+            event = ToolFinished(calls[i], done[i], state.calls_made)
+            yield from _hook(s, "after_tool_call", event)
     except BaseException:
         _record_stopped(s, state, calls, answered, to_run, step.progress, ran, checked)
         raise
@@ -668,7 +670,7 @@ def _check(
     over = s.policy.over_limit(call, made)  # max_calls, max_tool_calls
     if over is not None:
         return over
-    verdict = yield from _hook(s, "before_tool_call", ToolCallEvent(number, call))
+    verdict = yield from _hook(s, "before_tool_call", ToolCallReady(call, round=number))
     if verdict is False or isinstance(verdict, str):
         why = verdict or f"Tool '{call.name}' was not run: the application blocked it."
         return _synthetic(call, ToolDeniedError(why, tool_name=call.name))
@@ -708,14 +710,15 @@ def _early(
 
 def _repeats(s: LoopSettings, state: TurnState, call: ToolCall) -> RepeatedCallError | None:
     """The refusal of a call made with the same arguments in each of the last rounds."""
-    if s.max_repeats is None:
+    repeats = s.options.max_repeats
+    if repeats is None:
         return None  # the guard is off (polling tools)
-    previous = state.recent[-(s.max_repeats - 1) :]
-    if len(previous) < s.max_repeats - 1:
+    previous = state.recent[-(repeats - 1) :]
+    if len(previous) < repeats - 1:
         return None  # not enough rounds yet to repeat anything
     key = _call_key(call)
     if all(key in r for r in previous):
-        return _repeated(call, previous[-1][key], s.max_repeats)
+        return _repeated(call, previous[-1][key], repeats)
     return None
 
 
@@ -845,7 +848,7 @@ def _after_tools(
             state.retry_keys.pop(key, None)
         elif result.outcome != "not_started" and call.idempotency_key is not None:
             state.retry_keys[key] = call.idempotency_key  # made again: the same key
-    kept = (s.max_repeats or 2) - 1  # the rounds the guard looks back at
+    kept = (s.options.max_repeats or 2) - 1  # the rounds the guard looks back at
     state.recent = [*state.recent[-kept:], keys]
     spent = s.policy.retries_spent(state.results)
     if spent is not None:
@@ -874,8 +877,8 @@ def _answer(s: LoopSettings, state: TurnState, text: str, finish: str | None) ->
         return _reply(state, text, reason, value)
     if state.retries_left <= 0:
         raise ConversationError(
-            f"the answer did not match the output type after {s.output_retries} retries: "
-            + "; ".join(problems)
+            f"the answer did not match the output type after {s.options.output_retries} "
+            "retries: " + "; ".join(problems)
         )
     state.retries_left -= 1
     state.final = False

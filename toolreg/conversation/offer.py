@@ -1,86 +1,246 @@
-"""What each model call of a conversation is offered, when the catalog is searched.
+"""`Offer`: what each model call of a conversation is offered, in the provider's format.
 
-With `tool_search=` (see `toolreg.search.ToolSearch`), every model call is offered the
-tools that best match the recent user messages, the `always` ones, and those called since
-the last user message; a call to any other allowed tool still runs (it was offered before).
+The conversation's tools are a chain of toolset views over its toolset, built here from its
+options: `tools=` is a `filtered` view, deferred tools (`defer_loading=True`) a `Deferred`
+view (the tools the model found: the conversation's `discovered`), `tool_search=` a
+`searchable` view on top:
 
-Tools registered with `defer_loading=True` are not offered at all until the model finds
-them: while the conversation allows any, a `search_tools` tool is offered, answered here
-(it runs nothing), and what it finds is offered from the next model call on.
+```
+searchable(deferred(filtered(registry)))     each part only when its option asks for it
+```
 
-On the Responses API the search can be the API's own (`deferred_search=`): "client" offers
-the `tool_search` tool executed by toolreg's index (its `tool_search_output` carries the
-definitions found, loaded from then on by the history itself); "hosted" sends the deferred
-tools with `defer_loading: true` and the hosted `tool_search` tool, and the server searches.
+Each model call is offered what the chain offers for the step (`definitions`), and the model
+may call what the deferred view says is loaded, of what the toolset offered for that step
+(`names`). A call the view answers itself (a search, a deferred tool not found yet) never
+goes to dispatch (`answer`).
 
-On Anthropic's Messages API the same two: "client" sends every deferred tool with
-`defer_loading: true` and the `search_tools` tool; toolreg's index answers its calls with a
-`tool_result` of `tool_reference` blocks (`References`), which load the tools found, from
-then on by the history itself; "hosted" sends the deferred tools and the API's own
-`tool_search_tool_bm25`, and the server searches.
+What is left is the wire: the definitions in the provider's format (a registry's cached
+export), the Responses API's namespaces, and the API's own tool search
+(`deferred_search=`). On the Responses API, "client" offers the `tool_search` tool,
+answered by the deferred view's search (its `tool_search_output` carries the definitions
+found, loaded from then on by the history itself); "hosted" sends the deferred tools with
+`defer_loading: true` and the hosted `tool_search` tool, and the server searches. On
+Anthropic's Messages API, "client" sends every deferred tool with `defer_loading: true` and
+the `search_tools` tool, whose answers load the tools found by reference (`References`, a
+`tool_result` of `tool_reference` blocks), from then on by the history itself; "hosted" sends
+the deferred tools and the API's own `tool_search_tool_bm25`, and the server searches.
+
+The toolset lookups the loop needs are here too: a call's validated arguments (input
+guardrails, approvals, eager start), a tool's own guardrails and retry budget.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from ..dispatch import Dispatcher, DispatchSettings
-from ..errors import InvalidArgumentsError, ToolCallError, UnknownToolError, UsageError
+from ..errors import ToolCallError, UsageError
 from ..formats import anthropic as anthropic_format
 from ..formats import export_tools
 from ..formats.responses import TOOL_SEARCH_CALL, namespace_tool, tool_search_tool
+from ..registry import ToolRegistry
 from ..result import ToolCall, ToolResult
-from ..search.selection import ToolSearch, query_text
 from ..tool import Tool
-from ..toolsets import HistoryReader, Namespace, Toolset
+from ..toolsets import SEARCH_TOOL, Namespace, StepContext, Toolset, namespaces_of
+from ..toolsets.deferred import MAX_FOUND, Deferred, Loader
+from ..toolsets.search import ToolSearch
+from ..toolsets.views import Filtered, Searchable
+from .guardrails import Guardrail
+from .options import DEFERRED_SEARCH, ConversationOptions
+from .providers import Provider
+from .providers.base import References
 
-__all__ = [
-    "DEFERRED_SEARCH",
-    "SEARCH_TOOL",
-    "DeferredSearch",
-    "Found",
-    "References",
-    "answer_search",
-    "check_always",
-    "check_deferred_search",
-    "found_loader",
-    "found_names",
-    "namespaced",
-    "not_loaded",
-    "offers_search",
-    "reload_found",
-    "search_call",
-    "search_definitions",
-    "search_tool",
-    "select",
-    "sent_names",
-]
-
-DeferredSearch = Literal["function", "client", "hosted"]
-DEFERRED_SEARCH: tuple[DeferredSearch, ...] = ("function", "client", "hosted")
-"""How the model searches deferred tools: toolreg's `search_tools` function (any endpoint),
-the API's own search (the Responses API, Anthropic's Messages API) answered by toolreg's
-index ("client") or by the server ("hosted")."""
+__all__ = ["MAX_FOUND", "SEARCH_TOOL", "Found", "Offer", "check_deferred_search", "found_names"]
 
 _NATIVE = ("responses", "anthropic")  # the dialects whose API has its own tool search
-
-SEARCH_TOOL = "search_tools"
-MAX_FOUND = 10  # tools one search may load
-_MAX_ARGUMENTS = 8192  # characters of a search call's arguments
-_MAX_SHOWN = 160  # characters of a found tool's description in the answer
 
 Message = dict[str, Any]
 
 
-def check_always(registry: Toolset, option: ToolSearch | None) -> None:
+class Offer:
+    """What a conversation offers each model call, built from its toolset, its options and
+    its provider (see the module); `context` is what its calls are checked with."""
+
+    def __init__(
+        self, toolset: Toolset, options: ConversationOptions, provider: Provider, context: Any
+    ) -> None:
+        mode = options.deferred_search
+        check_deferred_search(mode, options.dialect or "")
+        self.toolset = toolset
+        self.options = options
+        self.provider = provider
+        self.context = context
+        self.fmt = provider.fmt
+        wire = self.fmt.name
+        self.filter = None if options.tools is None else tool_filter(toolset, options.tools)
+        search = ToolSearch.of(options.tool_search)
+        check_always(toolset, search)
+        allowed: Toolset = toolset
+        if self.filter is not None:
+            wanted = set(self.filter)
+            allowed = Filtered(
+                toolset, lambda t: t.name in wanted or bool(t.tags & wanted), "tools="
+            )
+        # the API hides deferred tools itself (sent flagged) when it searches, or loads what
+        # a search found by reference (Anthropic); it searches itself when "hosted"
+        by_api = mode == "hosted" or (mode == "client" and wire == "anthropic")
+        self.deferred = Deferred(allowed, hide=not by_api, search=mode != "hosted")
+        self.view: Toolset = self.deferred if search is None else Searchable(self.deferred, search)
+        # the name the model's searches come with: the Responses API's client search is a
+        # `tool_search_call` item; none when the server searches
+        self._search_call: str | None = SEARCH_TOOL
+        if mode == "hosted":
+            self._search_call = None
+        elif mode == "client" and wire != "anthropic":
+            self._search_call = TOOL_SEARCH_CALL
+        self._exported: tuple[Any, list[dict[str, Any]]] | None = None  # a toolset's export
+        self._search_export: list[dict[str, Any]] | None = None
+
+    # -- what each model call is offered ---------------------------------------------------
+    def definitions(self, history: list[Message], round_: int = 0) -> list[dict[str, Any]]:
+        """The definitions the next model call offers: what the view chain offers for this
+        step (`Toolset.offer`), in the provider's format, with the API's own search."""
+        step = StepContext(self.context, tuple(history), round_, self.provider)
+        offered = self.view.offer(step)
+        mode, wire = self.options.deferred_search, self.fmt.name
+        search = self.deferred.offered_search  # the view's, when its offer included it
+        tools = offered if search is None else [t for t in offered if t is not search]
+        if mode == "client" and wire != "anthropic":  # found ones: loaded by the history
+            tools = [t for t in tools if not t.defer_loading]
+        definitions = self.export([t.name for t in tools])
+        if mode == "function":  # a found tool is a plain function here
+            definitions = [
+                {k: v for k, v in d.items() if k != "defer_loading"} for d in definitions
+            ]
+        if wire == "responses":  # the API's namespaces: a prefixed toolset with a description
+            spaces = namespaces_of(self.toolset)
+            if spaces:
+                definitions = namespaced(definitions, spaces, self.options.tool_choice)
+        if search is not None or (mode == "hosted" and self.deferred.searching()):
+            definitions += self._search_definitions()
+        return definitions
+
+    def _search_definitions(self) -> list[dict[str, Any]]:
+        """The search tool offered while the deferred view searches (see the module)."""
+        mode, wire = self.options.deferred_search, self.fmt.name
+        if mode == "hosted":
+            native = (
+                anthropic_format.tool_search_tool() if wire == "anthropic" else tool_search_tool()
+            )
+            return [dict(native)]
+        tool = self.deferred.search_tool
+        if mode == "client" and wire != "anthropic":
+            return [dict(tool_search_tool(tool.description, dict(tool.parameters)))]
+        if self._search_export is None:
+            strict = self.options.strict or None
+            required = self.options.advertise_required
+            self._search_export = export_tools(
+                [tool], self.fmt, strict=strict, advertise_required=required
+            )
+        return list(self._search_export)
+
+    def export(self, names: list[str]) -> list[dict[str, Any]]:
+        """The definitions of these tools in the provider's format (a registry's cached
+        export; another toolset's, kept while its `revision` stays)."""
+        if not names:
+            return []
+        fmt, strict = self.fmt, self.options.strict or None
+        required = self.options.advertise_required
+        toolset = self.toolset
+        if isinstance(toolset, ToolRegistry):
+            return toolset.get_tools(
+                fmt.name, strict=strict, names=names, advertise_required=required
+            )
+        key = (toolset.revision, tuple(names))
+        cached = self._exported
+        if cached is None or cached[0] != key:
+            wanted = set(names)
+            tools = {t.name: t for t in toolset.tools() if t.name in wanted}
+            chosen = [tools[name] for name in names if name in tools]
+            defs = export_tools(chosen, fmt, strict=strict, advertise_required=required)
+            cached = self._exported = (key, defs)
+        return list(cached[1])
+
+    # -- what the model may call -------------------------------------------------------------
+    def names(self) -> list[str]:
+        """The tools the model may call: those `tools=` allows (names or tags), a deferred
+        one once a search found it (with `deferred_search="hosted"`, from the start: the
+        server searches them), of those the toolset offered for the last model call."""
+        return self.deferred.callable_names()
+
+    def answer(self, call: ToolCall) -> ToolResult | None:
+        """The conversation's own answer to a search call and to a call of a deferred tool
+        not found yet (the deferred view's); None for every other call (dispatch runs it)."""
+        return self.deferred.answer(call, self._search_call, self._loader())
+
+    def _loader(self) -> Loader | None:
+        """What a search's result carries beside its text: with the API's own
+        client-executed search, what loads the tools found (the Responses API: their
+        definitions; Anthropic: `References`); else nothing."""
+        if self.options.deferred_search != "client":
+            return None
+        return References if self.fmt.name == "anthropic" else self.export
+
+    def reload_found(self, results: Mapping[int, ToolResult]) -> None:
+        """A restored paused round's search results load what they found again: of the
+        names a state kept, only deferred tools this conversation allows; with no loader
+        (another search mode), a search's result is its text alone."""
+        loader = self._loader()
+        deferred = {t.name for t in self.deferred.inner.tools() if t.defer_loading}
+        for result in results.values():
+            if isinstance(result.value, Found):
+                names = [name for name in result.value if name in deferred]
+                result.value = None if loader is None else loader(names)
+
+    # -- the toolset's lookups for the loop --------------------------------------------------
+    def tool(self, name: Any) -> Tool | None:
+        """The toolset's tool a call names (None for none, or a name that is no text)."""
+        return self.toolset.get(name) if isinstance(name, str) else None
+
+    def checked(self, name: str, arguments: Any, *, offered: bool = True) -> dict[str, Any]:
+        """A call's arguments as dispatch takes them (`ToolCallError` if it does not);
+        `offered`: only a tool the model may call (`names`)."""
+        allowed = self.names() if offered else None
+        dispatcher = self.toolset.dispatcher
+        return dispatcher.check_call(name, arguments, context=self.context, allowed=allowed)[1]
+
+    def validated(self, call: ToolCall) -> dict[str, Any] | None:
+        """A call's arguments as dispatch will run them, for its input guardrails; None for
+        a call dispatch refuses (it answers that itself)."""
+        try:
+            return self.checked(call.name, call.arguments)
+        except ToolCallError:
+            return None
+
+    def eager(self, call: ToolCall) -> bool:
+        """Whether a call may start while the answer still streams: a tool offered to the
+        model that needs no confirmation, `eager=True`, or read-only or idempotent, and
+        arguments that dispatch takes as they are."""
+        tool = self.tool(call.name)
+        if tool is None or tool.needs_confirmation or tool.eager is False:
+            return False
+        if not (tool.eager or tool.read_only or tool.idempotent):
+            return False
+        return self.validated(call) is not None  # dispatch would run it as it is
+
+    def guardrails_of(self, name: str) -> tuple[tuple[Guardrail, ...], tuple[Guardrail, ...]]:
+        """A tool's own input and output guardrails (`register_tool(input_guardrails=...)`)."""
+        tool = self.toolset.get(name)
+        return ((), ()) if tool is None else (tool.input_guardrails, tool.output_guardrails)
+
+    def retries_of(self, name: str) -> int | None:
+        """A tool's own retry budget (`register_tool(retries=...)`); None: the default."""
+        tool = self.toolset.get(name)
+        return None if tool is None else tool.retries
+
+
+def check_always(toolset: Toolset, option: ToolSearch | None) -> None:
     """Every `always` entry names a registered tool or a tag (else a `UsageError`)."""
     if option is None or not option.always:
         return
-    tools = registry.tools()
+    tools = toolset.tools()
     tags = {tag for tool in tools for tag in tool.tags}
-    unknown = [a for a in option.always if registry.get(a) is None and a not in tags]
+    unknown = [a for a in option.always if toolset.get(a) is None and a not in tags]
     if unknown:
         raise UsageError(
             f"ToolSearch(always={list(option.always)!r}): {', '.join(map(repr, unknown))} is "
@@ -103,18 +263,23 @@ def check_deferred_search(mode: Any, dialect: str) -> None:
         )
 
 
-class References(list[dict[str, Any]]):
-    """What a client-executed search loads on Anthropic's Messages API: the
-    `tool_reference` blocks of the tools found (the provider writes them in the result)."""
-
-
-def _references(names: list[str]) -> References:
-    return References({"type": "tool_reference", "tool_name": name} for name in names)
+def tool_filter(toolset: Toolset, tools: str | Sequence[str]) -> list[str]:
+    """`tools=` as a list (one str is one entry); an entry that is no name and no tag fails."""
+    wanted = [tools] if isinstance(tools, str) else list(tools)
+    held = toolset.tools()
+    tags = {tag for tool in held for tag in tool.tags}
+    unknown = [w for w in wanted if toolset.get(w) is None and w not in tags]
+    if unknown:
+        raise UsageError(
+            f"tools={wanted!r}: {', '.join(map(repr, unknown))} is neither a registered tool "
+            f"nor a tag; registered: {', '.join(t.name for t in held) or 'none'}"
+        )
+    return wanted
 
 
 class Found(tuple[str, ...]):
     """The tools a search of a paused round found, as a saved state keeps them (names only:
-    a state is untrusted); `reload_found` turns them back into what loads them."""
+    a state is untrusted); `Offer.reload_found` turns them back into what loads them."""
 
 
 def found_names(result: ToolResult) -> list[str] | None:
@@ -124,104 +289,11 @@ def found_names(result: ToolResult) -> list[str] | None:
     if result.tool_name not in (SEARCH_TOOL, TOOL_SEARCH_CALL):
         return None
     if isinstance(value, References):
-        return [block["tool_name"] for block in value]
+        return list(value)
     if isinstance(value, list) and all(isinstance(d, dict) for d in value):
         names = [d.get("name") for d in value]
         return [n for n in names if isinstance(n, str)] if len(names) == len(value) else None
     return None
-
-
-def reload_found(
-    results: Mapping[int, ToolResult],
-    loader: Callable[[list[str]], list[dict[str, Any]]] | None,
-    deferred: set[str],
-) -> None:
-    """A restored paused round's search results load what they found again (`loader`, see
-    `found_loader`): of the names a state kept, only deferred tools this conversation
-    allows; with no loader (another search mode), a search's result is its text alone."""
-    for result in results.values():
-        if isinstance(result.value, Found):
-            names = [name for name in result.value if name in deferred]
-            result.value = None if loader is None else loader(names)
-
-
-def found_loader(
-    mode: DeferredSearch, fmt: str, definitions: Callable[[list[str]], list[dict[str, Any]]]
-) -> Callable[[list[str]], list[dict[str, Any]]] | None:
-    """What a search's result carries beside its text (`answer_search`'s `definitions`):
-    with the API's own client-executed search, what loads the tools found (the Responses
-    API: their `definitions`; Anthropic: `References`); else nothing."""
-    if mode != "client":
-        return None
-    return _references if fmt == "anthropic" else definitions
-
-
-def offers_search(mode: DeferredSearch, fmt: str, allowed: list[Tool], found: set[str]) -> bool:
-    """Whether a request offers the search tool: while some allowed tool is deferred and
-    not found yet; when the API searches, or loads by reference (Anthropic), while any is
-    deferred (those are sent with `defer_loading`, and the API refuses tools all deferred)."""
-    always = mode == "hosted" or (mode == "client" and fmt == "anthropic")
-    return any(t.defer_loading and (always or t.name not in found) for t in allowed)
-
-
-def search_call(mode: DeferredSearch, fmt: str) -> str | None:
-    """The name the model's search calls come with: `search_tools`, the Responses API's
-    client-executed `tool_search_call` (`TOOL_SEARCH_CALL`); none when the server searches."""
-    if mode == "hosted":
-        return None
-    return TOOL_SEARCH_CALL if mode == "client" and fmt != "anthropic" else SEARCH_TOOL
-
-
-def sent_names(mode: DeferredSearch, fmt: str, names: list[str], allowed: list[Tool]) -> list[str]:
-    """Of the tools allowed, those whose definitions go with a request that offers `names`:
-    when the API searches or loads by reference (hosted, or Anthropic's client search),
-    every deferred tool too (with `defer_loading`: the API keeps it out of the model's
-    context); with the Responses API's client search, no deferred one (those found are
-    loaded by the history's `tool_search_output`)."""
-    if mode == "hosted" or (mode == "client" and fmt == "anthropic"):
-        chosen = set(names)
-        return [t.name for t in allowed if t.name in chosen or t.defer_loading]
-    if mode == "client":
-        deferred = {t.name for t in allowed if t.defer_loading}
-        return [name for name in names if name not in deferred]
-    return names
-
-
-def search_definitions(
-    mode: DeferredSearch, fmt: str, strict: bool | None, required: bool
-) -> list[dict[str, Any]]:
-    """The search tool offered while some allowed tool is deferred and not found yet."""
-    if mode == "hosted":
-        hosted = anthropic_format.tool_search_tool() if fmt == "anthropic" else tool_search_tool()
-        return [dict(hosted)]
-    tool = search_tool()
-    if mode == "client" and fmt != "anthropic":
-        return [dict(tool_search_tool(tool.description, dict(tool.parameters)))]
-    return export_tools([tool], fmt, strict=strict, advertise_required=required)
-
-
-def select(
-    registry: Toolset,
-    option: ToolSearch,
-    names: list[str],
-    history: Sequence[Message],
-    reader: HistoryReader,
-) -> list[str]:
-    """Of `names` (in their order), those the next model call is offered; the history is
-    read through `reader` (the provider: only it knows the wire format)."""
-    always = set(option.always)
-    keep = set(reader.calls_in(history))
-    if always:
-        among = set(names)
-        keep.update(
-            t.name
-            for t in registry.tools()
-            if t.name in among and (t.name in always or t.tags & always)
-        )
-    query = query_text(history, option.messages, reader.user_text)
-    if query:
-        keep.update(t.name for t in registry.search_tools(query, limit=option.limit, among=names))
-    return [name for name in names if name in keep]
 
 
 def namespaced(
@@ -256,111 +328,3 @@ def namespaced(
         else d
         for d in out
     ]
-
-
-def _search_tools(
-    query: Annotated[str, "What the tool should do, in a few words (any language)"],
-    limit: Annotated[int, "How many tools to load, 1 to 10"] = 5,
-) -> str:
-    """Find tools that are not loaded yet by what they do. The tools it finds can be
-    called from your next step on."""
-    raise NotImplementedError  # answered by the conversation (answer_search), never run
-
-
-_TOOL: list[Tool] = []
-_DECODER: list[Dispatcher] = []
-
-
-def search_tool() -> Tool:
-    """The `search_tools` tool the model is offered (built once)."""
-    if not _TOOL:
-        _TOOL.append(Tool.from_function(_search_tools, name=SEARCH_TOOL))
-    return _TOOL[0]
-
-
-def _decoder() -> Dispatcher:
-    """Checks a search call's arguments the way dispatch checks any call's (decoding,
-    bounds, validation, safe coercion) against `search_tool()`; it runs nothing."""
-    if not _DECODER:
-        settings = DispatchSettings(
-            coerce=True,
-            errors="redact",
-            max_payload_bytes=_MAX_ARGUMENTS,
-            max_depth=8,
-            max_concurrency=1,
-            max_result_chars=None,
-        )
-        _DECODER.append(Dispatcher({SEARCH_TOOL: search_tool()}, settings))
-    return _DECODER[0]
-
-
-def answer_search(
-    registry: Toolset,
-    call: ToolCall,
-    among: list[str],
-    discovered: list[str],
-    definitions: Callable[[list[str]], list[dict[str, Any]]] | None = None,
-) -> ToolResult:
-    """The answer to a model's search call (`search_tools`, or the Responses API's
-    client-executed tool search): the tools found (now in `discovered`, once each), or a
-    short text that says nothing was. With `definitions`, the result's `value` is the
-    definitions of the tools found (what a `tool_search_output` item carries)."""
-    try:
-        query, limit = _search_arguments(call)
-    except ToolCallError as err:
-        return _failed(call, err)
-    found = registry.search_tools(query, limit=limit, among=among)
-    value = None if definitions is None else definitions([t.name for t in found])
-    if not found:
-        shown = json.dumps(query[:80], ensure_ascii=False)
-        content = f"No tool matches {shown}. Try other words, or go on without a tool."
-        return ToolResult(call.name, call.call_id, True, content, value=value)
-    known = set(discovered)
-    discovered.extend(t.name for t in found if t.name not in known)
-    lines = [f"Found {len(found)} tool(s); call them from your next step on:"]
-    lines += [f"- {t.name}: {_shown(t.description)}" for t in found]
-    return ToolResult(call.name, call.call_id, True, "\n".join(lines), value=value)
-
-
-def not_loaded(call: ToolCall) -> ToolResult:
-    """The answer to a call of a deferred tool the model has not searched for."""
-    message = (
-        f"Tool '{call.name}' is not loaded: call {SEARCH_TOOL} with what you need first, "
-        "then call the tool it finds."
-    )
-    return _failed(call, UnknownToolError(message, tool_name=call.name))
-
-
-def _search_arguments(call: ToolCall) -> tuple[str, int]:
-    """The query and the limit of a search call, checked by dispatch (`_decoder`); the
-    limit brought into 1 to `MAX_FOUND`."""
-    try:
-        _, arguments = _decoder().check_call(SEARCH_TOOL, call.arguments)
-    except ToolCallError as err:  # dispatch's own words, and an example of a good call
-        err.message = f"{err.message} e.g. {_EXAMPLE}"
-        err.args = (err.message,)
-        err.tool_name = call.name
-        raise
-    query, limit = arguments["query"], arguments.get("limit", 5)
-    if not query.strip():
-        raise _invalid(call, "'query' must be a non-empty string")
-    return query[:1000], min(max(limit, 1), MAX_FOUND)
-
-
-_EXAMPLE = '{"query": "create a calendar event"}.'
-
-
-def _invalid(call: ToolCall, problem: str) -> InvalidArgumentsError:
-    return InvalidArgumentsError(
-        f"Invalid arguments for tool '{call.name}': {problem}, e.g. {_EXAMPLE}",
-        tool_name=call.name,
-    )
-
-
-def _failed(call: ToolCall, error: ToolCallError) -> ToolResult:
-    return ToolResult(call.name, call.call_id, False, error.message, error=error)
-
-
-def _shown(description: str) -> str:
-    line = " ".join(description.split())
-    return line if len(line) <= _MAX_SHOWN else line[: _MAX_SHOWN - 3] + "..."

@@ -16,7 +16,9 @@ chat = Conversation(client, "qwen2.5", **options.given())
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -24,20 +26,29 @@ from typing import Any, Literal
 from ..definition.versions import VERSION_RULE, check_version
 from ..dispatch import ConfirmCallback
 from ..errors import UsageError
-from ..search.selection import ToolSearch
-from .events import StreamEvent
+from ..toolsets.search import ToolSearch
+from .events import Hooks, StreamEvent
 from .guardrails import Guardrail
-from .offer import DeferredSearch
 from .policies import OnCallLimit
-from .reply import Hooks
 
 __all__ = [
     "COLLABORATORS",
+    "DEFERRED_SEARCH",
     "ConversationOptions",
+    "DeferredSearch",
+    "check_request_options",
     "check_saved",
     "narrowing",
     "saved_checks",
+    "sdk_parameters",
 ]
+
+
+DeferredSearch = Literal["function", "client", "hosted"]
+DEFERRED_SEARCH: tuple[DeferredSearch, ...] = ("function", "client", "hosted")
+"""How the model searches deferred tools (`deferred_search=`): toolreg's `search_tools`
+function (any endpoint), the API's own search (the Responses API, Anthropic's Messages API)
+answered by toolreg's index ("client") or by the server ("hosted")."""
 
 
 def _text(value: Any) -> bool:
@@ -412,3 +423,69 @@ def _check_versions(o: ConversationOptions) -> None:
             f"versions={versions!r}: maps tool names to versions ({VERSION_RULE}), e.g. "
             "versions={'search': '1'}"
         )
+
+
+# -- request options: every keyword the constructor does not know goes to the endpoint -------
+
+_OWN_OPTIONS = (*COLLABORATORS[2:], *(f.name for f in dataclasses.fields(ConversationOptions)))
+_SPELLED = {"toolset": "registry", "toolsets": "registry"}  # said another way, in the docs
+_SIGNATURES: dict[Any, frozenset[str] | None] = {}  # a create method -> its keywords
+
+
+def sdk_parameters(provider: Any, client: Any) -> frozenset[str] | None:
+    """The keywords the client's create method for this dialect takes, when its signature
+    says so; None when it does not (no such method, or one that takes **kwargs)."""
+    try:
+        method = provider.create(client)
+    except AttributeError:
+        return None
+    key = getattr(method, "__func__", method)
+    try:
+        return _SIGNATURES[key]
+    except (KeyError, TypeError):  # not seen yet, or not hashable
+        pass
+    try:
+        parameters = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        found = None
+    else:
+        kinds = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+        loose = any(p.kind in kinds for p in parameters.values())
+        found = None if loose else frozenset(parameters)
+    with contextlib.suppress(TypeError):
+        if len(_SIGNATURES) > 64:  # a client class per test, say: the map stays small
+            _SIGNATURES.clear()
+        _SIGNATURES[key] = found
+    return found
+
+
+def check_request_options(given: Mapping[str, Any], sdk: frozenset[str] | None) -> None:
+    """Refuse a keyword that is neither a conversation option nor a request option, with
+    the nearest valid name. A keyword the SDK's create method takes (`sdk`) is a request
+    option; when that method's keywords are known, any other is refused; when they are not
+    (a client of another make, a method that takes **kwargs), only a near miss of one of the
+    conversation's own options is (`difflib`, ratio 0.75 or more: `max_round`,
+    `tool_retry`), and the rest go to the endpoint as they are."""
+    import difflib  # only when there are request options
+
+    for key in given:
+        if key in _SPELLED:
+            raise UsageError(
+                f"Conversation({key}=...): the conversation's toolset is given as "
+                f"{_SPELLED[key]}= (any Toolset: a ToolRegistry, a Mount, a combined, "
+                "prefixed, filtered or searchable view)"
+            )
+        if sdk is not None and key in sdk:
+            continue
+        near = difflib.get_close_matches(key, _OWN_OPTIONS, n=1, cutoff=0.75)
+        if not near and sdk is None:
+            continue  # nothing says it is wrong: the endpoint decides
+        if not near and sdk is not None:
+            near = difflib.get_close_matches(key, sorted(sdk), n=1, cutoff=0.6)
+        hint = f"; did you mean {near[0]}=?" if near else ""
+        where = ""
+        if sdk is not None:
+            where = " nor a parameter of the client's create method"
+            if "extra_body" in sdk:
+                hint += f" (a parameter only your endpoint knows: extra_body={{{key!r}: ...}})"
+        raise UsageError(f"Conversation({key}=...) is not an option of Conversation{where}{hint}")

@@ -1,28 +1,23 @@
-"""What a conversation returns (`Reply`, `Usage`) and the events its hooks receive."""
+"""What a conversation returns (`Reply`, `Usage`, `PendingCall`, the stop reasons)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Generic, Literal, get_args
 
 from typing_extensions import TypeVar
 
 from ..errors import ConversationError
-from ..result import ToolCall, ToolResult
+from ..result import ToolResult
 
 __all__ = [
     "REPLY_FIELDS",
     "STOP_REASONS",
-    "Hooks",
-    "ModelCallEvent",
-    "ModelResponseEvent",
     "OutputT",
     "PendingCall",
     "Reply",
     "StopReason",
-    "ToolCallEvent",
-    "ToolResultEvent",
     "Usage",
 ]
 
@@ -172,56 +167,3 @@ REPLY_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Reply))
 `tool_results`, `rounds`, `usage`, `stop_reason`, `output`, `pending`,
 `over_history_limit`); the loop guide's table of them is checked against it.
 """
-
-
-@dataclass(frozen=True, slots=True)
-class ModelCallEvent:
-    """Before a model call: `request` is the keyword arguments about to be sent."""
-
-    round: int
-    request: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class ModelResponseEvent:
-    """After a model call: the assistant message as received and its finish reason."""
-
-    round: int
-    message: dict[str, Any]
-    finish_reason: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallEvent:
-    """Before a tool runs. The hook may veto it by returning False or a message string."""
-
-    round: int
-    call: ToolCall
-
-
-@dataclass(frozen=True, slots=True)
-class ToolResultEvent:
-    """After a tool ran (or was refused): `result` is its `ToolResult`, as the model reads it.
-
-    The `after_tool_call` hook receives it; `round` counts the model calls of the turn so far.
-    """
-
-    round: int
-    result: ToolResult
-
-
-@dataclass(frozen=True, slots=True)
-class Hooks:
-    """Optional callables run by the conversation loop, each with one event.
-
-    A hook's exception is not caught: it ends the `send` / `run` (the conversation's
-    history stays as it was), since a broken hook is a bug in the application.
-    `before_tool_call` may veto a call by returning False or a message for the model.
-    `AsyncConversation` awaits a hook that is `async def` (or returns an awaitable), so
-    its veto holds too; `Conversation` refuses one with a `UsageError`, never ignores it.
-    """
-
-    before_model_call: Callable[[ModelCallEvent], Any] | None = None
-    after_model_call: Callable[[ModelResponseEvent], Any] | None = None
-    before_tool_call: Callable[[ToolCallEvent], Any] | None = None
-    after_tool_call: Callable[[ToolResultEvent], Any] | None = None

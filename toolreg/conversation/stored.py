@@ -25,7 +25,8 @@ from typing import Any
 
 from ..errors import StateConflictError, UsageError, with_article
 from ..stores.base import AsyncStateStore, StateStore, StoredState, check_id
-from .state import Loaded, load_state, signing_keys
+from .signing import signing_keys
+from .state import Loaded, load_state
 
 __all__ = ["RESUME_TTL", "Stored"]
 

@@ -15,12 +15,20 @@
 | a reshaped tool's value from   | `context_value`  | the call is not made (`ToolExecutionError`,  |
 | the context (`Arg(from_context`|                  | not naming the hidden argument)              |
 | `=...)`)                       |                  |                                              |
-| a conversation hook, `on_text` | `call_hook`      | a bug in the application: propagated; the    |
-|                                |                  | turn ends and the history stays as it was    |
+| a conversation hook, `on_text`,| `call_hook`;     | a bug in the application: propagated; the    |
+| `on_event`                     | the drivers':    | turn ends and the history stays as it was.   |
+|                                | `run_hook`,      | An awaitable answer: awaited by the async    |
+|                                | `arun_hook`      | driver, a `UsageError` on the sync one       |
 | a search `ranker=`             | `rank`           | a bug in the application: propagated (the    |
 |                                |                  | search raises; nothing is half-ranked)       |
 | a conversation's guardrail     | `guard`,         | the guardrail stops the turn: raised as      |
-|                                | `aguard`         | `GuardrailTripped` (the exception chained)   |
+|                                | `aguard`; the    | `GuardrailTripped` (the exception chained).  |
+|                                | drivers':        | An awaitable answer: awaited by the async    |
+|                                | `run_guardrail`, | driver, a `UsageError` on the sync one       |
+|                                | `arun_guardrail` |                                              |
+| a conversation's state store   | `call_store`,    | propagated; the conversation's flow names    |
+| (`state_store=`: load, save,   | `acall_store`    | the store in a `StateStoreError` (the        |
+| claim)                         |                  | exception chained, its text unshown)         |
 | an MCP server's `context=`     | `make_context`   | the call is refused (`ToolDeniedError`): a   |
 | factory (deps from a request)  |                  | `ToolError`'s message as written, else a     |
 |                                |                  | fixed text (the exception chained, unshown)  |
@@ -74,6 +82,7 @@ from ..errors import (
     ToolError,
     ToolExecutionError,
     ToolTimeoutError,
+    UsageError,
     exception_text,
 )
 from ..params import CancelSignal
@@ -89,14 +98,20 @@ __all__ = [
     "THREAD_WATCH",
     "Lease",
     "acall",
+    "acall_store",
     "acredential",
     "aguard",
+    "arun_guardrail",
+    "arun_hook",
     "ask",
+    "awaitable",
     "call",
     "call_hook",
+    "call_store",
     "context_value",
     "convert",
     "credential",
+    "describe",
     "fill_default",
     "filter_result",
     "guard",
@@ -105,6 +120,8 @@ __all__ = [
     "oauth_callback",
     "rank",
     "run_coroutine",
+    "run_guardrail",
+    "run_hook",
 ]
 
 T = TypeVar("T")
@@ -617,7 +634,7 @@ def credential(provider: Callable[[Any], Any], request: Any) -> Any:
     """A credential provider asked for a call's credential, from sync code (an async provider
     runs to completion here); its exception propagates: the call fails with it."""
     value = provider(request)
-    if type(value) not in _PLAIN and inspect.isawaitable(value):
+    if awaitable(value):
         return run_coroutine(_awaited(value))
     return value
 
@@ -626,7 +643,7 @@ async def acredential(provider: Callable[[Any], Any], request: Any) -> Any:
     """A credential provider asked for a call's credential, from async code (a sync provider
     runs inline: it should be quick, a lookup); its exception propagates."""
     value = provider(request)
-    if type(value) not in _PLAIN and inspect.isawaitable(value):
+    if awaitable(value):
         return await value
     return value
 
@@ -653,6 +670,37 @@ def call_hook(hook: Callable[[Any], T], event: Any) -> T:
     return hook(event)
 
 
+def awaitable(value: Any) -> bool:
+    """Whether what user code answered is to be awaited (a plain value never is)."""
+    return type(value) not in _PLAIN and inspect.isawaitable(value)
+
+
+def describe(fn: Any) -> str:
+    """How a message names a function of the application: its qualified name."""
+    return str(getattr(fn, "__qualname__", None) or type(fn).__name__)
+
+
+def run_hook(label: str, hook: Callable[[Any], Any], event: Any) -> Any:
+    """A conversation hook, `on_text` or `on_event` (`label`), called by the sync driver:
+    an awaitable answer is a mistake, never ignored (a veto would be lost)."""
+    answer = hook(event)
+    if awaitable(answer):
+        _never_awaited(answer)
+        raise UsageError(
+            f"{label}={describe(hook)} returned {type(answer).__name__}, which "
+            "Conversation cannot await (a veto would be lost); use AsyncConversation, "
+            "or make the hook return its answer"
+        )
+    return answer
+
+
+async def arun_hook(hook: Callable[[Any], Any], event: Any) -> Any:
+    """A conversation hook, `on_text` or `on_event`, called by the async driver: an
+    awaitable answer is awaited."""
+    answer = hook(event)
+    return (await answer) if awaitable(answer) else answer
+
+
 def guard(guardrail: Callable[[Any], Any], event: Any, label: str, stage: str, tool: str) -> Any:
     """A conversation's guardrail on one call: its answer (an awaitable one as it is, for
     `aguard`); whatever it raises stops the turn, as `GuardrailTripped`."""
@@ -668,6 +716,54 @@ async def aguard(answer: Awaitable[Any], label: str, stage: str, tool: str) -> A
         return await answer
     except Exception as exc:
         raise _tripped(exc, label, stage, tool) from exc
+
+
+def run_guardrail(
+    guardrail: Callable[[Any], Any], event: Any, label: str, stage: str, tool: str
+) -> Any:
+    """A guardrail called by the sync driver (`guard`): an awaitable answer is a mistake."""
+    answer = guard(guardrail, event, label, stage, tool)
+    if awaitable(answer):
+        _never_awaited(answer)
+        raise UsageError(
+            f"the {stage} guardrail {label} returned {type(answer).__name__}, which "
+            "Conversation cannot await (its verdict would be lost); use AsyncConversation, "
+            "or make it return its verdict"
+        )
+    return answer
+
+
+async def arun_guardrail(
+    guardrail: Callable[[Any], Any], event: Any, label: str, stage: str, tool: str
+) -> Any:
+    """A guardrail called by the async driver (`guard`, then `aguard`): an awaitable answer
+    is awaited."""
+    answer = guard(guardrail, event, label, stage, tool)
+    return (await aguard(answer, label, stage, tool)) if awaitable(answer) else answer
+
+
+def _never_awaited(answer: Any) -> None:
+    if inspect.iscoroutine(answer):
+        answer.close()  # never awaited: no "was never awaited" RuntimeWarning
+
+
+def call_store(store: Any, kind: str, args: tuple[Any, ...]) -> Any:
+    """A conversation's state store, called by the sync driver: `load`, `save` or `claim`
+    (`kind`) with `args`; its exception propagates (the flow names the store)."""
+    if kind == "load":
+        return store.load(*args)
+    if kind == "claim":
+        return store.claim(*args)
+    return store.save(*args)
+
+
+async def acall_store(store: Any, kind: str, args: tuple[Any, ...]) -> Any:
+    """`call_store` by the async driver: `aload`, `asave` or `aclaim`, awaited."""
+    if kind == "load":
+        return await store.aload(*args)
+    if kind == "claim":
+        return await store.aclaim(*args)
+    return await store.asave(*args)
 
 
 def _tripped(exc: Exception, label: str, stage: str, tool: str) -> GuardrailTripped:
@@ -696,7 +792,7 @@ async def make_context(factory: Callable[[Any], Any], request: Any, tool_name: s
     """
     try:
         value = factory(request)
-        if type(value) not in _PLAIN and inspect.isawaitable(value):
+        if awaitable(value):
             value = await value
     except ToolError as exc:
         raise ToolDeniedError(str(exc.message), tool_name=tool_name) from exc

@@ -527,7 +527,7 @@ class Dispatcher:
         shown = _safe_name(name)
         names = [
             n
-            for n, tool in self._tools.items()
+            for n, tool in dict(self._tools).items()  # a copy: another thread may register
             if not tool.defer_loading and (allowed is None or n in allowed)
         ]
         matches = _close_matches(shown, names)

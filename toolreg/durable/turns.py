@@ -66,7 +66,7 @@ from ..conversation.loop import ModelStep
 from ..conversation.output import OutputSpec
 from ..conversation.providers.base import Answer
 from ..conversation.reply import Reply
-from ..conversation.state import tool_fingerprint
+from ..conversation.signing import tool_fingerprint
 from ..errors import StateConflictError, ToolregError, UsageError
 from ..idempotency import canonical_arguments, new_id
 from ..result import ToolCall, ToolResult

@@ -1,21 +1,10 @@
-"""Tool search: an inverted BM25F index over tool definitions, in any language.
+"""Deprecated: moved to `toolreg.toolsets.search`. Removed in 0.3."""
 
-`ToolRegistry.search_tools(query, limit=5)` uses it; `Conversation(tool_search=...)` picks
-the tools each model call is offered with it, and answers a model's `search_tools` calls.
-"""
+import warnings
 
-from __future__ import annotations
+from ..toolsets.search import *  # noqa: F403
+from ..toolsets.search import __all__  # noqa: F401
 
-from .index import WEIGHTS, SearchIndex, tool_fields
-from .selection import ToolSearch
-from .text import identifier_terms, normalize, terms
-
-__all__ = [
-    "WEIGHTS",
-    "SearchIndex",
-    "ToolSearch",
-    "identifier_terms",
-    "normalize",
-    "terms",
-    "tool_fields",
-]
+warnings.warn(
+    "toolreg.search moved to toolreg.toolsets.search (removed in 0.3)", DeprecationWarning, 2
+)

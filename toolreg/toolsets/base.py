@@ -30,9 +30,10 @@ from ..errors import UsageError, with_article
 from ..tool import Tool
 
 if TYPE_CHECKING:  # the index loads on the first search (its patterns take ~6 ms to compile)
-    from ..search import SearchIndex
+    from .search import SearchIndex
 
 __all__ = [
+    "SEARCH_TOOL",
     "BaseToolset",
     "HistoryReader",
     "Namespace",
@@ -44,6 +45,11 @@ __all__ = [
     "namespaces_of",
     "searched_names",
 ]
+
+
+SEARCH_TOOL = "search_tools"
+"""The name of the tool that finds deferred tools (`deferred`'s): a view that narrows what is
+offered (`searchable`) keeps it, as it keeps the deferred tools it loads."""
 
 
 @runtime_checkable
@@ -273,7 +279,7 @@ class BaseToolset:
         step: StepContext | None = None,
     ) -> list[Tool]:
         """The `limit` tools of `tools()` that best match `query`, best first (the same
-        index and scoring as `ToolRegistry.search_tools`, see `toolreg.search`); `among`
+        index and scoring as `ToolRegistry.search_tools`, see `toolreg.toolsets.search`); `among`
         keeps only those names, `step` only the tools `offer(step)` gives."""
         check_search(query, limit)
         accept = searched_names(self, among, step)
@@ -285,7 +291,7 @@ class BaseToolset:
         """The index, told only about the tools added, changed or gone since it last was."""
         index = self._index
         if index is None:
-            from ..search import SearchIndex  # lazily: `import toolreg` stays light
+            from .search import SearchIndex  # lazily: `import toolreg` stays light
 
             index = self._index = SearchIndex()
         revision = self.revision

@@ -28,20 +28,20 @@ from ..formats import export_tools
 from ..formats.responses import namespace_tool
 from ..tool import Tool
 from .base import (
+    SEARCH_TOOL,
     BaseToolset,
     Namespace,
     StepContext,
     Toolset,
     label_of,
     namespaces_of,
-    searched_names,
 )
 from .versions import versions_of
 
-if TYPE_CHECKING:  # toolreg.search loads on first use (its patterns take ~6 ms to compile)
+if TYPE_CHECKING:  # toolreg.toolsets.search loads on first use (its patterns take ~6 ms to compile)
     from openai.types.responses import NamespaceToolParam
 
-    from ..search.selection import ToolSearch
+    from .search.selection import ToolSearch
 
 __all__ = [
     "Combined",
@@ -80,7 +80,8 @@ def _checked_part(toolset: object, where: str) -> Toolset:
 
 
 class _View(BaseToolset):
-    """A view over one toolset: dispatched under its settings, offered through its `offer`."""
+    """A view over one toolset: dispatched under its settings, offered through its `offer`,
+    searched by its `search_tools` (its index and its ranker), among this view's tools."""
 
     def __init__(self, inner: Toolset) -> None:
         super().__init__()
@@ -89,6 +90,32 @@ class _View(BaseToolset):
     @property
     def revision(self) -> int:
         return self.inner.revision
+
+    def tools(self) -> list[Tool]:
+        return self.inner.tools()
+
+    def get(self, name: str) -> Tool | None:
+        return self.inner.get(name)
+
+    def versions(self, name: str) -> list[Tool]:
+        return versions_of(self.inner, name)
+
+    def search_tools(
+        self,
+        query: str,
+        *,
+        limit: int = 5,
+        among: Iterable[str] | None = None,
+        step: StepContext | None = None,
+    ) -> list[Tool]:
+        """The inner toolset's search, among this view's tools (and what the inner toolset
+        offers the `step`, when one is given)."""
+        return self.inner.search_tools(query, limit=limit, among=self._among(among), step=step)
+
+    def _among(self, among: Iterable[str] | None) -> Iterable[str] | None:
+        """The names a search may find: of `among`, those this view holds (a view that
+        holds fewer tools than the inner toolset narrows it)."""
+        return among
 
     def dispatch_settings(self) -> DispatchSettings:
         return _settings_of(self.inner)
@@ -124,6 +151,13 @@ class Filtered(_View):
 
     def versions(self, name: str) -> list[Tool]:
         return [t for t in versions_of(self.inner, name) if self.keep(t)]
+
+    def _among(self, among: Iterable[str] | None) -> list[str]:
+        held = [tool.name for tool in self.tools()]
+        if among is None:
+            return held
+        wanted = {among} if isinstance(among, str) else set(among)
+        return [name for name in held if name in wanted]
 
 
 def filtered(
@@ -177,6 +211,8 @@ class Prefixed(_View):
     """The tools of `inner`, each named `prefix` + `_` + its name (see `prefixed`, which
     checks the prefix and makes one). With a `description`, the Responses API is offered
     them as one namespace tool so described."""
+
+    search_tools = BaseToolset.search_tools  # an index of its own: the names are its own
 
     def __init__(self, inner: Toolset, prefix: str, description: str | None = None) -> None:
         super().__init__(inner)
@@ -405,41 +441,22 @@ class Searchable(_View):
     """`inner`, offering each model call only the tools that best match the recent user
     messages (see `searchable`); every tool of `inner` still runs when called. `option` is
     the `ToolSearch` that says how many tools, which are always offered, and how many
-    messages make the query."""
+    messages make the query. A deferred tool (`defer_loading=True`) that `inner` offers was
+    loaded on purpose (the model found it, see `deferred`, or the API searches them): it
+    stays offered, and so does the `search_tools` tool that loads them (`SEARCH_TOOL`)."""
 
     def __init__(self, inner: Toolset, option: ToolSearch) -> None:
         super().__init__(inner)
         self.option = option
         self.label = f"searchable({label_of(inner)}, limit={option.limit})"
 
-    def tools(self) -> list[Tool]:
-        return self.inner.tools()
-
-    def get(self, name: str) -> Tool | None:
-        return self.inner.get(name)
-
-    def versions(self, name: str) -> list[Tool]:
-        return versions_of(self.inner, name)
-
-    def search_tools(
-        self,
-        query: str,
-        *,
-        limit: int = 5,
-        among: Iterable[str] | None = None,
-        step: StepContext | None = None,
-    ) -> list[Tool]:
-        if step is not None:  # what the inner toolset offers the step: what it may find
-            accept = searched_names(self.inner, among, step)
-            among = [t.name for t in self.inner.tools() if accept is None or accept(t.name)]
-        return self.inner.search_tools(query, limit=limit, among=among)
-
     def offer(self, step: StepContext) -> list[Tool]:
         offered = self.inner.offer(step)
         always = set(self.option.always)
-        keep = {t.name for t in offered if t.name in always or t.tags & always}
+        keep = {t.name for t in offered if t.defer_loading or t.name in always or t.tags & always}
+        keep.add(SEARCH_TOOL)
         if step.history:
-            from ..search.selection import query_text  # lazily, as above
+            from .search.selection import query_text  # lazily, as above
 
             reader = step.read()
             keep.update(reader.calls_in(step.history))
@@ -457,7 +474,7 @@ def searchable(
     """`toolset`, offering each model call only the `limit` tools that best match the last
     `messages` user messages, plus the `always` ones (names or tags) and those called since
     the last user message: `Conversation(tool_search=...)` as a toolset of its own."""
-    from ..search.selection import ToolSearch  # lazily, as above
+    from .search.selection import ToolSearch  # lazily, as above
 
     toolset = _checked_part(toolset, "searchable()")
     option = ToolSearch(limit=limit, always=tuple(always), messages=messages)

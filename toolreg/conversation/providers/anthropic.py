@@ -29,18 +29,18 @@ from ...formats.anthropic import tool_references
 from ...formats.base import is_json_object
 from ...jsonvalues import strict_decoder
 from ...result import ToolCall, ToolResult
-from ..history import units
-from ..offer import References
 from .base import (
     Answer,
     CallIds,
     IdRule,
     Message,
+    References,
     Request,
     calls_since_user,
     complete_object,
     parts_text,
 )
+from .history import HistoryReading, units
 from .openai_chat import plain
 
 __all__ = ["MAX_TOKENS", "AnthropicMessages", "MessageStreamAssembler", "decode_message"]
@@ -60,7 +60,7 @@ _SYSTEM_ROLES = ("system", "developer")
 _MAX_MESSAGE = 300
 
 
-class AnthropicMessages:
+class AnthropicMessages(HistoryReading):
     """The provider of the Messages API (see the module docstring)."""
 
     name = "anthropic"
@@ -129,8 +129,7 @@ class AnthropicMessages:
         """A result's `tool_result` block; a client-executed tool search that found tools
         answers with their `tool_reference` blocks, which load them (see `offer`)."""
         if result.ok and isinstance(result.value, References) and result.value:
-            names = [block["tool_name"] for block in result.value]
-            return dict(tool_references(result.call_id or "", names))
+            return dict(tool_references(result.call_id or "", result.value))
         return dict(self.fmt.observation(result))
 
     def user(self, text: str) -> Message:

@@ -9,8 +9,10 @@ answer adds to the history (`took`), how tool results are written back (`results
 entry per result, or all of them in one message), what a user message looks like (`user`)
 and how the history splits into units that trimming keeps or drops whole (`units`). It also
 reads a history for what needs no wire format (`calls_in`: the tools called since the
-person last wrote; `user_text`: what the person wrote in an entry): tool search and a
-toolset's `offer` read the history through it (`StepContext.reader`).
+person last wrote; `user_text`: what the person wrote in an entry; `call_ids`,
+`answered_prefix`, `last_calls`): tool search and a toolset's `offer` read the history
+through it (`StepContext.reader`), and so do the loop, the conversation and a resume's
+checks. No module outside `providers/` and `formats/` reads a wire shape.
 
 Every call of an answer gets an id of its own before anything runs (`CallIds`, by the
 provider's `IdRule`): the model's where the endpoint takes it back and no other call of the
@@ -39,6 +41,7 @@ __all__ = [
     "Message",
     "ObjectEnd",
     "Provider",
+    "References",
     "Request",
     "calls_since_user",
     "complete_object",
@@ -88,6 +91,12 @@ def calls_since_user(
             continue
         names.extend(c.name for c in calls if isinstance(c.name, str))
     return names
+
+
+class References(tuple[str, ...]):
+    """The tools a client-executed tool search loads by reference, by name (a search
+    result's `value` on Anthropic's Messages API: the provider writes it back as a
+    `tool_result` of `tool_reference` blocks)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,3 +376,14 @@ class Provider(Protocol):
     def user_text(self, entry: Mapping[str, Any]) -> str | None:
         """The text of `entry` if it is a message the person wrote; None for any other
         entry (an assistant's, tool results, a call)."""
+
+    def call_ids(self, history: Sequence[Message]) -> set[str]:
+        """The ids of every call in `history` (what a new call's id must not be)."""
+
+    def answered_prefix(self, history: Sequence[Message]) -> int:
+        """The length of the longest prefix of `history` in which every call is answered."""
+
+    def last_calls(self, history: Sequence[Message]) -> list[ToolCall] | None:
+        """The calls of the model's last answer in `history` (the entries after the last
+        user message or tool answer); None when those entries are not the model's; a
+        `ConversationError` when its calls are malformed."""

@@ -21,7 +21,6 @@ from ...errors import ConversationError, UsageError
 from ...formats import Dialect, Format
 from ...formats.base import is_json_object
 from ...result import ToolCall, ToolResult
-from ..history import CALL_KEYS, units
 from .base import (
     Answer,
     Answers,
@@ -35,6 +34,7 @@ from .base import (
     complete_object,
     parts_text,
 )
+from .history import CALL_KEYS, HistoryReading, units
 
 __all__ = ["Normalized", "OpenAIChat", "StreamAssembler", "normalize_completion", "plain"]
 
@@ -296,7 +296,7 @@ class StreamAssembler:
         return _normalized(message, self.finish_reason, self.usage, self.id, self.model)
 
 
-class OpenAIChat:
+class OpenAIChat(HistoryReading):
     """Chat completions (`client.chat.completions.create`) in one of its dialects: `tools`,
     the legacy `functions`, or ChatGLM3's (see `formats`)."""
 

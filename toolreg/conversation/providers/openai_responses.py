@@ -20,7 +20,6 @@ from ...dispatch.calling import call_hook
 from ...errors import ConversationError, UsageError
 from ...formats import Dialect, Format
 from ...result import ToolCall, ToolResult
-from ..history import client_call, units
 from .base import (
     Answer,
     Answers,
@@ -33,6 +32,7 @@ from .base import (
     complete_object,
     parts_text,
 )
+from .history import HistoryReading, answer_tail, client_call, units
 from .openai_chat import Normalized, echo, encode, plain
 
 __all__ = ["OpenAIResponses", "ResponseStreamAssembler", "normalize_response"]
@@ -230,7 +230,7 @@ class ResponseStreamAssembler:
         return normalize_response(response, ids)
 
 
-class OpenAIResponses:
+class OpenAIResponses(HistoryReading):
     """The Responses API (`client.responses.create`): the history is input items, sent
     with `store: false`, or kept by the server (`previous_response_id`)."""
 
@@ -299,3 +299,7 @@ class OpenAIResponses:
         if entry.get("role") != "user" or entry.get("type", "message") != "message":
             return None
         return parts_text(entry.get("content"), ("input_text", "text"))
+
+    def last_calls(self, history: Sequence[Message]) -> list[ToolCall] | None:
+        tail = answer_tail(history)
+        return None if tail is None else self.fmt.parse_calls({"output": tail})

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 __all__ = ["MAX_QUERY_CHARS", "ToolSearch", "query_text"]
 

@@ -29,7 +29,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..tool import Tool
+from ...tool import Tool
 from .text import identifier_terms, terms
 
 __all__ = [
