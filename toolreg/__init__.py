@@ -51,15 +51,12 @@ from .registry import ToolRegistry, default_registry
 from .result import ToolCall, ToolResult
 from .tool import Tool
 from .toolsets import (
-    Arg,
-    Reshape,
     StepContext,
     Toolset,
     combined,
     filtered,
     pinned,
     prefixed,
-    reshaped,
     searchable,
 )
 
@@ -88,10 +85,14 @@ if _typing.TYPE_CHECKING:
     )
     from .idempotency import idempotency_key
     from .telemetry import instrument, uninstrument
+    from .toolsets.reshape import Arg, Reshape, reshaped
 
-# The conversation driver and the telemetry load on first use (PEP 562): `import toolreg`
+# The conversation driver, the telemetry and reshaping load on first use (PEP 562): `import toolreg`
 # stays light for applications that only register and dispatch.
 _LAZY = {
+    "Arg": "toolsets.reshape",
+    "Reshape": "toolsets.reshape",
+    "reshaped": "toolsets.reshape",
     "ApprovalRequired": "conversation",
     "AsyncConversation": "conversation",
     "Conversation": "conversation",

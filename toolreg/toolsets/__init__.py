@@ -8,6 +8,9 @@ the search index they share). `Conversation(registry=...)`, a toolset's `dispatc
 
 from __future__ import annotations
 
+import importlib as _importlib
+import typing as _typing
+
 from .base import (
     SEARCH_TOOL,
     BaseToolset,
@@ -22,7 +25,6 @@ from .base import (
     searched_names,
 )
 from .deferred import Deferred, deferred
-from .reshape import Arg, Reshape, Reshaped, reshaped
 from .versions import Pinned, pinned, versions_of
 from .views import (
     Combined,
@@ -34,6 +36,24 @@ from .views import (
     prefixed,
     searchable,
 )
+
+if _typing.TYPE_CHECKING:
+    from .reshape import Arg, Reshape, Reshaped, reshaped
+
+_LAZY = frozenset({"Arg", "Reshape", "Reshaped", "reshaped"})  # reshape loads on first use
+
+
+def __getattr__(name: str) -> _typing.Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(_importlib.import_module(".reshape", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _LAZY)
+
 
 __all__ = [
     "SEARCH_TOOL",
