@@ -7,14 +7,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from toolreg.cli.demo import SCRIPTED_NOTICE
 from toolreg.cli.main import main
-from toolreg.compat import chatglm3
 from toolreg.testing import ScriptedServer, call, text, tool_calls
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,14 +102,6 @@ def tools_file(tmp_path_factory: pytest.TempPathFactory) -> str:
 def no_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("TOOLREG_MODEL", raising=False)
-
-
-@pytest.fixture
-def clean_chatglm3_registry() -> Iterator[None]:
-    before = set(chatglm3.registry.names())
-    yield
-    for name in set(chatglm3.registry.names()) - before:
-        chatglm3.registry.unregister(name)
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], str]:

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,6 @@ from _mcp_support import child_env, serve_command
 from mcp import Client, StdioServerParameters
 
 from toolreg.cli.main import main
-from toolreg.compat import chatglm3
 from toolreg.testing import ScriptedServer, call, text, tool_calls
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,15 +51,6 @@ def ping() -> str:
     """Answer pong. Use it to check that the tools work."""
     return "pong"
 '''
-
-
-@pytest.fixture(autouse=True)
-def clean_chatglm3_registry() -> Iterator[None]:
-    """ChatGLM3's registry is module-level (as in ChatGLM3): forget what a test registered."""
-    before = set(chatglm3.registry.names())
-    yield
-    for name in set(chatglm3.registry.names()) - before:
-        chatglm3.registry.unregister(name)
 
 
 def write(tmp_path: Path, name: str, code: str) -> str:
