@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from hypothesis import settings
 
 from toolreg import ToolRegistry
+from toolreg.compat import chatglm3
 
 # In CI (CI=true) the property tests draw the same examples every run, so a landing never
 # fails on an example no earlier run saw; elsewhere they explore, and `print_blob` shows how
@@ -35,6 +37,22 @@ def _recursion_limit() -> Any:
     sys.setrecursionlimit(_RECURSION_LIMIT)
     yield
     sys.setrecursionlimit(_RECURSION_LIMIT)
+
+
+@pytest.fixture
+def empty_chatglm3_registry() -> Iterator[None]:
+    """ChatGLM3's registry is module-level (as in ChatGLM3): the test starts with it empty,
+    whatever a test before it in this process registered there (a docs test loads
+    samples/chatglm3_tools.py in-process), and leaves it as it was."""
+    saved = chatglm3.registry.tools()
+    for tool in saved:
+        chatglm3.registry.unregister(tool.name, version=tool.version)
+    yield
+    for name in chatglm3.registry.names():
+        for tool in chatglm3.registry.versions(name):
+            chatglm3.registry.unregister(name, version=tool.version)
+    for tool in saved:
+        chatglm3.registry.add(tool)
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 from pathlib import Path
 from types import ModuleType
@@ -11,7 +12,6 @@ import pytest
 
 from toolreg import Conversation, DuplicateToolError, ToolResult
 from toolreg.cli.demo import run_demo
-from toolreg.cli.target import load_file
 from toolreg.compat import chatglm3
 from toolreg.testing import ScriptedServer
 
@@ -19,10 +19,22 @@ SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "chatglm3_tools.py"
 
 
 @pytest.fixture
-def demo(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+def demo(monkeypatch: pytest.MonkeyPatch, empty_chatglm3_registry: None) -> ModuleType:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("TOOLREG_MODEL", raising=False)
-    return load_file(SAMPLE)
+    return fresh(SAMPLE)
+
+
+def fresh(path: Path) -> ModuleType:
+    """The sample run again as a new module: its tools are registered in ChatGLM3's
+    module-level registry by this test, whatever earlier tests of this process did there
+    (`load_file` would hand back the module a test loaded before)."""
+    spec = importlib.util.spec_from_file_location("chatglm3_sample", path)  # one place
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_get_tools_is_in_chatglm3s_own_shape(demo: ModuleType) -> None:
@@ -72,7 +84,7 @@ def test_str_of_a_result_is_its_content() -> None:
 def test_registering_again_replaces_and_a_new_function_under_a_taken_name_fails(
     demo: ModuleType,
 ) -> None:
-    load_file(SAMPLE)  # the module loaded a second time registers its functions again
+    fresh(SAMPLE)  # the module run a second time registers its functions again
     assert sorted(chatglm3.get_tools()) == ["get_weather", "random_number_generator"]
 
     def get_weather(city_name: Annotated[str, "City", True]) -> str:
