@@ -281,11 +281,7 @@ class DurableTurns:
     def run_turn(self, inputs: Json) -> Json:
         """The turn's workflow: build the conversation, run the turn with its steps durable,
         and return its reply as JSON."""
-        turn = _TurnInputs.read(inputs, self.name)
-        chat = self._conversation(turn, Conversation)
-        live = self._live.get(turn.turn_id)
-        durable = DurableTurn(self.engine, turn.turn_id, chat.registry)
-        chat._durable = durable  # the drivers' seams: see toolreg.conversation.drivers
+        turn, chat, live = self._attached(inputs, Conversation)
         try:
             output_type = self._output_type(turn)
             if live is not None and live.events is not None:
@@ -313,11 +309,7 @@ class DurableTurns:
 
     async def arun_turn(self, inputs: Json) -> Json:
         """`run_turn` for an `AsyncConversation`."""
-        turn = _TurnInputs.read(inputs, self.name)
-        chat = self._conversation(turn, AsyncConversation)
-        live = self._live.get(turn.turn_id)
-        durable = DurableTurn(self.engine, turn.turn_id, chat.registry)
-        chat._durable = durable  # the drivers' seams: see toolreg.conversation.drivers
+        turn, chat, live = self._attached(inputs, AsyncConversation)
         try:
             output_type = self._output_type(turn)
             if live is not None and live.events is not None:
@@ -342,6 +334,18 @@ class DurableTurns:
         if live is not None:
             live.reply = reply
         return reply_json(reply)
+
+    def _attached(
+        self, inputs: Json, kind: type[ConversationCore]
+    ) -> tuple[_TurnInputs, Any, _Live | None]:
+        """What `run_turn` and `arun_turn` do before their driver runs: the turn's inputs
+        read, its conversation built with the drivers' durable seam attached (see
+        toolreg.conversation.drivers; the caller takes it off when the turn ends), and the
+        turn's listener in this process, if any."""
+        turn = _TurnInputs.read(inputs, self.name)
+        chat = self._conversation(turn, kind)
+        chat._durable = DurableTurn(self.engine, turn.turn_id, chat.registry)
+        return turn, chat, self._live.get(turn.turn_id)
 
     # -- the rest ---------------------------------------------------------------------------
 
